@@ -1,0 +1,63 @@
+// Device and memory-statistics JSON, buffer labels.
+#include "ops/introspection.h"
+
+#include "runtime/device_list.h"
+#include "support/error.h"
+
+#include <cstring>
+#include <shared_mutex>
+
+namespace aethercl::ops {
+
+std::string device_json(int gpu_index) {
+  const auto& devices = visible_devices();
+  if (gpu_index < 0 || static_cast<std::size_t>(gpu_index) >= devices.size()) {
+    fail(Status::kNoDevice, "gpu_index {} is out of range; the devices are: {}", gpu_index,
+         describe_devices(devices));
+  }
+  Runtime& runtime = Runtime::instance();
+  std::shared_lock lock(runtime.lifecycle_mutex());
+  return device_info_json(devices[gpu_index], gpu_index, runtime.is_initialized(gpu_index));
+}
+
+std::string memory_stats_json(DeviceCall& call) {
+  Device& device = call.device();
+  const PoolStats& pool = device.pool().stats();
+  const ProgramStats& programs = device.programs().stats();
+  BufferRegistry& buffers = call.runtime().buffers();
+  std::string labelled;
+  for (const auto& [token, size, label] : buffers.labelled(device.index())) {
+    labelled += fmt::format("{}{{\"handle\": \"0x{:x}\", \"bytes\": {}, \"label\": \"{}\"}}",
+                            labelled.empty() ? "" : ", ", token, size, json_escape(label));
+  }
+  return fmt::format(
+      "{{\"device\": {}, \"limit_bytes\": {}, \"live_buffers\": {}, \"bytes_in_use\": {}, "
+      "\"bytes_reserved\": {}, \"bytes_cached\": {}, \"peak_bytes_reserved\": {}, "
+      "\"pool_hits\": {}, \"pool_misses\": {}, \"device_allocations\": {}, "
+      "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
+      "\"staging_cached_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
+      "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"labelled_buffers\": [{}]}}",
+      device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
+      buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
+      pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
+      pool.device_releases, pool.trims, device.staging().pending_bytes(),
+      device.staging().cached_bytes(), programs.programs, programs.kernels,
+      programs.source_builds, programs.disk_hits, labelled);
+}
+
+void set_label(DeviceCall& call, void* handle, const char* label) {
+  call.buffer(handle, "buffer_handle", 0);
+  std::string text = label == nullptr ? std::string() : std::string(label, strnlen(label, 63));
+  call.runtime().buffers().set_label(handle, std::move(text));
+}
+
+std::size_t copy_out(const std::string& text, char* buffer, std::size_t capacity) {
+  if (buffer != nullptr && capacity > 0) {
+    std::size_t count = std::min(text.size(), capacity - 1);
+    std::memcpy(buffer, text.data(), count);
+    buffer[count] = '\0';
+  }
+  return text.size();
+}
+
+}  // namespace aethercl::ops

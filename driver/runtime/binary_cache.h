@@ -1,0 +1,32 @@
+// On-disk cache of built program binaries. Entries are self-checking: a truncated or corrupt file
+// is ignored (and deleted) so the program is rebuilt from source.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aethercl {
+
+class BinaryCache {
+ public:
+  // Location: AETHERCL_CACHE_DIR, else $XDG_CACHE_HOME/aethercl, else ~/.cache/aethercl.
+  // AETHERCL_CACHE=0 disables it.
+  static BinaryCache from_environment();
+  BinaryCache(std::filesystem::path directory, bool enabled);
+
+  bool enabled() const { return enabled_; }
+  const std::filesystem::path& directory() const { return directory_; }
+
+  std::optional<std::vector<unsigned char>> load(const std::string& key) const;
+  // Best effort: a cache that cannot be written is logged and otherwise ignored.
+  void store(const std::string& key, const std::vector<unsigned char>& binary) const;
+  std::filesystem::path path_for(const std::string& key) const;
+
+ private:
+  std::filesystem::path directory_;
+  bool enabled_;
+};
+
+}  // namespace aethercl

@@ -1,0 +1,51 @@
+// Buffer registry: opaque, never-reused tokens mapped to device buffers. Tokens are validated on
+// every use, so a stale, foreign or made-up value is an error, never a dereference.
+#pragma once
+
+#include "runtime/memory_pool.h"
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace aethercl {
+
+struct BufferRecord {
+  int device_index = -1;   // visible index of the owning device
+  PoolBlock block;
+  std::uint64_t size = 0;  // bytes the client asked for; the only bytes it may touch
+  std::string label;
+};
+
+// Why a token did not resolve.
+enum class TokenProblem { kNone, kNull, kMalformed, kNeverIssued, kReleased };
+
+class BufferRegistry {
+ public:
+  void* insert(BufferRecord record);
+  // Copies the record out; thread-safe.
+  std::optional<BufferRecord> find(const void* token, TokenProblem* problem = nullptr) const;
+  std::optional<BufferRecord> remove(const void* token, TokenProblem* problem = nullptr);
+  // Removes and returns every record of a device (shutdown).
+  std::vector<BufferRecord> remove_device(int device_index);
+  bool set_label(const void* token, std::string label);
+  std::size_t live_count(int device_index) const;
+  std::uint64_t live_bytes(int device_index) const;
+  // (token, size, label) of the device's labelled buffers.
+  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string>> labelled(
+      int device_index) const;
+
+  static const char* describe(TokenProblem problem);
+
+ private:
+  std::optional<std::uint64_t> decode(const void* token, TokenProblem* problem) const;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, BufferRecord> records_;  // id -> record
+  std::uint64_t next_id_ = 1;  // monotonic for the life of the process, across shutdowns
+};
+
+}  // namespace aethercl

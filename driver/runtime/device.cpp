@@ -1,0 +1,101 @@
+// Device set-up, command submission and deferred-error detection.
+#include "runtime/device.h"
+
+#include "cl/cl_error.h"
+#include "support/env.h"
+#include "support/log.h"
+
+#include <algorithm>
+
+namespace aethercl {
+
+Device::Device(int index, const DeviceInfo& info)
+    : index_(index), info_(info), sync_every_call_(env::flag(env::kSync, false)) {
+  cl_int status = CL_SUCCESS;
+  cl_context_properties properties[] = {
+      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
+  context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
+  cl::check(status, "clCreateContext");
+  queue_ = cl::Queue(clCreateCommandQueue(context_.get(), info_.id, 0, &status));
+  cl::check(status, "clCreateCommandQueue");
+  std::uint64_t limit = info_.global_mem_bytes;
+  if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
+  pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
+                                       env::flag(env::kPool, true));
+  programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
+}
+
+Device::~Device() {
+  if (queue_) clFinish(queue_.get());
+  staging_.reclaim_all();
+  last_event_.reset();
+  programs_.reset();
+  pool_.reset();
+  queue_.reset();
+  context_.reset();
+}
+
+void Device::track(cl_event event, const char* what) {
+  last_event_.reset(event);
+  last_command_ = what;
+  if (sync_every_call_) synchronize();
+}
+
+void Device::check_last_event() {
+  if (!last_event_) return;
+  cl_int status = CL_COMPLETE;
+  cl::check(clGetEventInfo(last_event_.get(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                           &status, nullptr),
+            "clGetEventInfo");
+  if (status < 0) {
+    const char* what = last_command_;
+    last_event_.reset();
+    fail(cl::status_of(status), "an earlier {} failed on the device: {} ({})", what,
+         cl::error_name(status), status);
+  }
+}
+
+void Device::launch(cl_kernel kernel, cl_uint dimensions, const size_t* global,
+                    const size_t* local) {
+  cl_event event = nullptr;
+  cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, dimensions, nullptr, global, local, 0,
+                                   nullptr, &event),
+            "clEnqueueNDRangeKernel");
+  track(event, "kernel launch");
+}
+
+void Device::write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source) {
+  cl_event event = staging_.write(queue_.get(), mem, offset, size, source);
+  track(event, "host-to-device copy");
+}
+
+void Device::read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination) {
+  cl_event event = nullptr;
+  cl_int status = clEnqueueReadBuffer(queue_.get(), mem, CL_TRUE, offset, size, destination, 0,
+                                      nullptr, &event);
+  cl::Event read_event(event);
+  if (status != CL_SUCCESS) {
+    // A failed earlier command makes the read fail too; name the earlier one if it is the cause.
+    check_last_event();
+    cl::check(status, "clEnqueueReadBuffer");
+  }
+  check_last_event();
+  last_event_.reset();
+  staging_.reclaim_all();  // the blocking read means every earlier copy has finished
+}
+
+void Device::copy(cl_mem source, cl_mem destination, std::uint64_t size) {
+  cl_event event = nullptr;
+  cl::check(clEnqueueCopyBuffer(queue_.get(), source, destination, 0, 0, size, 0, nullptr, &event),
+            "clEnqueueCopyBuffer");
+  track(event, "device-to-device copy");
+}
+
+void Device::synchronize() {
+  cl::check(clFinish(queue_.get()), "clFinish");
+  check_last_event();
+  last_event_.reset();
+  staging_.reclaim();
+}
+
+}  // namespace aethercl

@@ -1,0 +1,66 @@
+// One initialised device: its context, in-order queue, memory pool, staging and program cache.
+//
+// Contract: callers hold mutex() for every member call except info(), index() and the
+// constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
+// which is what makes asynchronous returns and stream-ordered buffer reuse invisible to clients.
+#pragma once
+
+#include "cl/handle.h"
+#include "runtime/device_info.h"
+#include "runtime/memory_pool.h"
+#include "runtime/program_cache.h"
+#include "runtime/staging.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace aethercl {
+
+class Device {
+ public:
+  Device(int index, const DeviceInfo& info);
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  // Waits for the queue, then releases programs, buffers, queue and context, in that order.
+  ~Device();
+
+  int index() const { return index_; }
+  const DeviceInfo& info() const { return info_; }
+  std::mutex& mutex() { return mutex_; }
+
+  cl_context context() const { return context_.get(); }
+  cl_command_queue queue() const { return queue_.get(); }
+  MemoryPool& pool() { return *pool_; }
+  ProgramCache& programs() { return *programs_; }
+  const Staging& staging() const { return staging_; }
+
+  // Enqueues an NDRange launch; local may be NULL. Work sizes are rounded by the caller.
+  void launch(cl_kernel kernel, cl_uint dimensions, const size_t* global, const size_t* local);
+  void write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source);
+  // Blocking: waits for all earlier work, then reports any deferred execution error.
+  void read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination);
+  void copy(cl_mem source, cl_mem destination, std::uint64_t size);
+  // Waits for all enqueued work; throws Error(kDeviceError) for a deferred execution failure.
+  void synchronize();
+
+ private:
+  // Keeps the event of the newest command (to detect execution failures later); finishes at once
+  // under AETHERCL_SYNC=1.
+  void track(cl_event event, const char* what);
+  void check_last_event();
+
+  int index_;
+  DeviceInfo info_;
+  std::mutex mutex_;
+  cl::Context context_;
+  cl::Queue queue_;
+  std::unique_ptr<MemoryPool> pool_;
+  std::unique_ptr<ProgramCache> programs_;
+  Staging staging_;
+  cl::Event last_event_;
+  const char* last_command_ = "";
+  bool sync_every_call_;
+};
+
+}  // namespace aethercl

@@ -1,0 +1,67 @@
+// Token resolution and argument-size validation shared by every entry point.
+#include "runtime/device_call.h"
+
+#include "support/checked.h"
+
+namespace aethercl {
+
+DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
+    : runtime_(runtime),
+      lifecycle_lock_(runtime.lifecycle_mutex()),
+      device_(&runtime.resolve(gpu_index)),
+      device_lock_(device_->mutex()) {}
+
+std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const char* argument,
+                                                      std::uint64_t min_bytes) {
+  if (handle == nullptr) return std::nullopt;
+  return buffer(handle, argument, min_bytes);
+}
+
+BufferView DeviceCall::buffer(const void* handle, const char* argument, std::uint64_t min_bytes) {
+  if (handle == nullptr) fail(Status::kInvalidArgument, "{} is NULL", argument);
+  TokenProblem problem = TokenProblem::kNone;
+  auto record = runtime_.buffers().find(handle, &problem);
+  if (!record) {
+    fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
+  }
+  if (record->device_index != device_->index()) {
+    fail(Status::kInvalidHandle, "{} ({}) belongs to device {}, but this call runs on device {}",
+         argument, handle, record->device_index, device_->index());
+  }
+  if (record->size < min_bytes) {
+    std::string label = record->label.empty() ? "" : fmt::format(" '{}'", record->label);
+    fail(Status::kOutOfRange, "{}{} ({}) holds {} bytes, but the call needs {} bytes", argument,
+         label, handle, record->size, min_bytes);
+  }
+  return BufferView{record->block.mem, record->size};
+}
+
+std::uint64_t element_count(std::initializer_list<Dim> dims) {
+  std::uint64_t count = 1;
+  bool overflow = false;
+  for (const Dim& dim : dims) {
+    if (dim.value < 0) fail(Status::kInvalidArgument, "{} = {} is negative", dim.name, dim.value);
+  }
+  for (const Dim& dim : dims) {
+    auto product = checked_mul(count, static_cast<std::uint64_t>(dim.value));
+    if (!product) overflow = true;
+    else count = *product;
+  }
+  for (const Dim& dim : dims) {
+    if (dim.value == 0) return 0;
+  }
+  if (overflow) {
+    std::string text;
+    for (const Dim& dim : dims) text += fmt::format("{}{}={}", text.empty() ? "" : " x ", dim.name, dim.value);
+    fail(Status::kInvalidArgument, "the element count {} overflows 64 bits", text);
+  }
+  return count;
+}
+
+std::uint64_t byte_count(std::uint64_t elements, std::uint64_t element_size) {
+  auto bytes = checked_mul(elements, element_size);
+  if (!bytes) fail(Status::kInvalidArgument, "{} elements of {} bytes overflow 64 bits", elements, element_size);
+  return *bytes;
+}
+
+}  // namespace aethercl

@@ -1,0 +1,54 @@
+// DeviceCall: the scope of one entry-point call on one device. It holds the runtime's lifecycle
+// lock (shared) and the device's lock for its whole life, and resolves buffer tokens against the
+// registry, checking owner device and size.
+#pragma once
+
+#include "runtime/runtime.h"
+#include "support/error.h"
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+
+namespace aethercl {
+
+struct BufferView {
+  cl_mem mem = nullptr;
+  std::uint64_t size = 0;  // bytes the client allocated
+};
+
+class DeviceCall {
+ public:
+  // Throws kNotInitialized / kNoDevice when gpu_index resolves to no device.
+  explicit DeviceCall(int gpu_index, Runtime& runtime = Runtime::instance());
+
+  Device& device() { return *device_; }
+  Runtime& runtime() { return runtime_; }
+
+  // A required buffer with at least min_bytes: throws kInvalidArgument for NULL, kInvalidHandle
+  // for an unknown/freed/other-device token, kOutOfRange when it is smaller than min_bytes.
+  // `argument` names the parameter in the message.
+  BufferView buffer(const void* handle, const char* argument, std::uint64_t min_bytes);
+  // NULL is allowed and yields nullopt; anything else as buffer().
+  std::optional<BufferView> optional_buffer(const void* handle, const char* argument,
+                                            std::uint64_t min_bytes);
+
+ private:
+  Runtime& runtime_;
+  std::shared_lock<std::shared_mutex> lifecycle_lock_;
+  Device* device_;
+  std::unique_lock<std::mutex> device_lock_;
+};
+
+// Element count of a tensor from int dimensions: throws kInvalidArgument naming the dimension for
+// a negative one and for a product that overflows 64 bits. Zero when any dimension is zero.
+struct Dim {
+  const char* name;
+  long long value;
+};
+std::uint64_t element_count(std::initializer_list<Dim> dims);
+// bytes = elements * element_size, overflow-checked.
+std::uint64_t byte_count(std::uint64_t elements, std::uint64_t element_size);
+
+}  // namespace aethercl

@@ -1,0 +1,126 @@
+// Device capability queries and their JSON form.
+#include "runtime/device_info.h"
+
+#include "cl/cl_error.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace aethercl {
+namespace {
+
+std::string device_string(cl_device_id device, cl_device_info param) {
+  size_t size = 0;
+  cl::check(clGetDeviceInfo(device, param, 0, nullptr, &size), "clGetDeviceInfo");
+  std::string value(size, '\0');
+  cl::check(clGetDeviceInfo(device, param, size, value.data(), nullptr), "clGetDeviceInfo");
+  while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
+  return value;
+}
+
+std::string platform_string(cl_platform_id platform, cl_platform_info param) {
+  size_t size = 0;
+  cl::check(clGetPlatformInfo(platform, param, 0, nullptr, &size), "clGetPlatformInfo");
+  std::string value(size, '\0');
+  cl::check(clGetPlatformInfo(platform, param, size, value.data(), nullptr), "clGetPlatformInfo");
+  while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
+  return value;
+}
+
+template <typename T>
+T device_value(cl_device_id device, cl_device_info param) {
+  T value{};
+  cl::check(clGetDeviceInfo(device, param, sizeof(T), &value, nullptr), "clGetDeviceInfo");
+  return value;
+}
+
+}  // namespace
+
+bool DeviceInfo::has_extension(const std::string& extension_name) const {
+  for (const auto& extension : extensions)
+    if (extension == extension_name) return true;
+  return false;
+}
+
+const char* kind_name(DeviceKind kind) noexcept {
+  switch (kind) {
+    case DeviceKind::kGpu: return "gpu";
+    case DeviceKind::kAccelerator: return "accelerator";
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kOther: return "other";
+  }
+  return "other";
+}
+
+DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device) {
+  DeviceInfo info;
+  info.platform = platform;
+  info.id = device;
+  info.name = device_string(device, CL_DEVICE_NAME);
+  info.vendor = device_string(device, CL_DEVICE_VENDOR);
+  info.device_version = device_string(device, CL_DEVICE_VERSION);
+  info.driver_version = device_string(device, CL_DRIVER_VERSION);
+  info.platform_name = platform_string(platform, CL_PLATFORM_NAME);
+  info.platform_version = platform_string(platform, CL_PLATFORM_VERSION);
+  auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+  info.kind = (type & CL_DEVICE_TYPE_GPU)           ? DeviceKind::kGpu
+              : (type & CL_DEVICE_TYPE_ACCELERATOR) ? DeviceKind::kAccelerator
+              : (type & CL_DEVICE_TYPE_CPU)         ? DeviceKind::kCpu
+                                                    : DeviceKind::kOther;
+  info.compute_units = device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS);
+  info.global_mem_bytes = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
+  info.max_alloc_bytes = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  info.local_mem_bytes = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
+  info.max_work_group_size = device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  info.mem_base_align_bytes = device_value<cl_uint>(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
+  if (info.mem_base_align_bytes == 0) info.mem_base_align_bytes = 128;
+
+  std::istringstream words(device_string(device, CL_DEVICE_EXTENSIONS));
+  for (std::string word; words >> word;) info.extensions.push_back(word);
+  auto fp64_config = device_value<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG);
+  info.fp64 = fp64_config != 0 || info.has_extension("cl_khr_fp64");
+  info.fp16 = info.has_extension("cl_khr_fp16");
+  info.subgroups = info.has_extension("cl_khr_subgroups") ||
+                   info.has_extension("cl_intel_subgroups");
+  // 32-bit global atomics are core from OpenCL 1.1 on; 1.0 runtimes name the extension.
+  info.int32_global_atomics = info.device_version.rfind("OpenCL 1.0", 0) != 0 ||
+                              info.has_extension("cl_khr_global_int32_base_atomics");
+  info.int64_atomics = info.has_extension("cl_khr_int64_base_atomics");
+  return info;
+}
+
+std::string json_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string device_info_json(const DeviceInfo& info, int index, bool initialized) {
+  return fmt::format(
+      "{{\"index\": {}, \"name\": \"{}\", \"vendor\": \"{}\", \"platform\": \"{}\", "
+      "\"platform_version\": \"{}\", \"device_version\": \"{}\", \"driver_version\": \"{}\", "
+      "\"type\": \"{}\", \"compute_units\": {}, \"global_mem_bytes\": {}, "
+      "\"max_alloc_bytes\": {}, \"local_mem_bytes\": {}, \"max_work_group_size\": {}, "
+      "\"fp64\": {}, \"fp16\": {}, \"subgroups\": {}, \"int32_global_atomics\": {}, "
+      "\"int64_atomics\": {}, \"initialized\": {}}}",
+      index, json_escape(info.name), json_escape(info.vendor), json_escape(info.platform_name),
+      json_escape(info.platform_version), json_escape(info.device_version),
+      json_escape(info.driver_version), kind_name(info.kind), info.compute_units,
+      info.global_mem_bytes, info.max_alloc_bytes, info.local_mem_bytes,
+      info.max_work_group_size, info.fp64, info.fp16, info.subgroups, info.int32_global_atomics,
+      info.int64_atomics, initialized);
+}
+
+}  // namespace aethercl

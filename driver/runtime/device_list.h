@@ -1,0 +1,27 @@
+// The visible device list: all devices of all platforms in a stable order, narrowed by
+// AETHERCL_DEVICES. gpu_index is an index into this list.
+#pragma once
+
+#include "runtime/device_info.h"
+
+#include <string>
+#include <vector>
+
+namespace aethercl {
+
+// Enumerates once per process (thread-safe); an empty list when no platform or device exists.
+const std::vector<DeviceInfo>& visible_devices();
+
+// Stable order: GPUs, then accelerators, then CPUs, then others; ties keep platform/device order.
+std::vector<DeviceInfo> order_devices(std::vector<DeviceInfo> devices);
+
+// Applies a selector list like CUDA_VISIBLE_DEVICES: comma-separated entries, each an index into
+// the ordered list or a case-insensitive substring of "<name> <vendor> <platform>". The result
+// keeps the selector order, without duplicates. An empty spec selects everything.
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& ordered,
+                                       const std::string& spec);
+
+// "0: NVIDIA H100 (NVIDIA CUDA, gpu); 1: pthread-... (Portable Computing Language, cpu)"
+std::string describe_devices(const std::vector<DeviceInfo>& devices);
+
+}  // namespace aethercl

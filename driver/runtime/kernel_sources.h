@@ -1,0 +1,17 @@
+// Kernel sources: embedded from kernels/*.cl at build time, or read from AETHERCL_KERNEL_DIR.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aethercl {
+
+// The source of a kernel family ("elementwise" for kernels/elementwise.cl). Throws
+// Error(kBuildFailed) for an unknown family or an unreadable override file.
+std::string kernel_source(std::string_view family);
+
+// Families embedded in this build, sorted.
+std::vector<std::string> embedded_kernel_families();
+
+}  // namespace aethercl

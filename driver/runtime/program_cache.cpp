@@ -1,0 +1,121 @@
+// Lazy program builds with an on-disk binary cache.
+#include "runtime/program_cache.h"
+
+#include "cl/cl_error.h"
+#include "runtime/kernel_sources.h"
+#include "support/hash.h"
+#include "support/log.h"
+
+#include <aethercl/driver.h>
+
+namespace aethercl {
+
+ProgramCache::ProgramCache(const DeviceInfo& info, cl_context context, BinaryCache disk)
+    : info_(info), context_(context), disk_(std::move(disk)) {
+  base_options_ = fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={}",
+                              info.fp64 ? 1 : 0, info.max_work_group_size);
+}
+
+std::string ProgramCache::cache_key(const std::string& source, const std::string& options) const {
+  return Hasher()
+      .add(source)
+      .add(options)
+      .add(info_.name)
+      .add(info_.vendor)
+      .add(info_.device_version)
+      .add(info_.driver_version)
+      .add(info_.platform_name)
+      .add(info_.platform_version)
+      .add(AETHERCL_VERSION_STRING)
+      .hex();
+}
+
+std::string ProgramCache::build_log(cl_program program) const {
+  size_t size = 0;
+  if (clGetProgramBuildInfo(program, info_.id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) !=
+      CL_SUCCESS) {
+    return "(no build log)";
+  }
+  std::string text(size, '\0');
+  clGetProgramBuildInfo(program, info_.id, CL_PROGRAM_BUILD_LOG, size, text.data(), nullptr);
+  while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+  return text.empty() ? "(empty build log)" : text;
+}
+
+cl::Program ProgramCache::build_from_binary(const std::vector<unsigned char>& binary,
+                                            const std::string& options) {
+  const unsigned char* data = binary.data();
+  size_t size = binary.size();
+  cl_int binary_status = CL_SUCCESS;
+  cl_int status = CL_SUCCESS;
+  cl::Program program(
+      clCreateProgramWithBinary(context_, 1, &info_.id, &size, &data, &binary_status, &status));
+  if (status != CL_SUCCESS || binary_status != CL_SUCCESS) return cl::Program();
+  if (clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr) !=
+      CL_SUCCESS) {
+    return cl::Program();
+  }
+  return program;
+}
+
+cl::Program ProgramCache::build(const std::string& family, const std::string& options) {
+  std::string source = kernel_source(family);
+  std::string key = cache_key(source, options);
+  if (auto binary = disk_.load(key)) {
+    if (cl::Program program = build_from_binary(*binary, options)) {
+      ++stats_.disk_hits;
+      return program;
+    }
+    log().info("cached binary of kernel family '{}' was refused by the runtime; rebuilding",
+               family);
+  }
+  const char* text = source.c_str();
+  size_t length = source.size();
+  cl_int status = CL_SUCCESS;
+  cl::Program program(clCreateProgramWithSource(context_, 1, &text, &length, &status));
+  cl::check(status, "clCreateProgramWithSource");
+  status = clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    fail(Status::kBuildFailed, "kernel family '{}' failed to build for {} ({}; options '{}'):\n{}",
+         family, info_.name, cl::error_name(status), options, build_log(program.get()));
+  }
+  ++stats_.source_builds;
+  size_t binary_size = 0;
+  if (clGetProgramInfo(program.get(), CL_PROGRAM_BINARY_SIZES, sizeof(binary_size), &binary_size,
+                       nullptr) == CL_SUCCESS &&
+      binary_size > 0) {
+    std::vector<unsigned char> binary(binary_size);
+    unsigned char* target = binary.data();
+    if (clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES, sizeof(target), &target, nullptr) ==
+        CL_SUCCESS) {
+      disk_.store(key, binary);
+    }
+  }
+  return program;
+}
+
+cl_kernel ProgramCache::kernel(const std::string& family, const std::string& name,
+                               const std::string& extra_options) {
+  std::string options =
+      extra_options.empty() ? base_options_ : base_options_ + " " + extra_options;
+  std::string program_key = family + "|" + options;
+  auto it = programs_.find(program_key);
+  if (it == programs_.end()) {
+    Built built{build(family, options), {}};
+    it = programs_.emplace(program_key, std::move(built)).first;
+    ++stats_.programs;
+  }
+  auto& kernels = it->second.kernels;
+  auto kernel_it = kernels.find(name);
+  if (kernel_it != kernels.end()) return kernel_it->second.get();
+  cl_int status = CL_SUCCESS;
+  cl::Kernel kernel(clCreateKernel(it->second.program.get(), name.c_str(), &status));
+  if (status != CL_SUCCESS) {
+    fail(Status::kBuildFailed, "kernel '{}' of family '{}' cannot be created: {} ({})", name,
+         family, cl::error_name(status), status);
+  }
+  ++stats_.kernels;
+  return kernels.emplace(name, std::move(kernel)).first->second.get();
+}
+
+}  // namespace aethercl

@@ -1,0 +1,84 @@
+// Device lifecycle and gpu_index resolution.
+#include "runtime/runtime.h"
+
+#include "runtime/device_list.h"
+#include "support/env.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <mutex>
+
+namespace aethercl {
+
+Runtime& Runtime::instance() {
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+void Runtime::initialize(int gpu_index) {
+  const auto& devices = visible_devices();
+  if (devices.empty()) {
+    fail(Status::kNoDevice,
+         "no OpenCL device found (check that an ICD is installed under /etc/OpenCL/vendors, "
+         "e.g. pocl-opencl-icd, and that {} does not exclude every device)",
+         env::kDevices);
+  }
+  if (gpu_index < 0 || static_cast<std::size_t>(gpu_index) >= devices.size()) {
+    fail(Status::kNoDevice, "gpu_index {} is out of range; the devices are: {}", gpu_index,
+         describe_devices(devices));
+  }
+  std::unique_lock lock(lifecycle_mutex_);
+  if (devices_.count(gpu_index) != 0) return;
+  auto device = std::make_unique<Device>(gpu_index, devices[gpu_index]);
+  log().info("initialised device {}: {}", gpu_index, device->info().name);
+  devices_.emplace(gpu_index, std::move(device));
+}
+
+void Runtime::shutdown() noexcept {
+  std::unique_lock lock(lifecycle_mutex_);
+  for (auto& [index, device] : devices_) {
+    std::lock_guard device_lock(device->mutex());
+    std::size_t leaked = 0;
+    for (BufferRecord& record : buffers_.remove_device(index)) {
+      device->pool().release(record.block);
+      ++leaked;
+    }
+    if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",
+                               leaked, index);
+  }
+  devices_.clear();  // each Device finishes its queue before releasing
+  warned_fallback_ = false;
+}
+
+Device* Runtime::try_resolve(int gpu_index) noexcept {
+  auto it = devices_.find(gpu_index);
+  if (it != devices_.end()) return it->second.get();
+  if (devices_.size() == 1) return devices_.begin()->second.get();
+  return nullptr;
+}
+
+Device& Runtime::resolve(int gpu_index) {
+  auto it = devices_.find(gpu_index);
+  if (it != devices_.end()) return *it->second;
+  if (devices_.empty()) {
+    fail(Status::kNotInitialized,
+         "no device is initialised (call initialize_gpu first; after shutdown_driver it must be "
+         "called again)");
+  }
+  if (devices_.size() == 1) {
+    Device& only = *devices_.begin()->second;
+    if (!warned_fallback_.exchange(true)) {
+      log().warn("gpu_index {} was never initialised; using the only initialised device {} ({})",
+                 gpu_index, only.index(), only.info().name);
+    }
+    return only;
+  }
+  std::string initialised;
+  for (const auto& [index, device] : devices_) {
+    initialised += (initialised.empty() ? "" : ", ") + std::to_string(index);
+  }
+  fail(Status::kNotInitialized, "gpu_index {} is not initialised (initialised: {})", gpu_index,
+       initialised);
+}
+
+}  // namespace aethercl

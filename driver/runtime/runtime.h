@@ -1,0 +1,48 @@
+// The process-wide runtime: initialised devices by visible index, and the buffer registry.
+//
+// Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
+// a device's own mutex serialises its queue. Order: lifecycle, then device, then registry.
+#pragma once
+
+#include "runtime/buffer_registry.h"
+#include "runtime/device.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <vector>
+
+namespace aethercl {
+
+class Runtime {
+ public:
+  // Intentionally never destroyed: OpenCL objects must not be released from static destructors,
+  // when the ICD may already be unloaded. shutdown_driver releases everything explicitly.
+  static Runtime& instance();
+
+  // Idempotent. Throws kNoDevice for an out-of-range index (the message lists the devices).
+  void initialize(int gpu_index);
+  // Releases every device and buffer; harmless when nothing is initialised.
+  void shutdown() noexcept;
+
+  std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
+  BufferRegistry& buffers() { return buffers_; }
+
+  // With the lifecycle lock held: the device a call's gpu_index names (ABI.md 3.2 fallback when
+  // exactly one device is initialised). Throws kNotInitialized / kNoDevice.
+  Device& resolve(int gpu_index);
+  // nullptr when nothing is initialised or the index names no device (no throw).
+  Device* try_resolve(int gpu_index) noexcept;
+  bool is_initialized(int gpu_index) const { return devices_.count(gpu_index) != 0; }
+
+ private:
+  Runtime() = default;
+
+  std::shared_mutex lifecycle_mutex_;
+  std::map<int, std::unique_ptr<Device>> devices_;
+  BufferRegistry buffers_;
+  std::atomic<bool> warned_fallback_{false};
+};
+
+}  // namespace aethercl

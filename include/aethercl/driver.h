@@ -1,0 +1,308 @@
+/* AetherCL driver: the public C ABI of driver.so / driver.dll, and its manual.
+ *
+ * One shared library exports the OCL-LLM compute API, the AetherCL host-memory ("simulated") API and
+ * the aethercl_* extensions. abi/driver.abi lists every exported symbol; a test keeps this header,
+ * that manifest and the library's dynamic symbol table identical.
+ *
+ * Conventions shared by every function below:
+ *  - gpu_index names a device of the visible device list (aethercl_device_count(); order: GPUs,
+ *    accelerators, CPUs; AETHERCL_DEVICES narrows or reorders it). initialize_gpu refuses an index
+ *    that is out of range. Every other call accepts any int: an index that was never initialised
+ *    runs on the only initialised device when exactly one is (ABI.md 3.2), and fails otherwise.
+ *  - Buffer handles are opaque tokens from allocate_gpu_memory, never pointers. Unknown, freed,
+ *    NULL or other-device handles are refused; handle values are never reused.
+ *  - int functions return exactly 1 on success and 0 on failure; pointer and address functions
+ *    return NULL / 0 on failure. After any failure aethercl_last_error() explains it; the library
+ *    keeps working after every refused call. No function aborts, throws or exits the process.
+ *  - Tensors are dense row-major float32 (int32 for ids and targets) unless stated otherwise.
+ *  - Ordering: every call observes the results of all earlier calls on the same device. Compute
+ *    calls may return before the device has finished (AETHERCL_SYNC=1 finishes after every call);
+ *    reads, aethercl_synchronize and shutdown_driver wait and report deferred device errors.
+ *    Host memory passed to any call may be reused or freed as soon as the call returns.
+ *  - Thread-safety: every function may be called from any thread; calls on one device are
+ *    serialised by the driver. The last error is per thread.
+ */
+#ifndef AETHERCL_DRIVER_H
+#define AETHERCL_DRIVER_H
+
+#include <stddef.h>
+
+#define AETHERCL_VERSION_MAJOR 0
+#define AETHERCL_VERSION_MINOR 1
+#define AETHERCL_VERSION_PATCH 0
+#define AETHERCL_VERSION_STRING "0.1.0"
+/* Bumped whenever exported symbols are added; matches aethercl_abi_version(). */
+#define AETHERCL_ABI_VERSION 2
+
+#if defined(_WIN32)
+#  if defined(AETHERCL_BUILDING_DRIVER)
+#    define AETHERCL_API __declspec(dllexport)
+#  else
+#    define AETHERCL_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) || defined(__clang__)
+#  define AETHERCL_API __attribute__((visibility("default")))
+#else
+#  define AETHERCL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes of aethercl_last_error_code(). Values are stable. */
+enum aethercl_status {
+  AETHERCL_OK = 0,
+  AETHERCL_INVALID_ARGUMENT = 1, /* a NULL, negative, overflowing or inconsistent argument */
+  AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
+  AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
+  AETHERCL_OUT_OF_MEMORY = 4,    /* device or host memory exhausted (after releasing the pool) */
+  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, or called after shutdown_driver */
+  AETHERCL_NO_DEVICE = 6,        /* no OpenCL platform/device, or gpu_index out of range */
+  AETHERCL_BUILD_FAILED = 7,     /* a kernel program failed to build; the message has the log */
+  AETHERCL_DEVICE_ERROR = 8,     /* an OpenCL call failed; the message names it and the code */
+  AETHERCL_NOT_IMPLEMENTED = 9,  /* the entry point exists but is not available in this build */
+  AETHERCL_INTERNAL = 10         /* a bug in the driver; please report the message */
+};
+
+/* ===================================================================================== */
+/* Lifecycle                                                                              */
+/* ===================================================================================== */
+
+/* Initialises device gpu_index: context, in-order queue, memory pool, kernel cache. Kernels are
+ * built lazily on first use. Idempotent: a second call for an initialised index returns 1 and
+ * changes nothing. Returns 0 when no OpenCL device exists or gpu_index is out of range (the message
+ * lists the devices). Several indices may be initialised side by side. */
+AETHERCL_API int initialize_gpu(int gpu_index);
+
+/* Waits for all outstanding work, then releases every buffer still registered, all programs,
+ * queues and contexts of every device. Harmless before initialisation and when called twice.
+ * Afterwards the driver behaves as before initialisation (allocations return NULL, compute and
+ * transfer calls return 0, frees are no-ops) until initialize_gpu is called again; handles issued
+ * before the shutdown stay invalid forever. Host blocks of simulated_kernel_allocate survive. */
+AETHERCL_API void shutdown_driver(void);
+
+/* ===================================================================================== */
+/* Device memory and transfers                                                            */
+/* ===================================================================================== */
+
+/* Allocates size bytes of device memory (contents undefined) from the device's caching pool and
+ * returns a new handle. NULL when size is 0, the device is not initialised, size exceeds the
+ * device's maximum allocation, or memory is exhausted even after the pool released its cache. */
+AETHERCL_API void* allocate_gpu_memory(int gpu_index, size_t size);
+
+/* Returns the buffer to the pool in stream order (work already enqueued on it still completes).
+ * NULL, unknown or already-freed handles, and calls after shutdown, are harmless no-ops. */
+AETHERCL_API void free_gpu_memory(int gpu_index, void* buffer_handle);
+
+/* Copies size bytes from host memory to buffer bytes [offset, offset+size). The data is staged in
+ * driver memory, so the call returns without draining the queue and host_source_ptr may be freed
+ * at once. size 0 returns 1 (host_source_ptr may then be NULL). Returns 0 for an invalid handle,
+ * a NULL source, or offset+size beyond the buffer (checked without overflow). */
+AETHERCL_API int write_host_to_gpu_blocking(int gpu_index, void* gpu_buffer_handle, size_t offset,
+                                            size_t size, const void* host_source_ptr);
+
+/* Copies buffer bytes [offset, offset+size) to host memory after all earlier work on the device
+ * has finished; this is the synchronisation point and reports deferred device errors. size 0
+ * returns 1. Returns 0 for an invalid handle, a NULL destination or an out-of-range span. */
+AETHERCL_API int read_gpu_to_host_blocking(int gpu_index, void* gpu_buffer_handle, size_t offset,
+                                           size_t size, void* host_destination_ptr);
+
+/* Copies bytes [0, size) of src to bytes [0, size) of dst (a prefix copy is allowed). size 0
+ * returns 1; src == dst is a no-op. Returns 0 when size exceeds either buffer. */
+AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst_buffer,
+                                      size_t size);
+
+/* ===================================================================================== */
+/* Matrix products (float32, ABI.md 4.2). Argument order is B, M, N, K.                   */
+/* ===================================================================================== */
+
+/* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
+ * leaves C unwritten; any zero dimension returns 1 without touching memory; negative -> 0. */
+AETHERCL_API int execute_matmul_on_gpu(int gpu_index, void* buffer_a, void* buffer_b,
+                                       void* buffer_c, int B, int M, int N, int K);
+
+/* dA(B,M,K) = dC @ W^T and dW(K,N) = sum over b of A[b]^T @ dC[b] (overwritten, not
+ * accumulated). buffer_da and/or buffer_db may be NULL and are then skipped; both NULL returns 1. */
+AETHERCL_API int execute_matmul_backward_on_gpu(int gpu_index, void* buffer_a, void* buffer_b,
+                                                void* buffer_dc, void* buffer_da, void* buffer_db,
+                                                int B, int M, int N, int K);
+
+/* C[b] = A[b](M,K) @ B[b](K,N) for every b < B. */
+AETHERCL_API int execute_matmul_batched_on_gpu(int gpu_index, void* buffer_a, void* buffer_b,
+                                               void* buffer_c, int B, int M, int N, int K);
+
+/* dA[b] = dC[b] @ B[b]^T and dB[b] = A[b]^T @ dC[b]; no reduction over b. NULL rules as for
+ * execute_matmul_backward_on_gpu. */
+AETHERCL_API int execute_matmul_batched_backward_on_gpu(int gpu_index, void* buffer_a,
+                                                        void* buffer_b, void* buffer_dc,
+                                                        void* buffer_da, void* buffer_db, int B,
+                                                        int M, int N, int K);
+
+/* ===================================================================================== */
+/* Elementwise (ABI.md 4.3): num_elements 0 returns 1, negative returns 0.                */
+/* ===================================================================================== */
+
+/* c = a + b. */
+AETHERCL_API int execute_add_on_gpu(int gpu_index, void* buffer_a, void* buffer_b, void* buffer_c,
+                                    int num_elements);
+/* c = a * b. */
+AETHERCL_API int execute_mul_on_gpu(int gpu_index, void* buffer_a, void* buffer_b, void* buffer_c,
+                                    int num_elements);
+/* dA = dC * B and dB = dC * A; either output may be NULL (skipped, never written through). */
+AETHERCL_API int execute_mul_backward_on_gpu(int gpu_index, void* buffer_dC, void* buffer_A,
+                                             void* buffer_B, void* buffer_dA, void* buffer_dB,
+                                             int num_elements);
+/* y = 0.5 x (1 + erf(x / sqrt 2)), the exact erf form. */
+AETHERCL_API int execute_gelu_on_gpu(int gpu_index, void* buffer_input, void* buffer_output,
+                                     int num_elements);
+/* dx = dy * GELU'(x); argument order input, grad_output, grad_input. */
+AETHERCL_API int execute_gelu_backward_on_gpu(int gpu_index, void* buffer_input,
+                                              void* buffer_grad_output, void* buffer_grad_input,
+                                              int num_elements);
+
+/* ===================================================================================== */
+/* Row-wise (ABI.md 4.4): one work-group per row, deterministic reductions.               */
+/* ===================================================================================== */
+
+/* y = (x - mean) / sqrt(var + eps) per row, biased two-pass variance; eps <= 0 means 1e-5. */
+AETHERCL_API int execute_layernorm_on_gpu(int gpu_index, void* buffer_input, void* buffer_output,
+                                          int num_rows, int row_size, float eps);
+/* dx from dy and the forward input x (statistics recomputed). */
+AETHERCL_API int execute_layernorm_backward_on_gpu(int gpu_index, void* buffer_dy, void* buffer_x,
+                                                   void* buffer_dx, int num_rows, int row_size,
+                                                   float eps);
+/* y = exp(x - max) / (sum + 1e-9) per row. */
+AETHERCL_API int execute_softmax_on_gpu(int gpu_index, void* buffer_input, void* buffer_output,
+                                        int num_rows, int row_size);
+/* dx = (dy - sum(dy * y)) * y per row; y is the forward output. */
+AETHERCL_API int execute_softmax_backward_on_gpu(int gpu_index, void* buffer_dy, void* buffer_y,
+                                                 void* buffer_dx, int num_rows, int row_size);
+/* out = (x - max) - ln(sum + 1e-9) over rows B*S of length V. */
+AETHERCL_API int execute_log_softmax_stable_gpu(int gpu_index, void* input_logits,
+                                                void* output_log_probs, int B, int S, int V);
+/* grad = exp(lp) - onehot(t); loss = -lp[t] (0 for a target outside [0, V), whose grad row is the
+ * plain probabilities). target_indices is int32 (B*S). */
+AETHERCL_API int execute_cross_entropy_loss_grad_gpu(int gpu_index, void* log_probs,
+                                                     void* target_indices, void* grad_input,
+                                                     void* loss_per_sample, int B, int S, int V);
+
+/* ===================================================================================== */
+/* Layout (ABI.md 4.5): exact copies.                                                     */
+/* ===================================================================================== */
+
+/* out(cols, rows) = in(rows, cols)^T. */
+AETHERCL_API int execute_transpose_on_gpu(int gpu_index, void* buffer_input, void* buffer_output,
+                                          int rows, int cols);
+/* dA(rows_A, cols_A) = dC(cols_A, rows_A)^T. */
+AETHERCL_API int execute_transpose_backward_on_gpu(int gpu_index, void* buffer_dC,
+                                                   void* buffer_dA, int rows_A, int cols_A);
+/* out(B_flat, d2, d1) with out[b,j,i] = in[b,i,j]. */
+AETHERCL_API int execute_transpose_batched_gpu(int gpu_index, void* in, void* out, int B_flat,
+                                               int d1, int d2);
+/* out(B, D2, D1, D3) with out[b,j,i,k] = in[b,i,j,k]. */
+AETHERCL_API int execute_transpose_12_batched_gpu(int gpu_index, void* buffer_in,
+                                                  void* buffer_out, int B, int D1, int D2,
+                                                  int D3);
+
+/* ===================================================================================== */
+/* Reductions, broadcasts, embeddings, optimiser (ABI.md 4.6, 4.7)                        */
+/* ===================================================================================== */
+
+/* out[n] = sum over b, m of in[b,m,n]. */
+AETHERCL_API int execute_reduce_sum_gpu(int gpu_index, void* in, void* out, int B, int M, int N);
+/* c[b,m,n] = a[b,m,n] + bias[n]. */
+AETHERCL_API int execute_broadcast_add_gpu(int gpu_index, void* a, void* b, void* c, int B, int M,
+                                           int N);
+/* y[b,s,e] = x[b,s,e] + pe[s,e]; pe_slice holds S*E floats. */
+AETHERCL_API int execute_add_broadcast_pe_gpu(int gpu_index, void* input, void* pe_slice,
+                                              void* output, int B, int S, int E);
+/* o[i,j,:] = w[idx[i,j],:], a zero row for an id outside [0, v). idx is int32 (b, s). */
+AETHERCL_API int execute_embedding_lookup_gpu(int gpu_index, void* idx, void* w, void* o, int b,
+                                              int s, int d, int v);
+/* d_w[idx[i,j],:] += d_o[i,j,:] for every valid id; accumulates, no update is lost. */
+AETHERCL_API int execute_embedding_backward_gpu(int gpu_index, void* d_o, void* idx, void* d_w,
+                                                int b, int s, int d, int v);
+/* Adam with coupled L2 weight decay and bias correction, in place on param, m and v. Returns 0
+ * for t <= 0, lr < 0, beta outside [0, 1), eps < 0 or weight_decay < 0. */
+AETHERCL_API int execute_adam_update_on_gpu(int gpu_index, void* param_buffer, void* grad_buffer,
+                                            void* m_buffer, void* v_buffer, int num_elements,
+                                            int t, float lr, float beta1, float beta2, float eps,
+                                            float weight_decay);
+
+/* ===================================================================================== */
+/* Host-memory ("simulated") API (ABI.md 4.8): addresses are real, registered host blocks. */
+/* ===================================================================================== */
+
+/* Returns the address of a new 64-byte aligned host block of size bytes; 0 for size 0 or on
+ * failure. gpu_index is ignored. */
+AETHERCL_API unsigned long long simulated_kernel_allocate(int gpu_index, size_t size);
+/* Frees a block; size is ignored. 0, unknown and already-freed addresses do nothing (message). */
+AETHERCL_API void simulated_kernel_free(int gpu_index, unsigned long long address, size_t size);
+/* Copies size bytes from source into the block; refused (no copy, message) when the address is
+ * not a live block, size exceeds it, or source is NULL. */
+AETHERCL_API void simulated_kernel_write(int gpu_index, unsigned long long address, size_t size,
+                                         const void* source);
+/* Copies size bytes of the block to destination; the block stays valid (unlike the original). */
+AETHERCL_API void simulated_kernel_read(int gpu_index, unsigned long long address, size_t size,
+                                        void* destination);
+/* float64 C = A(rows_a, cols_a) @ B(rows_b, cols_b) on the device (host fallback without fp64),
+ * returned as a new registered block of rows_a*cols_b*8 bytes. shape_* are int[2] {rows, cols}.
+ * Returns 0 for mismatched or non-positive shapes, sizes that differ from the shapes, unknown
+ * addresses, or when no device is initialised. */
+AETHERCL_API unsigned long long simulated_matrix_multiply(int gpu_index,
+                                                          unsigned long long address_a,
+                                                          unsigned long long address_b,
+                                                          size_t size_a, size_t size_b,
+                                                          int* shape_a, int* shape_b);
+/* The device's compute-unit count; 16 when gpu_index resolves to no initialised device. */
+AETHERCL_API unsigned int simulated_get_compute_unit_count(int gpu_index);
+
+/* ===================================================================================== */
+/* AetherCL extensions                                                                    */
+/* ===================================================================================== */
+
+/* The library version, e.g. "0.1.0"; equals AETHERCL_VERSION_STRING of the header it was built
+ * with. Never NULL. */
+AETHERCL_API const char* aethercl_version(void);
+
+/* The ABI version the library implements; compare with AETHERCL_ABI_VERSION. */
+AETHERCL_API int aethercl_abi_version(void);
+
+/* The message of the calling thread's most recent failed call, "" when its most recent call
+ * succeeded. Owned by the library; valid until the thread's next driver call. Never NULL. */
+AETHERCL_API const char* aethercl_last_error(void);
+
+/* The aethercl_status code that goes with aethercl_last_error(); AETHERCL_OK when none. */
+AETHERCL_API int aethercl_last_error_code(void);
+
+/* A static name for a status code ("AETHERCL_OUT_OF_RANGE"), "AETHERCL_UNKNOWN_STATUS" otherwise. */
+AETHERCL_API const char* aethercl_status_name(int status);
+
+/* Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none. */
+AETHERCL_API int aethercl_device_count(void);
+
+/* Writes a JSON object describing visible device gpu_index (name, vendor, platform, type, compute
+ * units, memory, local memory, max work-group size, fp64/fp16/subgroup/atomics support,
+ * initialised) into buffer, truncated to capacity-1 bytes and NUL-terminated. Returns the full
+ * JSON length (call with buffer NULL to size it), 0 on failure. */
+AETHERCL_API size_t aethercl_device_info(int gpu_index, char* buffer, size_t capacity);
+
+/* Waits until all work enqueued on the device has finished. Returns 0 if a deferred device error
+ * is found (the message names it). */
+AETHERCL_API int aethercl_synchronize(int gpu_index);
+
+/* Writes the device's memory statistics as JSON (bytes in use, cached, peak, live buffers, pool
+ * hits and misses, staging bytes, labelled buffers), with the same buffer rules as
+ * aethercl_device_info. Returns the full length, 0 on failure. */
+AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t capacity);
+
+/* Attaches a label (copied, at most 63 bytes kept) to a buffer; error messages and memory
+ * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
+AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AETHERCL_DRIVER_H */

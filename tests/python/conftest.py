@@ -1,0 +1,38 @@
+"""pytest fixtures: the driver loaded through the shim, one initialised device per session."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python_harness"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aethercl import Library  # noqa: E402
+from helpers import Device  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def lib():
+    return Library()
+
+
+@pytest.fixture(scope="session")
+def gpu_index():
+    return int(os.environ.get("AETHERCL_TEST_DEVICE", "0"))
+
+
+@pytest.fixture(scope="session")
+def device(lib, gpu_index):
+    """The initialised test device; tests that shut the driver down run in child processes."""
+    lib.check("initialize_gpu", gpu_index)
+    return Device(lib, gpu_index)
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded from the test's name, so a failure reproduces."""
+    import zlib
+    import numpy as np
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))

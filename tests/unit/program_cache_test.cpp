@@ -1,0 +1,124 @@
+// Program cache: lazy build, in-memory hit, on-disk hit, corrupt and truncated entries rebuilt.
+#include "runtime/program_cache.h"
+
+#include "runtime/kernel_sources.h"
+#include "support/error.h"
+#include "test_support.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace aethercl;
+
+namespace {
+
+std::filesystem::path fresh_directory(const char* name) {
+  auto path = std::filesystem::temp_directory_path() /
+              (std::string("aethercl-unit-") + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("kernels are embedded at build time") {
+  auto families = embedded_kernel_families();
+  CHECK(std::find(families.begin(), families.end(), "elementwise") != families.end());
+  CHECK(kernel_source("elementwise").find("kernel_add") != std::string::npos);
+  CHECK_THROWS_AS(kernel_source("no_such_family"), Error);
+}
+
+TEST_CASE("a family is built once, then served from memory and from disk") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("hit");
+  {
+    ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+    cl_kernel first = cache.kernel("elementwise", "kernel_add");
+    CHECK(first != nullptr);
+    CHECK(cache.kernel("elementwise", "kernel_add") == first);  // memory hit
+    CHECK(cache.stats().source_builds == 1);
+    CHECK(cache.stats().disk_hits == 0);
+    CHECK(cache.stats().programs == 1);
+    cache.kernel("elementwise", "kernel_mul");
+    CHECK(cache.stats().programs == 1);
+    CHECK(cache.stats().kernels == 2);
+  }
+  ProgramCache second(device.info(), device.context(), BinaryCache(directory, true));
+  CHECK(second.kernel("elementwise", "kernel_add") != nullptr);
+  CHECK(second.stats().disk_hits == 1);
+  CHECK(second.stats().source_builds == 0);
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("different build options are different programs and cache entries") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("options");
+  ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+  std::string source = kernel_source("elementwise");
+  CHECK(cache.cache_key(source, "-DA=1") != cache.cache_key(source, "-DA=2"));
+  CHECK(cache.cache_key(source, "-DA=1") == cache.cache_key(source, "-DA=1"));
+  cache.kernel("elementwise", "kernel_add", "-DAETHERCL_TEST_OPTION=1");
+  cache.kernel("elementwise", "kernel_add", "-DAETHERCL_TEST_OPTION=2");
+  CHECK(cache.stats().programs == 2);
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("a corrupt or truncated cache entry is detected and rebuilt") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("corrupt");
+  std::string key;
+  {
+    ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+    cache.kernel("elementwise", "kernel_add");
+    key = cache.cache_key(kernel_source("elementwise"), cache.base_options());
+  }
+  BinaryCache disk(directory, true);
+  auto path = disk.path_for(key);
+  REQUIRE(std::filesystem::exists(path));
+  auto size = std::filesystem::file_size(path);
+
+  SUBCASE("flipped payload byte") {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(size - 1));
+    file.put('\x5a' ^ static_cast<char>(size));
+  }
+  SUBCASE("truncated") { std::filesystem::resize_file(path, size / 2); }
+  SUBCASE("garbage header") {
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file << "not a binary";
+  }
+  CHECK_FALSE(disk.load(key));
+  CHECK_FALSE(std::filesystem::exists(path));  // the bad entry is removed
+  ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+  CHECK(cache.kernel("elementwise", "kernel_add") != nullptr);
+  CHECK(cache.stats().source_builds == 1);
+  CHECK(std::filesystem::exists(path));  // and written again
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("a build failure carries the build log; other families keep working") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("failure");
+  std::filesystem::create_directories(directory / "kernels");
+  {
+    std::ofstream broken(directory / "kernels" / "elementwise.cl");
+    broken << "__kernel void kernel_add(__global float* a) { this is not OpenCL C; }\n";
+  }
+  setenv("AETHERCL_KERNEL_DIR", (directory / "kernels").c_str(), 1);
+  ProgramCache cache(device.info(), device.context(), BinaryCache(directory, false));
+  try {
+    cache.kernel("elementwise", "kernel_add");
+    FAIL("the broken kernel built");
+  } catch (const Error& error) {
+    CHECK(error.status() == Status::kBuildFailed);
+    std::string message = error.what();
+    CHECK(message.find("elementwise") != std::string::npos);
+    CHECK(message.find("error") != std::string::npos);  // the compiler's log
+  }
+  unsetenv("AETHERCL_KERNEL_DIR");
+  CHECK(cache.kernel("elementwise", "kernel_add") != nullptr);
+  std::filesystem::remove_all(directory);
+}
