@@ -41,6 +41,7 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     # evaluation and output
     "eval_every": 500, "eval_batches": 8, "sample_length": 200, "temperature": 0.8,
     "data_file": "input.txt", "checkpoint_filename": "test_model.npz",
+    "time_limit_s": None,
 }
 
 _DEVICE: Optional[Device] = None
@@ -843,6 +844,8 @@ class SimpleModel:
                        for i in range(config["num_layers"])]
         self.final_norm = LayerNorm()
         self.output_layer = Linear(E, V, rng=rng, name="output")
+        # Small output weights: the initial prediction is nearly uniform (loss close to ln V).
+        self.output_layer.W.data.write((rng.standard_normal((E, V)) * 0.02).astype(FP_TYPE))
         self.training = True
 
     def __call__(self, input_ids: np.ndarray, mask=None) -> OclTensor:
@@ -1154,15 +1157,23 @@ def load_checkpoint(path) -> Tuple[SimpleModel, AdamOptimizer, TinyTokenizer, Di
 # =================================================================================================
 
 class TextData:
-    """The encoded corpus split by position: the first (1 - val_split) for training, the rest for
-    validation (no window crosses the split). Training windows start at every position; the
-    order of epoch e is a permutation seeded by (seed, e), so any step can be recomputed."""
+    """The encoded corpus cut into blocks; every k-th block (k = 1/val_split) is held out for
+    validation, so both parts sample the whole corpus. Training windows start at every position of
+    the training text; the order of epoch e is a permutation seeded by (seed, e), so any step's
+    batch can be recomputed (which makes resuming exact)."""
 
     def __init__(self, ids: np.ndarray, seq_len: int, batch_size: int, val_split: float,
                  seed: int):
         ids = np.asarray(ids, IDX_TYPE)
-        split = int(len(ids) * (1.0 - val_split))
-        self.train_ids, self.val_ids = ids[:split], ids[split:]
+        block = max(16 * (seq_len + 1), 1024)
+        period = max(2, int(round(1.0 / val_split))) if val_split > 0 else 0
+        blocks = [ids[i:i + block] for i in range(0, len(ids), block)]
+        held = [i for i in range(len(blocks)) if period and i % period == period - 1]
+        if period and not held and len(blocks) > 1:
+            held = [len(blocks) - 1]
+        self.train_ids = np.concatenate([b for i, b in enumerate(blocks) if i not in held])
+        self.val_ids = (np.concatenate([blocks[i] for i in held]) if held
+                        else np.zeros(0, IDX_TYPE))
         self.seq_len, self.batch_size, self.seed = seq_len, batch_size, seed
         self.num_windows = len(self.train_ids) - seq_len
         if self.num_windows < batch_size or len(self.val_ids) < seq_len + 1:
@@ -1355,7 +1366,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             model, optimizer, tokenizer, saved_config, progress = load_checkpoint(
                 load_checkpoint_path)
             keep = ("max_steps", "num_epochs", "eval_every", "eval_batches", "sample_length",
-                    "temperature", "data_file", "checkpoint_filename")
+                    "temperature", "data_file", "checkpoint_filename", "time_limit_s")
             config = dict(saved_config, **{k: config[k] for k in keep if k in config})
             print(f"[ocl] resumed {load_checkpoint_path} at step {progress['global_step']} "
                   f"(epoch {progress['epoch']}, Adam t={optimizer.t})", file=out)
@@ -1394,6 +1405,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         first_step = progress["global_step"]
         bar = ProgressBar(total_steps - first_step, stream=sys.stderr)
         tokens = 0
+        time_limited = False
         loss = float("nan")
         val = history["val"][-1][1]
         epoch, in_epoch = progress["epoch"], progress["step_in_epoch"]
@@ -1408,7 +1420,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             step = progress["global_step"]
             tokens += inputs.size
             history["train"].append([step, loss])
-            done = step == total_steps
+            limit = config.get("time_limit_s")
+            time_limited = bool(limit) and time.perf_counter() - bar.start > limit
+            done = step == total_steps or time_limited
             if step % config["eval_every"] == 0 or done:
                 val = evaluate(model, val_batches)
                 history["val"].append([step, val])
@@ -1419,6 +1433,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                 bar.update(step - first_step, loss, tokens, val, force=True)
             else:
                 bar.update(step - first_step, loss, tokens, val)
+            if time_limited:
+                bar.message(f"[ocl] time limit of {limit:.0f} s reached after {step} steps")
+                break
         bar.close()
         elapsed = time.perf_counter() - bar.start
         summary: Dict[str, Any] = {
@@ -1427,7 +1444,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "first_val_loss": history["val"][0][1], "last_val_loss": history["val"][-1][1],
             "best_val_loss": best, "last_train_loss": loss,
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
-            "config": config,
+            "config": config, "time_limited": time_limited,
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")

@@ -128,6 +128,26 @@ def set_buffer_label(dev: DeviceLike, buffer: Handle, label: Optional[str]) -> N
     _status(dev, "aethercl_set_buffer_label", _h(buffer), (label or "").encode("utf-8"))
 
 
+@_wraps("aethercl_trace_start")
+def trace_start(path: str, dev: DeviceLike = 0) -> None:
+    """Starts a Chrome-trace recording of every kernel and transfer (all devices)."""
+    lib = _target(dev)[0]
+    if lib.aethercl_trace_start(str(path).encode("utf-8")) != 1:
+        raise lib.error("aethercl_trace_start")
+
+
+@_wraps("aethercl_trace_stop")
+def trace_stop(dev: DeviceLike = 0) -> None:
+    lib = _target(dev)[0]
+    if lib.aethercl_trace_stop() != 1:
+        raise lib.error("aethercl_trace_stop")
+
+
+@_wraps("aethercl_trace_summary")
+def trace_summary(dev: DeviceLike = 0) -> str:
+    return _target(dev)[0].json_call("aethercl_trace_summary")
+
+
 # --- memory ------------------------------------------------------------------------------------
 
 @_wraps("allocate_gpu_memory")
