@@ -118,7 +118,8 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
- * leaves C unwritten; any zero dimension returns 1 without touching memory; negative -> 0. */
+ * leaves C unwritten; any zero dimension returns 1 without touching memory; negative -> 0.
+ * Every buffer must hold its full declared shape (float32), also when a dimension is zero. */
 AETHERCL_API int execute_matmul_on_gpu(int gpu_index, void* buffer_a, void* buffer_b,
                                        void* buffer_c, int B, int M, int N, int K);
 
