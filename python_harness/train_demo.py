@@ -20,10 +20,10 @@ import ocl_framework as F  # noqa: E402
 DEMO_CONFIG = dict(
     F.DEFAULT_CONFIG,
     data_file=str(F.BUNDLED_CORPUS),
-    embed_dim=48, num_heads=4, d_ff=192, num_layers=2, max_len=64, batch_size=16,
-    lr=3e-3, wd=0.0, num_epochs=100, max_steps=400, eval_every=50, eval_batches=6,
+    embed_dim=64, num_heads=4, d_ff=256, num_layers=3, max_len=64, batch_size=16,
+    lr=3e-3, wd=0.0, num_epochs=100, max_steps=500, eval_every=50, eval_batches=6,
     sample_length=240, temperature=0.7, checkpoint_filename="demo_model.npz",
-    time_limit_s=240.0,
+    time_limit_s=210.0,
 )
 TARGET_DROP = 0.30
 
