@@ -6,7 +6,7 @@ the product back, verifies it against NumPy and frees the blocks (C, then B, the
 loaded with plain ctypes as ./simulated_driver.so (./simulated_driver.dll on Windows) from the
 current working directory, exactly as the original client does, and shut down at exit.
 
-    cd build && ../venv/bin/python ../python_harness/app.py     # or: tools/aethercl demo
+    cd build && venv/bin/python ../python_harness/app.py     # or: tools/aethercl demo
 """
 import atexit
 import ctypes
@@ -73,10 +73,9 @@ def last_error(driver) -> str:
 class GPU:
     """One device of the driver, addressed by its index in every call."""
 
-    def __init__(self, driver, index: int, compute_units: int):
+    def __init__(self, driver, index: int):
         self.driver = driver
         self.index = index
-        self.compute_units = compute_units
         self.initialized = False
 
     def initialize(self) -> bool:
@@ -140,8 +139,7 @@ class GPUManager:
     """The GPUs the demo uses: like the original client, exactly one, index 0."""
 
     def __init__(self, driver):
-        compute_units = driver.simulated_get_compute_unit_count(0)
-        self.gpus = [GPU(driver, 0, compute_units)]
+        self.gpus = [GPU(driver, 0)]
 
     def get_gpu(self, index: int) -> GPU:
         return self.gpus[index]

@@ -84,7 +84,8 @@ std::pair<cl_kernel, std::size_t> pick_kernel(Device& device) {
   for (std::size_t tile : {16, 8, 4, 2, 1}) {
     if (tile * tile > info.max_work_group_size) continue;
     if (2 * tile * tile * sizeof(double) > info.local_mem_bytes) continue;
-    cl_kernel kernel = device.programs().kernel(kFamily, kKernel, fmt::format("-DSIM_TILE={}", tile));
+    cl_kernel kernel =
+        device.programs().kernel(kFamily, kKernel, fmt::format("-DSIM_TILE={}", tile));
     std::size_t kernel_limit = 0;
     cl::check(clGetKernelWorkGroupInfo(kernel, info.id, CL_KERNEL_WORK_GROUP_SIZE,
                                        sizeof(kernel_limit), &kernel_limit, nullptr),

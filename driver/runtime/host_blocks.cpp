@@ -4,6 +4,7 @@
 #include "support/checked.h"
 #include "support/error.h"
 
+#include <cstddef>
 #include <iterator>
 #include <limits>
 #include <new>
@@ -13,7 +14,9 @@ namespace aethercl {
 HostBlock::HostBlock(std::uint64_t size) : size_(size) {
   // Whole cache lines, so the block's last line is not shared with another allocation.
   auto rounded = checked_add(size, kAlignment - 1);
-  if (!rounded || *rounded > std::numeric_limits<std::size_t>::max()) {
+  // No object may exceed PTRDIFF_MAX bytes; such sizes are refused without asking the allocator.
+  constexpr auto kLargest = static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  if (!rounded || *rounded > kLargest) {
     fail(Status::kOutOfMemory, "{} bytes cannot be allocated on the host", size);
   }
   std::size_t bytes = static_cast<std::size_t>(*rounded / kAlignment * kAlignment);

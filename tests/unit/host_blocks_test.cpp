@@ -58,8 +58,11 @@ TEST_CASE("zero size, zero address, double free and never-issued addresses are r
             .find("already freed") != std::string::npos);
   CHECK(refusal([&] { blocks.find(0x1000, "address"); }, Status::kInvalidHandle)
             .find("never returned") != std::string::npos);
-  CHECK(refusal([&] { blocks.allocate(~std::uint64_t{0}); }, Status::kOutOfMemory)
-            .find("bytes") != std::string::npos);
+  for (std::uint64_t size : {~std::uint64_t{0}, std::uint64_t{1} << 63}) {
+    CHECK(refusal([&] { blocks.allocate(size); }, Status::kOutOfMemory)
+              .find("cannot be allocated") != std::string::npos);
+  }
+  CHECK(blocks.live_count() == 0);
 }
 
 TEST_CASE("a block freed while a user holds it stays allocated until the user lets go") {
