@@ -21,7 +21,7 @@ import pytest
 import ocl_framework as F
 
 H = 1e-2
-GRAD_RTOL, GRAD_ATOL = 2e-2, 2e-3
+GRAD_RTOL, GRAD_ATOL = 3e-3, 3e-4
 MAX_COORDS = 24  # per input: every coordinate of small inputs, a random subset otherwise
 
 
@@ -227,7 +227,7 @@ def test_cross_entropy_gradient_masks_padding(fw, rng):
             lp = F.cross_entropy_loss_and_backward(F.OclTensor(p.reshape(x.shape)), targets)
             lm = F.cross_entropy_loss_and_backward(F.OclTensor(m.reshape(x.shape)), targets)
         numeric.reshape(-1)[i] = (lp - lm) / (2 * H)
-    np.testing.assert_allclose(grad, numeric, rtol=0, atol=2e-3)
+    np.testing.assert_allclose(grad, numeric, rtol=0, atol=3e-4)
     assert np.all(grad[targets == 0] == 0), "padding rows must get a zero gradient"
 
 
@@ -260,7 +260,7 @@ def test_whole_model_gradient(fw, rng, causal):
                     values.append(F.cross_entropy_loss_and_backward(model(ids), targets))
             p.data.write(base.astype(np.float32))
             numeric = (values[0] - values[1]) / (2 * H)
-            assert analytic[i] == pytest.approx(numeric, abs=3e-3 + 3e-2 * abs(numeric)), \
+            assert analytic[i] == pytest.approx(numeric, abs=5e-4 + 5e-3 * abs(numeric)), \
                 f"{p.name}[{i}]"
     model.free_memory()
 

@@ -174,8 +174,13 @@ def test_host_memory_api_round_trip(dev, rng):
     np.testing.assert_allclose(c, a @ b, rtol=1e-12)
     with pytest.raises(AetherCLError):
         ops.sim_matrix_multiply(dev, addr_a, addr_b, a.nbytes, b.nbytes, (5, 4), (5, 6))
+    with pytest.raises(AetherCLError, match="simulated_kernel_read"):  # a void entry point
+        ops.sim_read(dev, addr_a, a.nbytes * 2, np.empty(40))
     for address, size in ((addr_c, c.nbytes), (addr_b, b.nbytes), (addr_a, a.nbytes)):
         ops.sim_free(dev, address, size)
+    with pytest.raises(AetherCLError, match="simulated_kernel_write"):
+        ops.sim_write(dev, addr_a, a.nbytes, a)            # freed block
+    ops.sim_free(dev, addr_a, a.nbytes)                     # a second free is a no-op
     assert ops.sim_compute_unit_count(dev) >= 1
 
 
