@@ -16,7 +16,7 @@ import sys
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -512,9 +512,14 @@ class OclTensor:
 
     __matmul__ = matmul
 
-    def add(self, other: "OclTensor") -> "OclTensor":
+    def add(self, other) -> "OclTensor":
+        """Equal shapes (execute_add_on_gpu), a bias of the last axis broadcast over the rest
+        (execute_broadcast_add_gpu), or a Python number (a cached constant tensor)."""
+        if isinstance(other, (int, float)):
+            other = OclTensor(None, _gpu_buffer=_constant_buffer(self.numel, float(other)),
+                              _shape=self.shape)
         if not isinstance(other, OclTensor):
-            raise TypeError("add takes an OclTensor")
+            raise TypeError(f"cannot add {type(other).__name__} to an OclTensor")
         if other.shape == self.shape:
             ctx = AddBackwardContext(self, other)
             out = self._result(self.shape, ctx)

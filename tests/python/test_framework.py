@@ -130,6 +130,10 @@ def test_add_equal_shapes(fw, rng):
     gradcheck(lambda t: t["a"] + t["b"], {"a": normal(rng, 3, 7), "b": normal(rng, 3, 7)}, rng)
 
 
+def test_add_scalar(fw, rng):
+    gradcheck(lambda t: (t["x"] + 0.75).gelu(), {"x": normal(rng, 2, 5)}, rng)
+
+
 @pytest.mark.parametrize("shape", [(2, 5, 7), (4, 3), (1, 1, 1)])
 def test_add_bias_broadcast(fw, rng, shape):
     gradcheck(lambda t: t["x"].add(t["b"]),
