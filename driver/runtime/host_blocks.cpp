@@ -1,6 +1,8 @@
 // Host block allocation (aligned operator new) and the address registry.
 #include "runtime/host_blocks.h"
 
+#include <vector>
+
 #include "support/checked.h"
 #include "support/error.h"
 
@@ -73,12 +75,20 @@ std::shared_ptr<HostBlock> HostBlocks::find(std::uint64_t address, const char* a
 }
 
 void HostBlocks::free(std::uint64_t address, const char* argument) {
-  std::shared_ptr<HostBlock> block;  // destroyed after the lock is released
+  std::vector<std::shared_ptr<HostBlock>> evicted;  // destroyed after the lock is released
   std::lock_guard lock(mutex_);
   auto it = blocks_.find(address);
   if (it == blocks_.end()) refuse(address, argument);
-  block = std::move(it->second);
+  // Quarantine: the memory stays allocated for a while, so the allocator cannot hand the same
+  // address out again at once and a stale address keeps being recognised as freed.
+  quarantine_bytes_ += it->second->size();
+  quarantine_.push_back(std::move(it->second));
   blocks_.erase(it);
+  while (quarantine_.size() > kQuarantineBlocks || quarantine_bytes_ > kQuarantineBytes) {
+    quarantine_bytes_ -= quarantine_.front()->size();
+    evicted.push_back(std::move(quarantine_.front()));
+    quarantine_.pop_front();
+  }
   ++freed_[address];
   freed_order_.push_back(address);
   if (freed_order_.size() > kRememberedFrees) {

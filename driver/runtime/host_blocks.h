@@ -5,8 +5,10 @@
 // Contract: thread-safe and process-wide, independent of device initialisation (blocks survive
 // shutdown_driver). Only a block's start address is valid; an address inside a block is refused.
 // Lookups hand out shared ownership, so a block freed by one thread while another copies from it
-// stays allocated until that copy is done. Freed addresses may be handed out again by the C++
-// allocator (they are real pointers), so a stale address can alias a newer block.
+// stays allocated until that copy is done. Freed blocks are quarantined (kept allocated) for the
+// next kQuarantineBlocks frees or kQuarantineBytes, so their addresses are not reissued at once;
+// after that the C++ allocator may hand an address out again and a stale one can alias a newer
+// block (they are real pointers).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,8 @@ class HostBlocks {
 
   // How many freed addresses are remembered to tell "already freed" from "never issued".
   static constexpr std::size_t kRememberedFrees = 4096;
+  static constexpr std::size_t kQuarantineBlocks = 256;
+  static constexpr std::uint64_t kQuarantineBytes = 64ull << 20;
 
  private:
   [[noreturn]] void refuse(std::uint64_t address, const char* argument) const;  // mutex_ held
@@ -67,6 +71,8 @@ class HostBlocks {
   std::map<std::uint64_t, std::shared_ptr<HostBlock>> blocks_;  // start address -> block
   std::deque<std::uint64_t> freed_order_;                        // oldest first
   std::unordered_map<std::uint64_t, std::size_t> freed_;         // address -> times in order_
+  std::deque<std::shared_ptr<HostBlock>> quarantine_;            // freed, still allocated
+  std::uint64_t quarantine_bytes_ = 0;
 };
 
 }  // namespace aethercl

@@ -140,9 +140,9 @@ def _names(message, why):
 
 def _bad_addresses(lib):
     """(address, expected message part) for every kind of address that is not a live block."""
+    live = allocate(lib, 64)
     freed = allocate(lib, 64)
     lib.simulated_kernel_free(0, freed, 64)
-    live = allocate(lib, 64)
     scratch = ctypes.create_string_buffer(64)
     return live, [(0, "is 0"), (freed, "already freed"), (live + 8, "start address"),
                   # Python's own memory may reuse a freed block's address, hence two answers

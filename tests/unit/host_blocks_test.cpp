@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -104,4 +105,20 @@ TEST_CASE("the host matrix product sums with k ascending") {
   CHECK(c2[1] == 64);
   CHECK(c2[2] == 139);
   CHECK(c2[3] == 154);
+}
+
+TEST_CASE("freed blocks are quarantined: an immediate reallocation gets a new address") {
+  aethercl::HostBlocks blocks;
+  std::vector<std::uint64_t> freed;
+  for (int i = 0; i < 32; ++i) {
+    auto block = blocks.allocate(64);
+    std::uint64_t address = block->address();
+    block.reset();
+    blocks.free(address, "address");
+    freed.push_back(address);
+  }
+  for (int i = 0; i < 32; ++i) {
+    auto block = blocks.allocate(64);
+    CHECK(std::find(freed.begin(), freed.end(), block->address()) == freed.end());
+  }
 }
