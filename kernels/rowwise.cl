@@ -79,15 +79,23 @@ void row_moments(__global const float* x, ulong cols, float eps, __local acc_t* 
   *inv_std_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
 }
 
-// y = exp(x - max) / (sum + 1e-9)
+// y = exp(x - max) / (sum + 1e-9). Each exp is computed once: the second pass stores it in y and
+// the third divides it in place (every item rereads only the elements it wrote itself).
 __kernel void kernel_softmax(__global const float* x, __global float* y, ulong rows, ulong cols,
                              __local float* scratch) {
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
-    float row_max, row_sum;
-    row_max_and_exp_sum(x + base, cols, scratch, &row_max, &row_sum);
-    const float denominator = row_sum + SOFTMAX_DENOMINATOR_EPS;
-    FOR_EACH_COL(j, cols) y[base + j] = exp(x[base + j] - row_max) / denominator;
+    float local_max = -INFINITY;
+    FOR_EACH_COL(j, cols) local_max = fmax(local_max, x[base + j]);
+    const float row_max = group_max_f(scratch, local_max);
+    float local_sum = 0.0f;
+    FOR_EACH_COL(j, cols) {
+      const float e = exp(x[base + j] - row_max);
+      y[base + j] = e;
+      local_sum += e;
+    }
+    const float denominator = group_sum_f(scratch, local_sum) + SOFTMAX_DENOMINATOR_EPS;
+    FOR_EACH_COL(j, cols) y[base + j] = y[base + j] / denominator;
   }
 }
 
