@@ -51,16 +51,30 @@ DEFINE_GROUP_REDUCE(group_max_f, float, COMBINE_MAX)
 DEFINE_GROUP_REDUCE(group_sum_f, float, COMBINE_SUM)
 DEFINE_GROUP_REDUCE(group_sum_acc, acc_t, COMBINE_SUM)
 
+// Compensated (Kahan) float accumulation for the per-item partial sums of exp: on CPU devices one
+// item sums a whole row, and a plain float sum over 1e5 terms loses about 1e-4 relative.
+typedef struct {
+  float sum;
+  float compensation;
+} kahan_t;
+
+inline void kahan_add(kahan_t* k, float value) {
+  const float y = value - k->compensation;
+  const float t = k->sum + y;
+  k->compensation = (t - k->sum) - y;
+  k->sum = t;
+}
+
 // Row maximum and sum of exp(x - max), shared by softmax and log-softmax.
 void row_max_and_exp_sum(__global const float* x, ulong cols, __local float* scratch,
                          float* max_out, float* sum_out) {
   float local_max = -INFINITY;
   FOR_EACH_COL(j, cols) local_max = fmax(local_max, x[j]);
   const float row_max = group_max_f(scratch, local_max);
-  float local_sum = 0.0f;
-  FOR_EACH_COL(j, cols) local_sum += exp(x[j] - row_max);
+  kahan_t local_sum = {0.0f, 0.0f};
+  FOR_EACH_COL(j, cols) kahan_add(&local_sum, exp(x[j] - row_max));
   *max_out = row_max;
-  *sum_out = group_sum_f(scratch, local_sum);
+  *sum_out = group_sum_f(scratch, local_sum.sum);
 }
 
 // Row mean and biased variance (two passes) and 1 / sqrt(var + eps), all in acc_t.
@@ -88,13 +102,13 @@ __kernel void kernel_softmax(__global const float* x, __global float* y, ulong r
     float local_max = -INFINITY;
     FOR_EACH_COL(j, cols) local_max = fmax(local_max, x[base + j]);
     const float row_max = group_max_f(scratch, local_max);
-    float local_sum = 0.0f;
+    kahan_t local_sum = {0.0f, 0.0f};
     FOR_EACH_COL(j, cols) {
       const float e = exp(x[base + j] - row_max);
       y[base + j] = e;
-      local_sum += e;
+      kahan_add(&local_sum, e);
     }
-    const float denominator = group_sum_f(scratch, local_sum) + SOFTMAX_DENOMINATOR_EPS;
+    const float denominator = group_sum_f(scratch, local_sum.sum) + SOFTMAX_DENOMINATOR_EPS;
     FOR_EACH_COL(j, cols) y[base + j] = y[base + j] / denominator;
   }
 }

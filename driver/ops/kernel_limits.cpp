@@ -22,11 +22,7 @@ std::size_t kernel_work_group_limit(const Device& device, cl_kernel kernel, std:
 }
 
 Geometry1D kernel_linear_geometry(const Device& device, cl_kernel kernel, std::uint64_t n) {
-  std::size_t local = kernel_work_group_limit(device, kernel, 256);
-  std::uint64_t groups_needed = (n + local - 1) / local;
-  std::uint64_t group_cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
-  std::uint64_t groups = std::max<std::uint64_t>(1, std::min(groups_needed, group_cap));
-  return Geometry1D{static_cast<std::size_t>(groups * local), local};
+  return linear_geometry(kernel_work_group_limit(device, kernel, 256), n);
 }
 
 }  // namespace aethercl::ops

@@ -16,7 +16,8 @@ struct RowGeometry {
 
 // Local size: the largest power of two <= min(256, device maximum, the kernel's own maximum) that
 // the device's local memory holds (scratch_element_bytes per item), but no larger than the row
-// rounded up to a power of two, so short rows do not idle most of the group. Groups: one per row,
+// rounded up to a power of two, so short rows do not idle most of the group; on CPU devices one
+// item per group (AETHERCL_ROW_GROUP=n forces up to n, for tests). Groups: one per row,
 // capped at 64 per compute unit (the kernels walk the remaining rows). Deterministic for a given
 // device, kernel and row length, which keeps the reductions bit-reproducible.
 RowGeometry row_geometry(const Device& device, cl_kernel kernel, std::uint64_t rows,

@@ -26,6 +26,7 @@ inline constexpr const char* kPool = "AETHERCL_POOL";                // 0 disabl
 inline constexpr const char* kTrace = "AETHERCL_TRACE";              // Chrome-trace output path
 inline constexpr const char* kDeterministic = "AETHERCL_DETERMINISTIC";  // 0: atomic fast paths
 inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing: cap local sizes
+inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-kernel group size
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
 

@@ -58,8 +58,19 @@ void run_rows(Device& device, cl_kernel kernel, std::uint64_t rows, std::uint64_
 
 }  // namespace
 
+TEST_CASE("CPU devices reduce each row with one work-item unless a group size is forced") {
+  Device& device = testing::test_device();
+  cl_kernel kernel = device.programs().kernel("rowwise", "kernel_softmax");
+  if (device.info().kind == DeviceKind::kCpu) {
+    CHECK(ops::row_geometry(device, kernel, 5, 64, 4).local == 1);
+  } else {
+    CHECK(ops::row_geometry(device, kernel, 5, 64, 4).local == 64);
+  }
+}
+
 TEST_CASE("row work-group sizes are powers of two that follow the row length") {
   Device& device = testing::test_device();
+  setenv("AETHERCL_ROW_GROUP", "256", 1);  // the GPU rule, on whatever device runs the tests
   cl_kernel kernel = device.programs().kernel("rowwise", "kernel_softmax");
   for (std::uint64_t cols : {1, 2, 3, 16, 53, 64, 127, 257, 100003}) {
     ops::RowGeometry geometry = ops::row_geometry(device, kernel, 10, cols, sizeof(double));
@@ -78,6 +89,9 @@ TEST_CASE("row work-group sizes are powers of two that follow the row length") {
   // Many rows: the group count is capped and the kernels walk the rest.
   ops::RowGeometry many = ops::row_geometry(device, kernel, 1ull << 30, 64, 4);
   CHECK(many.global / many.local <= std::uint64_t{device.info().compute_units} * 64);
+  setenv("AETHERCL_ROW_GROUP", "7", 1);
+  CHECK(ops::row_geometry(device, kernel, 5, 53, 4).local == 4);
+  unsetenv("AETHERCL_ROW_GROUP");
 }
 
 TEST_CASE("the rowwise family builds and accumulates correctly without FP64") {
