@@ -55,6 +55,19 @@
 #define GEMM_VSTORE_8 vstore8
 #define GEMM_VSTORE_16 vstore16
 #define GEMM_VSTORE(w) GEMM_CAT(GEMM_VSTORE_, w)
+// GEMM_SCATTER(w)(v, p, s): p[e * s] = component e of v, for a width of 1, 2 or 4. Component
+// by component rather than vstoreN, so private arrays stay in registers.
+#define GEMM_SCATTER_1(v, p, s) (p)[0] = (v)
+#define GEMM_SCATTER_2(v, p, s) (p)[0] = (v).s0, (p)[(s)] = (v).s1
+#define GEMM_SCATTER_4(v, p, s) \
+  (p)[0] = (v).s0, (p)[(s)] = (v).s1, (p)[2 * (s)] = (v).s2, (p)[3 * (s)] = (v).s3
+#define GEMM_SCATTER(w) GEMM_CAT(GEMM_SCATTER_, w)
+// GEMM_COMPONENT(v, e): component e (a compile-time constant) of a vector of width 1, 2 or 4.
+#define GEMM_COMPONENT_1(v, e) (v)
+#define GEMM_COMPONENT_2(v, e) ((e) == 0 ? (v).s0 : (v).s1)
+#define GEMM_COMPONENT_4(v, e) \
+  ((e) == 0 ? (v).s0 : (e) == 1 ? (v).s1 : (e) == 2 ? (v).s2 : (v).s3)
+#define GEMM_COMPONENT(w) GEMM_CAT(GEMM_COMPONENT_, w)
 
 #define GEMM_KERNEL_ARGS                                                                      \
   __global const float* restrict a, __global const float* restrict b,                        \
@@ -77,7 +90,7 @@
 #error "GEMM_WPT_N must be a multiple of GEMM_VEC"
 #endif
 
-inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS) {
+static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS) {
   const ulong batch = batch0 + get_group_id(2);
   const ulong m0 = (tile_m0 + get_group_id(1)) * GEMM_TILE_M + get_local_id(1) * GEMM_WPT_M;
   const ulong n0 = (tile_n0 + get_group_id(0)) * GEMM_TILE_N + get_local_id(0) * GEMM_WPT_N;
@@ -207,7 +220,7 @@ __kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
 #define GEMM_LOCAL_READ(w, aligned, p) \
   ((aligned) ? *(__local const GEMM_FLOATN(w)*)(p) : GEMM_VLOAD(w)(0, (__local const float*)(p)))
 
-inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
+static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
                        __local float* a_tile, __local float* b_tile) {
   const ulong batch = batch0 + get_group_id(2);
   const ulong m0 = (tile_m0 + get_group_id(1)) * GEMM_TILE_M;
@@ -238,12 +251,10 @@ inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
       if (gm < M && gk < K) {
         value = *(__global const GEMM_FLOATN(VA)*)(a + (trans_a ? gk * M + gm : gm * K + gk));
       }
-      float parts[VA];
-      GEMM_VSTORE(VA)(value, 0, parts);
-#pragma unroll
-      for (int e = 0; e < VA; ++e) {
-        a_tile[trans_a ? GEMM_A_AT(mm + e, kk) : GEMM_A_AT(mm, kk + e)] = parts[e];
-      }
+      // Consecutive elements of the vector go to consecutive m (transposed A) or k.
+      const int a_step = trans_a ? GEMM_A_AT(1, 0) - GEMM_A_AT(0, 0)
+                                 : GEMM_A_AT(0, 1) - GEMM_A_AT(0, 0);
+      GEMM_SCATTER(VA)(value, a_tile + GEMM_A_AT(mm, kk), a_step);
     }
 #undef VA
     // Stage B: vectors of VEC_B along n, or along k when transposed.
@@ -257,12 +268,7 @@ inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
       if (gn < N && gk < K) {
         value = *(__global const GEMM_FLOATN(VB)*)(b + (trans_b ? gn * K + gk : gk * N + gn));
       }
-      float parts[VB];
-      GEMM_VSTORE(VB)(value, 0, parts);
-#pragma unroll
-      for (int e = 0; e < VB; ++e) {
-        b_tile[trans_b ? (kk + e) * GEMM_LDS_N + nn : kk * GEMM_LDS_N + nn + e] = parts[e];
-      }
+      GEMM_SCATTER(VB)(value, b_tile + kk * GEMM_LDS_N + nn, trans_b ? GEMM_LDS_N : 1);
     }
 #undef VB
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -281,7 +287,7 @@ inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
         const int m = (i * GEMM_RT_M + ty) * GEMM_VWM;
 #if GEMM_VWM > 1
         GEMM_VTM value = GEMM_LOCAL_READ(GEMM_VWM, GEMM_LOCAL_VEC_A, a_tile + GEMM_A_AT(m, kk));
-        GEMM_VSTORE(GEMM_VWM)(value, i, a_reg);
+        GEMM_SCATTER(GEMM_VWM)(value, a_reg + i * GEMM_VWM, 1);
 #else
         a_reg[i] = a_tile[GEMM_A_AT(m, kk)];
 #endif
@@ -303,10 +309,11 @@ inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
         const ulong gn = n0 + (j * GEMM_RT_N + tx) * GEMM_VW;
         if (gn + GEMM_VW <= N) {
           GEMM_VSTORE(GEMM_VW)(acc[i][j], 0, c + gm * N + gn);
-        } else if (gn < N) {
-          float parts[GEMM_VW];
-          GEMM_VSTORE(GEMM_VW)(acc[i][j], 0, parts);
-          for (int e = 0; e < GEMM_VW && gn + e < N; ++e) c[gm * N + gn + e] = parts[e];
+        } else {
+#pragma unroll
+          for (int e = 0; e < GEMM_VW; ++e) {
+            if (gn + e < N) c[gm * N + gn + e] = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
+          }
         }
       }
     }
