@@ -1,38 +1,227 @@
-// Tiled, register-blocked float32 GEMM for the matmul family: C[b] = op(A[b]) @ op(B[b]).
+// Float32 GEMM for the matmul family: C[b] = op(A[b]) @ op(B[b]), tiled (GPUs) or direct (CPUs).
 //
-// Build options (all required; driver/ops/gemm_params.cpp chooses them per device):
+// Build options (driver/ops/gemm_params.cpp chooses them per device; see that file for ranges):
 //   GEMM_TILE_M, GEMM_TILE_N  output tile of one work-group (M rows x N columns)
-//   GEMM_TILE_K               depth of one local-memory stage
+//   GEMM_TILE_K               tiled: depth of one local-memory stage; direct: k-loop unroll hint
 //   GEMM_WPT_M, GEMM_WPT_N    outputs per work-item along M and N (the register block)
-//   GEMM_PAD                  floats of padding per local-memory row (against bank conflicts)
+//   GEMM_PAD                  tiled: floats of padding per local-memory row (bank conflicts)
+//   GEMM_VEC                  tiled: vector width of local-memory reads and of the register
+//                             block's column groups; direct: width of the row vectors (1..16)
+//   GEMM_VEC_A, GEMM_VEC_B    tiled: vector width of the global loads of A and B (1, 2 or 4).
+//                             Above 1 the host guarantees alignment: the operand's contiguous
+//                             dimension, its batch stride and the matching tile size are
+//                             multiples of the width (so a vector is wholly inside or outside)
+//   GEMM_A_KMAJOR             tiled: 1 stores the A tile k-major (transposed) in local memory,
+//                             0 m-major
+//   GEMM_DIRECT               1 builds the direct kernel: no local memory, no barriers
 // Work-group shape: (GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1). Group (x, y, z)
 // computes output tile (tile_m0 + y, tile_n0 + x) of batch batch0 + z; the host splits grids
 // that exceed the per-dimension group limits into several launches through these offsets.
 //
 // Operands are dense and row-major. op(A) is M x K: A is stored M x K, or K x M when transposed.
 // op(B) is K x N: B is stored K x N, or N x K when transposed. C is M x N. Batch strides are in
-// elements; stride 0 broadcasts an operand over the batch. Elements outside the operands are
-// loaded as zero and never stored, so no access leaves an operand's extent
-// ((batch - 1) * stride + rows * cols elements). Every output is accumulated in float32 with k
-// ascending. All index arithmetic is 64-bit.
+// elements; stride 0 broadcasts an operand over the batch. No access leaves an operand's extent
+// ((batch - 1) * stride + rows * cols elements): the tiled kernel loads elements outside the
+// operands as zero, the direct kernel clamps its edge indices into the operand, and neither
+// stores outside C. Every output is a float32 sum over k in ascending order. All index
+// arithmetic is 64-bit.
 
 #define GEMM_RT_M (GEMM_TILE_M / GEMM_WPT_M)  // work-items along M
 #define GEMM_RT_N (GEMM_TILE_N / GEMM_WPT_N)  // work-items along N
 #define GEMM_THREADS (GEMM_RT_M * GEMM_RT_N)
-#define GEMM_LDS_M (GEMM_TILE_M + GEMM_PAD)   // local row length of the A tile (k-major)
-#define GEMM_LDS_N (GEMM_TILE_N + GEMM_PAD)   // local row length of the B tile (k-major)
 
 #if GEMM_TILE_M % GEMM_WPT_M != 0 || GEMM_TILE_N % GEMM_WPT_N != 0
 #error "GEMM_TILE_M/N must be multiples of GEMM_WPT_M/N"
 #endif
 
-// One output tile. trans_a / trans_b are compile-time constants at every call site, so each
-// kernel below is specialised by the compiler.
-inline void gemm_tile(const int trans_a, const int trans_b, __global const float* restrict a,
-                      __global const float* restrict b, __global float* restrict c, ulong M,
-                      ulong N, ulong K, ulong stride_a, ulong stride_b, ulong stride_c,
-                      ulong tile_m0, ulong tile_n0, ulong batch0, __local float* a_tile,
-                      __local float* b_tile) {
+#define GEMM_CAT_(a, b) a##b
+#define GEMM_CAT(a, b) GEMM_CAT_(a, b)
+// floatN / vloadN / vstoreN for a width of 1..16 (width 1 is plain float).
+#define GEMM_FLOATN_1 float
+#define GEMM_FLOATN_2 float2
+#define GEMM_FLOATN_4 float4
+#define GEMM_FLOATN_8 float8
+#define GEMM_FLOATN_16 float16
+#define GEMM_FLOATN(w) GEMM_CAT(GEMM_FLOATN_, w)
+#define GEMM_VLOAD_1(i, p) ((p)[i])
+#define GEMM_VLOAD_2 vload2
+#define GEMM_VLOAD_4 vload4
+#define GEMM_VLOAD_8 vload8
+#define GEMM_VLOAD_16 vload16
+#define GEMM_VLOAD(w) GEMM_CAT(GEMM_VLOAD_, w)
+#define GEMM_VSTORE_1(v, i, p) ((p)[i] = (v))
+#define GEMM_VSTORE_2 vstore2
+#define GEMM_VSTORE_4 vstore4
+#define GEMM_VSTORE_8 vstore8
+#define GEMM_VSTORE_16 vstore16
+#define GEMM_VSTORE(w) GEMM_CAT(GEMM_VSTORE_, w)
+// GEMM_SCATTER(w)(v, p, s): p[e * s] = component e of v, for a width of 1, 2 or 4. Component
+// by component rather than vstoreN, so private arrays stay in registers.
+#define GEMM_SCATTER_1(v, p, s) (p)[0] = (v)
+#define GEMM_SCATTER_2(v, p, s) (p)[0] = (v).s0, (p)[(s)] = (v).s1
+#define GEMM_SCATTER_4(v, p, s) \
+  (p)[0] = (v).s0, (p)[(s)] = (v).s1, (p)[2 * (s)] = (v).s2, (p)[3 * (s)] = (v).s3
+#define GEMM_SCATTER(w) GEMM_CAT(GEMM_SCATTER_, w)
+// GEMM_COMPONENT(v, e): component e (a compile-time constant) of a vector of width 1, 2 or 4.
+#define GEMM_COMPONENT_1(v, e) (v)
+#define GEMM_COMPONENT_2(v, e) ((e) == 0 ? (v).s0 : (v).s1)
+#define GEMM_COMPONENT_4(v, e) \
+  ((e) == 0 ? (v).s0 : (e) == 1 ? (v).s1 : (e) == 2 ? (v).s2 : (v).s3)
+#define GEMM_COMPONENT(w) GEMM_CAT(GEMM_COMPONENT_, w)
+
+#define GEMM_KERNEL_ARGS                                                                      \
+  __global const float* restrict a, __global const float* restrict b,                        \
+      __global float* restrict c, ulong M, ulong N, ulong K, ulong stride_a, ulong stride_b, \
+      ulong stride_c, ulong tile_m0, ulong tile_n0, ulong batch0
+#define GEMM_TILE_ARGS a, b, c, M, N, K, stride_a, stride_b, stride_c, tile_m0, tile_n0, batch0
+#define GEMM_ATTRIBUTES __attribute__((reqd_work_group_size(GEMM_RT_N, GEMM_RT_M, 1)))
+
+#if GEMM_DIRECT
+// ---- direct kernel ----------------------------------------------------------------------------
+// Work-item (x, y) of a group owns WPT_M consecutive rows and WPT_N consecutive columns, held as
+// WPT_M x (WPT_N / VEC) row vectors. Per k it loads one row of op(B) and broadcasts WPT_M values
+// of op(A): a long, branch-free loop that CPU compilers keep in vector registers. Blocks on the
+// M edge clamp their row indices (the extra rows are computed and dropped); blocks on the N edge
+// or with a transposed B gather the row of op(B) element by element.
+#define GEMM_VW GEMM_VEC
+#define GEMM_VN (GEMM_WPT_N / GEMM_VW)
+#define GEMM_VT GEMM_FLOATN(GEMM_VW)
+#if GEMM_WPT_N % GEMM_VW != 0
+#error "GEMM_WPT_N must be a multiple of GEMM_VEC"
+#endif
+
+static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS) {
+  const ulong batch = batch0 + get_group_id(2);
+  const ulong m0 = (tile_m0 + get_group_id(1)) * GEMM_TILE_M + get_local_id(1) * GEMM_WPT_M;
+  const ulong n0 = (tile_n0 + get_group_id(0)) * GEMM_TILE_N + get_local_id(0) * GEMM_WPT_N;
+  if (m0 >= M || n0 >= N) return;  // no barriers: idle work-items may leave
+  a += batch * stride_a;
+  b += batch * stride_b;
+  c += batch * stride_c;
+
+  // Row i of the block reads op(A) at a[row_a[i] + k * step_a]; rows past M repeat row M - 1.
+  ulong row_a[GEMM_WPT_M];
+  const ulong step_a = trans_a ? M : 1;
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {
+    const ulong m = min(m0 + i, M - 1);
+    row_a[i] = trans_a ? m : m * K;
+  }
+  GEMM_VT acc[GEMM_WPT_M][GEMM_VN];
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)
+      _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) acc[i][j] = 0.0f;
+
+  // One k step: B_ROW(j) yields the j-th vector of row k of op(B).
+#define GEMM_DIRECT_STEP(k, B_ROW)                                   \
+  {                                                                  \
+    GEMM_VT b_reg[GEMM_VN];                                          \
+    _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) b_reg[j] = B_ROW(j); \
+    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {         \
+      const float a_value = a[row_a[i] + (k) * step_a];              \
+      _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) acc[i][j] += a_value * b_reg[j]; \
+    }                                                                \
+  }
+  const int full_n = n0 + GEMM_WPT_N <= N;
+  ulong k = 0;
+  if (full_n && !trans_b) {
+    // Contiguous rows of B: vector loads, unrolled TILE_K times.
+#define GEMM_B_CONTIGUOUS(j) GEMM_VLOAD(GEMM_VW)(j, b + kk * N + n0)
+    for (; k + GEMM_TILE_K <= K; k += GEMM_TILE_K) {
+      _Pragma("unroll") for (int u = 0; u < GEMM_TILE_K; ++u) {
+        const ulong kk = k + u;
+        GEMM_DIRECT_STEP(kk, GEMM_B_CONTIGUOUS)
+      }
+    }
+    for (; k < K; ++k) {
+      const ulong kk = k;
+      GEMM_DIRECT_STEP(kk, GEMM_B_CONTIGUOUS)
+    }
+#undef GEMM_B_CONTIGUOUS
+  } else {
+    // Column j of the block reads op(B) at b[col_b[j] + k * step_b]; columns past N repeat N - 1.
+    ulong col_b[GEMM_WPT_N];
+    const ulong step_b = trans_b ? 1 : N;
+    _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N; ++j) {
+      const ulong n = min(n0 + j, N - 1);
+      col_b[j] = trans_b ? n * K : n;
+    }
+    for (; k < K; ++k) {
+      float b_row[GEMM_WPT_N];
+      _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N; ++j) b_row[j] = b[col_b[j] + k * step_b];
+#define GEMM_B_GATHERED(j) GEMM_VLOAD(GEMM_VW)(j, b_row)
+      GEMM_DIRECT_STEP(k, GEMM_B_GATHERED)
+#undef GEMM_B_GATHERED
+    }
+  }
+#undef GEMM_DIRECT_STEP
+
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {
+    if (m0 + i < M) {
+      __global float* c_row = c + (m0 + i) * N + n0;
+      if (full_n) {
+        _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
+            GEMM_VSTORE(GEMM_VW)(acc[i][j], j, c_row);
+      } else {
+        float row[GEMM_WPT_N];
+        _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
+            GEMM_VSTORE(GEMM_VW)(acc[i][j], j, row);
+        for (int j = 0; j < GEMM_WPT_N && n0 + j < N; ++j) c_row[j] = row[j];
+      }
+    }
+  }
+}
+
+__kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
+  gemm_direct(0, 0, GEMM_TILE_ARGS);
+}
+__kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
+  gemm_direct(0, 1, GEMM_TILE_ARGS);
+}
+__kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
+  gemm_direct(1, 0, GEMM_TILE_ARGS);
+}
+
+#else
+// ---- tiled kernel -----------------------------------------------------------------------------
+// Each K-step stages an A tile (TILE_M x TILE_K) and a B tile (TILE_K x TILE_N) in local memory,
+// loaded with vectors of VEC_A / VEC_B along each operand's contiguous dimension. Work-item
+// (tx, ty) owns WPT_N / VW column groups of VW adjacent columns, group j starting at column
+// (j * RT_N + tx) * VW, and likewise WPT_M / VWM row groups (VWM = VW where it divides WPT_M and
+// A is k-major, else 1), so adjacent work-items read adjacent vectors of local memory.
+#define GEMM_VW GEMM_VEC
+#if GEMM_WPT_N % GEMM_VW != 0
+#error "GEMM_WPT_N must be a multiple of GEMM_VEC"
+#endif
+#if GEMM_A_KMAJOR && GEMM_WPT_M % GEMM_VW == 0
+#define GEMM_VWM GEMM_VW
+#else
+#define GEMM_VWM 1
+#endif
+#define GEMM_LDS_N (GEMM_TILE_N + GEMM_PAD)  // B tile row (one k) length
+#if GEMM_A_KMAJOR
+#define GEMM_LDS_A (GEMM_TILE_M + GEMM_PAD)  // A tile row (one k) length
+#define GEMM_A_AT(m, k) ((k) * GEMM_LDS_A + (m))
+#else
+#define GEMM_LDS_A (GEMM_TILE_K + GEMM_PAD)  // A tile row (one m) length
+#define GEMM_A_AT(m, k) ((m) * GEMM_LDS_A + (k))
+#endif
+// Local reads are whole vectors where every row starts on a vector boundary.
+#define GEMM_LOCAL_VEC_B (GEMM_LDS_N % GEMM_VW == 0)
+#define GEMM_LOCAL_VEC_A (GEMM_A_KMAJOR && GEMM_LDS_A % GEMM_VWM == 0)
+#define GEMM_A_FLOATS (GEMM_A_KMAJOR ? GEMM_TILE_K * GEMM_LDS_A : GEMM_TILE_M * GEMM_LDS_A)
+#define GEMM_B_FLOATS (GEMM_TILE_K * GEMM_LDS_N)
+#define GEMM_VT GEMM_FLOATN(GEMM_VW)
+#define GEMM_VTM GEMM_FLOATN(GEMM_VWM)
+#if (GEMM_TILE_K % GEMM_VEC_A) || (GEMM_TILE_K % GEMM_VEC_B) || (GEMM_TILE_M % GEMM_VEC_A) || \
+    (GEMM_TILE_N % GEMM_VEC_B)
+#error "tiles must be multiples of the global load widths"
+#endif
+
+// Reads VW (VWM) floats of local memory starting at p: one vector access when aligned.
+#define GEMM_LOCAL_READ(w, aligned, p) \
+  ((aligned) ? *(__local const GEMM_FLOATN(w)*)(p) : GEMM_VLOAD(w)(0, (__local const float*)(p)))
+
+static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
+                       __local float* a_tile, __local float* b_tile) {
   const ulong batch = batch0 + get_group_id(2);
   const ulong m0 = (tile_m0 + get_group_id(1)) * GEMM_TILE_M;
   const ulong n0 = (tile_n0 + get_group_id(0)) * GEMM_TILE_N;
@@ -43,80 +232,114 @@ inline void gemm_tile(const int trans_a, const int trans_b, __global const float
   b += batch * stride_b;
   c += batch * stride_c;
 
-  float acc[GEMM_WPT_M][GEMM_WPT_N];
+  GEMM_VT acc[GEMM_WPT_M][GEMM_WPT_N / GEMM_VW];
+#pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i)
-    for (int j = 0; j < GEMM_WPT_N; ++j) acc[i][j] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) acc[i][j] = 0.0f;
 
   for (ulong k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
-    // Stage the A tile (TILE_M x TILE_K) as a_tile[k][m]; consecutive work-items read
-    // consecutive global addresses in either storage order.
-    for (int i = tid; i < GEMM_TILE_M * GEMM_TILE_K; i += GEMM_THREADS) {
-      const int mm = trans_a ? i % GEMM_TILE_M : i / GEMM_TILE_K;
-      const int kk = trans_a ? i / GEMM_TILE_M : i % GEMM_TILE_K;
+    // Stage A: vectors of VEC_A along A's contiguous dimension (k, or m when transposed);
+    // consecutive work-items take consecutive vectors. A vector is wholly inside or outside.
+#define VA GEMM_VEC_A
+    for (int v = tid; v < GEMM_TILE_M * GEMM_TILE_K / VA; v += GEMM_THREADS) {
+      const int mm = trans_a ? (v % (GEMM_TILE_M / VA)) * VA : v / (GEMM_TILE_K / VA);
+      const int kk = trans_a ? v / (GEMM_TILE_M / VA) : (v % (GEMM_TILE_K / VA)) * VA;
       const ulong gm = m0 + mm;
       const ulong gk = k0 + kk;
-      float value = 0.0f;
-      if (gm < M && gk < K) value = trans_a ? a[gk * M + gm] : a[gm * K + gk];
-      a_tile[kk * GEMM_LDS_M + mm] = value;
+      GEMM_FLOATN(VA) value = 0.0f;
+      if (gm < M && gk < K) {
+        value = *(__global const GEMM_FLOATN(VA)*)(a + (trans_a ? gk * M + gm : gm * K + gk));
+      }
+      // Consecutive elements of the vector go to consecutive m (transposed A) or k.
+      const int a_step = trans_a ? GEMM_A_AT(1, 0) - GEMM_A_AT(0, 0)
+                                 : GEMM_A_AT(0, 1) - GEMM_A_AT(0, 0);
+      GEMM_SCATTER(VA)(value, a_tile + GEMM_A_AT(mm, kk), a_step);
     }
-    // Stage the B tile (TILE_K x TILE_N) as b_tile[k][n].
-    for (int i = tid; i < GEMM_TILE_K * GEMM_TILE_N; i += GEMM_THREADS) {
-      const int nn = trans_b ? i / GEMM_TILE_K : i % GEMM_TILE_N;
-      const int kk = trans_b ? i % GEMM_TILE_K : i / GEMM_TILE_N;
+#undef VA
+    // Stage B: vectors of VEC_B along n, or along k when transposed.
+#define VB GEMM_VEC_B
+    for (int v = tid; v < GEMM_TILE_K * GEMM_TILE_N / VB; v += GEMM_THREADS) {
+      const int nn = trans_b ? v / (GEMM_TILE_K / VB) : (v % (GEMM_TILE_N / VB)) * VB;
+      const int kk = trans_b ? (v % (GEMM_TILE_K / VB)) * VB : v / (GEMM_TILE_N / VB);
       const ulong gn = n0 + nn;
       const ulong gk = k0 + kk;
-      float value = 0.0f;
-      if (gn < N && gk < K) value = trans_b ? b[gn * K + gk] : b[gk * N + gn];
-      b_tile[kk * GEMM_LDS_N + nn] = value;
+      GEMM_FLOATN(VB) value = 0.0f;
+      if (gn < N && gk < K) {
+        value = *(__global const GEMM_FLOATN(VB)*)(b + (trans_b ? gn * K + gk : gk * N + gn));
+      }
+      GEMM_SCATTER(VB)(value, b_tile + kk * GEMM_LDS_N + nn, trans_b ? GEMM_LDS_N : 1);
     }
+#undef VB
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    // Work-item (tx, ty) owns rows ty + i * RT_M and columns tx + j * RT_N of the tile.
+#pragma unroll
     for (int kk = 0; kk < GEMM_TILE_K; ++kk) {
+      GEMM_VT b_reg[GEMM_WPT_N / GEMM_VW];
+#pragma unroll
+      for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {
+        b_reg[j] = GEMM_LOCAL_READ(GEMM_VW, GEMM_LOCAL_VEC_B,
+                                   b_tile + kk * GEMM_LDS_N + (j * GEMM_RT_N + tx) * GEMM_VW);
+      }
       float a_reg[GEMM_WPT_M];
-      float b_reg[GEMM_WPT_N];
-      for (int i = 0; i < GEMM_WPT_M; ++i) a_reg[i] = a_tile[kk * GEMM_LDS_M + ty + i * GEMM_RT_M];
-      for (int j = 0; j < GEMM_WPT_N; ++j) b_reg[j] = b_tile[kk * GEMM_LDS_N + tx + j * GEMM_RT_N];
+#pragma unroll
+      for (int i = 0; i < GEMM_WPT_M / GEMM_VWM; ++i) {
+        const int m = (i * GEMM_RT_M + ty) * GEMM_VWM;
+#if GEMM_VWM > 1
+        GEMM_VTM value = GEMM_LOCAL_READ(GEMM_VWM, GEMM_LOCAL_VEC_A, a_tile + GEMM_A_AT(m, kk));
+        GEMM_SCATTER(GEMM_VWM)(value, a_reg + i * GEMM_VWM, 1);
+#else
+        a_reg[i] = a_tile[GEMM_A_AT(m, kk)];
+#endif
+      }
+#pragma unroll
       for (int i = 0; i < GEMM_WPT_M; ++i)
-        for (int j = 0; j < GEMM_WPT_N; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+#pragma unroll
+        for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) acc[i][j] += a_reg[i] * b_reg[j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
+#pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
-    const ulong gm = m0 + ty + i * GEMM_RT_M;
-    if (gm >= M) break;
-    for (int j = 0; j < GEMM_WPT_N; ++j) {
-      const ulong gn = n0 + tx + j * GEMM_RT_N;
-      if (gn < N) c[gm * N + gn] = acc[i][j];
+    const ulong gm = m0 + ((i / GEMM_VWM) * GEMM_RT_M + ty) * GEMM_VWM + i % GEMM_VWM;
+    if (gm < M) {
+#pragma unroll
+      for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {
+        const ulong gn = n0 + (j * GEMM_RT_N + tx) * GEMM_VW;
+        if (gn + GEMM_VW <= N) {
+          GEMM_VSTORE(GEMM_VW)(acc[i][j], 0, c + gm * N + gn);
+        } else {
+#pragma unroll
+          for (int e = 0; e < GEMM_VW; ++e) {
+            if (gn + e < N) c[gm * N + gn + e] = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
+          }
+        }
+      }
     }
   }
 }
 
-#define GEMM_KERNEL_ARGS                                                                      \
-  __global const float* restrict a, __global const float* restrict b,                        \
-      __global float* restrict c, ulong M, ulong N, ulong K, ulong stride_a, ulong stride_b, \
-      ulong stride_c, ulong tile_m0, ulong tile_n0, ulong batch0
-#define GEMM_TILE_ARGS a, b, c, M, N, K, stride_a, stride_b, stride_c, tile_m0, tile_n0, batch0
-#define GEMM_ATTRIBUTES __attribute__((reqd_work_group_size(GEMM_RT_N, GEMM_RT_M, 1)))
+#define GEMM_LOCAL_TILES                                        \
+  __local GEMM_VT a_tile[(GEMM_A_FLOATS + GEMM_VW - 1) / GEMM_VW]; \
+  __local GEMM_VT b_tile[(GEMM_B_FLOATS + GEMM_VW - 1) / GEMM_VW]
+#define GEMM_TILES (__local float*)a_tile, (__local float*)b_tile
 
 // C = A @ B (forward products).
 __kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
-  __local float a_tile[GEMM_TILE_K * GEMM_LDS_M];
-  __local float b_tile[GEMM_TILE_K * GEMM_LDS_N];
-  gemm_tile(0, 0, GEMM_TILE_ARGS, a_tile, b_tile);
+  GEMM_LOCAL_TILES;
+  gemm_tiled(0, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A @ B^T (input gradients: dA = dC @ W^T).
 __kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
-  __local float a_tile[GEMM_TILE_K * GEMM_LDS_M];
-  __local float b_tile[GEMM_TILE_K * GEMM_LDS_N];
-  gemm_tile(0, 1, GEMM_TILE_ARGS, a_tile, b_tile);
+  GEMM_LOCAL_TILES;
+  gemm_tiled(0, 1, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A^T @ B (weight gradients: dW = A^T @ dC).
 __kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
-  __local float a_tile[GEMM_TILE_K * GEMM_LDS_M];
-  __local float b_tile[GEMM_TILE_K * GEMM_LDS_N];
-  gemm_tile(1, 0, GEMM_TILE_ARGS, a_tile, b_tile);
+  GEMM_LOCAL_TILES;
+  gemm_tiled(1, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }
+#endif

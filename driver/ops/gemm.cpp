@@ -1,15 +1,19 @@
-// GEMM engine: picks tile parameters for the device, checks the operands' extents and launches
-// kernels/gemm.cl over (N tiles, M tiles, batch), split into several launches where a grid
-// would exceed the per-dimension group limit.
+// GEMM engine: picks parameters for the device and shape (ops/gemm_params.h), the global-load
+// widths the operands allow, checks the operands' extents and launches kernels/gemm.cl over
+// (N tiles, M tiles, batch), split into several launches where a grid would exceed the
+// per-dimension group limit.
 #include "ops/gemm.h"
 
 #include "cl/cl_error.h"
 #include "ops/gemm_params.h"
+#include "ops/gemm_tuning.h"
 #include "runtime/kernel_args.h"
 #include "support/checked.h"
 #include "support/env.h"
+#include "support/log.h"
 
 #include <algorithm>
+#include <aethercl/driver.h>
 
 namespace aethercl::ops {
 namespace {
@@ -45,21 +49,52 @@ std::size_t kernel_work_group_limit(cl_kernel kernel, cl_device_id device) {
   return size;
 }
 
-// The kernel and its parameters: the preferred choice for the device, or a smaller one when the
-// compiled kernel supports fewer work-items than the device maximum.
-std::pair<cl_kernel, GemmParams> choose_kernel(Device& device, const char* name, std::uint64_t m,
-                                               std::uint64_t n) {
+// Where the parameters of the device come from (ops/gemm_params.h: GemmParamSources).
+GemmParamSources param_sources(const DeviceInfo& info) {
+  GemmParamSources sources;
+  sources.override_text = env::get(env::kGemmParams);
+  if (!sources.override_text) {
+    sources.tuned = cached_gemm_tuning({info.name, info.driver_version, AETHERCL_VERSION_STRING},
+                                       info.kind);
+    sources.builtin = builtin_gemm_params(info.name, info.kind);
+  }
+  return sources;
+}
+
+struct KernelChoice {
+  cl_kernel kernel;
+  GemmParams params;
+};
+
+// The kernel and its parameters: the preferred choice for the device and shape, or a smaller
+// one when the compiled kernel supports fewer work-items than the device maximum.
+KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
   const DeviceInfo& info = device.info();
   GemmLimits limits{info.max_work_group_size, info.local_mem_bytes};
-  auto override_text = env::get(env::kGemmParams);
+  GemmParamSources sources = param_sources(info);
+  const char* name = kernel_name(p.trans_a, p.trans_b);
   for (;;) {
-    GemmParams params = select_gemm_params(info.kind, limits, override_text, m, n);
-    cl_kernel kernel = device.programs().kernel(kFamily, name, params.build_options());
+    GemmChoice choice = select_gemm_params(info.kind, limits, sources, p.m, p.n);
+    const GemmParams& params = choice.params;
+    // A is staged as TILE_M x TILE_K, contiguous along m when transposed, else along k; B as
+    // TILE_K x TILE_N, contiguous along k when transposed, else along n.
+    int vec_a = global_load_width(params, p.trans_a ? p.m : p.k, p.a.batch_stride,
+                                  params.tile_m, params.tile_k);
+    int vec_b = global_load_width(params, p.trans_b ? p.k : p.n, p.b.batch_stride,
+                                  params.tile_k, params.tile_n);
+    cl_kernel kernel =
+        device.programs().kernel(kFamily, name, params.build_options(vec_a, vec_b));
     std::size_t kernel_limit = kernel_work_group_limit(kernel, info.id);
-    if (params.work_group_size() <= kernel_limit) return {kernel, params};
-    if (override_text) {
+    if (params.work_group_size() <= kernel_limit) {
+      if (log().should_log(spdlog::level::trace)) {
+        log().trace("GEMM {} {}x{}x{} batch {}: {} ({}), vec_a={} vec_b={}", name, p.m, p.n,
+                    p.k, p.batch, params.to_string(), choice.source, vec_a, vec_b);
+      }
+      return {kernel, params};
+    }
+    if (sources.override_text) {
       fail(Status::kInvalidArgument, "AETHERCL_GEMM_PARAMS '{}': {} supports work-groups of at "
-           "most {} items, the parameters need {}", *override_text, name, kernel_limit,
+           "most {} items, the parameters need {}", *sources.override_text, name, kernel_limit,
            params.work_group_size());
     }
     // Each retry lowers the limit strictly, so the loop ends at the one-item fallback.
@@ -79,7 +114,7 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
   check_extent("C", p.c, p.batch, p.m, p.n);
 
   Device& device = call.device();
-  auto [kernel, params] = choose_kernel(device, kernel_name(p.trans_a, p.trans_b), p.m, p.n);
+  auto [kernel, params] = choose_kernel(device, p);
   const std::uint64_t tiles_m = (p.m + params.tile_m - 1) / params.tile_m;
   const std::uint64_t tiles_n = (p.n + params.tile_n - 1) / params.tile_n;
   const std::size_t local[3] = {static_cast<std::size_t>(params.threads_n()),

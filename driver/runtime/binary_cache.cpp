@@ -32,19 +32,17 @@ void append_u64(std::string& out, std::uint64_t value) {
 
 }  // namespace
 
+std::optional<std::filesystem::path> BinaryCache::default_directory() {
+  if (auto dir = env::get(env::kCacheDir)) return std::filesystem::path(*dir);
+  if (auto xdg = env::get("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "aethercl";
+  if (auto home = env::get("HOME")) return std::filesystem::path(*home) / ".cache" / "aethercl";
+  return std::nullopt;
+}
+
 BinaryCache BinaryCache::from_environment() {
-  bool enabled = env::flag(env::kCache, true);
-  std::filesystem::path directory;
-  if (auto dir = env::get(env::kCacheDir)) {
-    directory = *dir;
-  } else if (auto xdg = env::get("XDG_CACHE_HOME")) {
-    directory = std::filesystem::path(*xdg) / "aethercl";
-  } else if (auto home = env::get("HOME")) {
-    directory = std::filesystem::path(*home) / ".cache" / "aethercl";
-  } else {
-    enabled = false;
-  }
-  return BinaryCache(directory, enabled);
+  auto directory = default_directory();
+  return BinaryCache(directory.value_or(std::filesystem::path()),
+                     directory && env::flag(env::kCache, true));
 }
 
 BinaryCache::BinaryCache(std::filesystem::path directory, bool enabled)

@@ -14,6 +14,8 @@ class BinaryCache {
   // Location: AETHERCL_CACHE_DIR, else $XDG_CACHE_HOME/aethercl, else ~/.cache/aethercl.
   // AETHERCL_CACHE=0 disables it.
   static BinaryCache from_environment();
+  // That location (AETHERCL_CACHE does not matter), or nullopt when none of the variables is set.
+  static std::optional<std::filesystem::path> default_directory();
   BinaryCache(std::filesystem::path directory, bool enabled);
 
   bool enabled() const { return enabled_; }

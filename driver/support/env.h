@@ -29,5 +29,6 @@ inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing:
 inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-kernel group size
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
+inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 
 }  // namespace aethercl::env

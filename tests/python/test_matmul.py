@@ -214,28 +214,57 @@ def test_backward_matches_finite_differences(lib, device, rng, batched):
 
 # ---- tile parameters, grid splitting ---------------------------------------------------------
 
-@pytest.mark.parametrize("params", ["tile_m=32,tile_n=16,tile_k=5,wpt_m=2,wpt_n=4,pad=0",
-                                    "tile_m=8,tile_n=24,tile_k=3,wpt_m=1,wpt_n=3,pad=3"])
-def test_other_tile_parameters(lib, device, rng, monkeypatch, params):
-    # Whatever a tuner picks (odd depths, non-square tiles, any padding) computes the same.
+# Every kernel variant of kernels/gemm.cl through AETHERCL_GEMM_PARAMS: the tiled kernel with
+# scalar and vector loads, A k-major and m-major in local memory, aligned and unaligned local
+# vector reads, odd depths and tiles, the GPU configurations the tuner offers (large work-groups:
+# PoCL runs them too), and the direct kernel with every row-vector width class.
+TILED = "direct=0,a_kmajor={},vec={},pad={},"
+VARIANTS = [
+    TILED.format(1, 1, 0) + "tile_m=32,tile_n=16,tile_k=5,wpt_m=2,wpt_n=4",
+    TILED.format(0, 1, 3) + "tile_m=8,tile_n=24,tile_k=3,wpt_m=1,wpt_n=3",
+    TILED.format(1, 4, 4) + "tile_m=128,tile_n=128,tile_k=16,wpt_m=8,wpt_n=8",  # GPU: 256 items
+    TILED.format(1, 4, 0) + "tile_m=128,tile_n=64,tile_k=8,wpt_m=8,wpt_n=4",    # GPU: 256 items
+    TILED.format(0, 4, 4) + "tile_m=64,tile_n=64,tile_k=16,wpt_m=4,wpt_n=4",
+    TILED.format(0, 2, 1) + "tile_m=32,tile_n=32,tile_k=8,wpt_m=4,wpt_n=4",     # unaligned rows
+    TILED.format(1, 4, 2) + "tile_m=48,tile_n=32,tile_k=8,wpt_m=3,wpt_n=4",     # scalar A reads
+    "direct=1,vec=16,tile_m=96,tile_n=128,tile_k=4,wpt_m=12,wpt_n=32",
+    "direct=1,vec=8,tile_m=16,tile_n=32,tile_k=1,wpt_m=2,wpt_n=16",
+    "direct=1,vec=1,tile_m=6,tile_n=10,tile_k=3,wpt_m=3,wpt_n=5",
+]
+# Odd sizes (scalar global loads, partial tiles and blocks) and sizes that are multiples of 4
+# (vector global loads where the tiles allow), each with more than one tile in M.
+VARIANT_SHAPES = [(2, 133, 70, 41), (2, 136, 132, 40)]
+
+
+@pytest.mark.parametrize("shape", VARIANT_SHAPES, ids=["odd", "aligned"])
+@pytest.mark.parametrize("params", VARIANTS)
+def test_kernel_variants(lib, device, rng, monkeypatch, params, shape):
     monkeypatch.setenv("AETHERCL_GEMM_PARAMS", params)
-    B, M, N, K = 3, 37, 29, 41
+    B, M, N, K = shape
     a, b, dc = randn(rng, (B, M, K)), randn(rng, (B, K, N)), randn(rng, (B, M, N))
-    ta, tb, tc = device.upload(a), device.upload(b), device.empty((B, M, N))
+    w = randn(rng, (K, N))
+    ta, tb, tw, tc = device.upload(a), device.upload(b), device.upload(w), device.empty((B, M, N))
     lib.check("execute_matmul_batched_on_gpu", device.index, ta.handle, tb.handle, tc.handle,
               B, M, N, K)
     assert_product(tc.numpy(), a, b, K)
     assert tc.guard_intact()
+    # The weight broadcast over the batch (one GEMM over B*M rows).
+    tc.poison()
+    lib.check("execute_matmul_on_gpu", device.index, ta.handle, tw.handle, tc.handle, B, M, N, K)
+    assert_product(tc.numpy(), a, w, K)
+    assert tc.guard_intact()
+    # Transposed B (dA) and transposed A (dB).
     da, db = run_backward(lib, device, "execute_matmul_batched_backward_on_gpu", a, b, dc,
                           (B, M, N, K), "both")
     assert_product(da, dc, b.transpose(0, 2, 1), N)
     assert_product(db, a.transpose(0, 2, 1), dc, M)
-    free(ta, tb, tc)
+    free(ta, tb, tw, tc)
 
 
 def test_bad_tile_override_is_refused_and_harmless(lib, device, rng, monkeypatch):
     ta, tb, tc = device.upload(randn(rng, (2, 2))), device.upload(randn(rng, (2, 2))), device.empty((2, 2))
-    for text in ("tile_m=8,wpt_m=3", "tile_x=4", "tile_m=256,tile_n=256,wpt_m=1,wpt_n=1"):
+    for text in ("tile_m=8,wpt_m=3", "tile_x=4", "tile_m=256,tile_n=256,wpt_m=1,wpt_n=1",
+                 "direct=0,vec=8,wpt_n=8", "vec=4,wpt_n=2"):
         monkeypatch.setenv("AETHERCL_GEMM_PARAMS", text)
         assert lib.execute_matmul_on_gpu(device.index, ta.handle, tb.handle, tc.handle,
                                          1, 2, 2, 2) == 0
@@ -252,7 +281,8 @@ def test_bad_tile_override_is_refused_and_harmless(lib, device, rng, monkeypatch
 def test_grids_beyond_one_launch(lib, device, rng, monkeypatch, shape):
     # With 4x4 tiles each of these needs more than 65535 groups in one dimension, so the engine
     # splits it into several launches with tile offsets.
-    monkeypatch.setenv("AETHERCL_GEMM_PARAMS", "tile_m=4,tile_n=4,tile_k=4,wpt_m=4,wpt_n=4,pad=0")
+    monkeypatch.setenv("AETHERCL_GEMM_PARAMS",
+                       "tile_m=4,tile_n=4,tile_k=4,wpt_m=4,wpt_n=4,pad=0,vec=1,direct=0")
     B, M, N, K = shape
     a, b = randn(rng, (B, M, K)), randn(rng, (B, K, N))
     ta, tb, tc = device.upload(a), device.upload(b), device.empty((B, M, N))
