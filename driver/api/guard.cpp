@@ -1,6 +1,7 @@
 // Failure recording for the entry-point guard.
 #include "api/guard.h"
 
+#include "runtime/tracer.h"
 #include "support/last_error.h"
 #include "support/log.h"
 
@@ -8,7 +9,10 @@
 
 namespace aethercl::api {
 
-void begin_call() noexcept { clear_last_error(); }
+void begin_call(const char* function) noexcept {
+  clear_last_error();
+  set_current_entry_point(function);
+}
 
 void record_failure(const char* function, Status status, const char* message) noexcept {
   try {

@@ -12,11 +12,12 @@ namespace aethercl::api {
 
 void record_failure(const char* function, Status status, const char* message) noexcept;
 void record_unknown_failure(const char* function) noexcept;
-void begin_call() noexcept;
+// Clears the thread's last error and names the running entry point for traces.
+void begin_call(const char* function) noexcept;
 
 template <typename Result, typename Body>
 Result guarded(const char* function, Result failure, Body&& body) noexcept {
-  begin_call();
+  begin_call(function);
   try {
     return body();
   } catch (const Error& error) {

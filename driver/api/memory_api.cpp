@@ -17,7 +17,7 @@ AETHERCL_API void* allocate_gpu_memory(int gpu_index, size_t size) {
 
 AETHERCL_API void free_gpu_memory(int gpu_index, void* buffer_handle) {
   if (buffer_handle == nullptr) {
-    api::begin_call();
+    api::begin_call(__func__);
     return;
   }
   api::guarded_void(__func__, [&] {

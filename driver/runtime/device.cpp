@@ -2,6 +2,7 @@
 #include "runtime/device.h"
 
 #include "cl/cl_error.h"
+#include "runtime/tracer.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -16,7 +17,9 @@ Device::Device(int index, const DeviceInfo& info)
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
   context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
   cl::check(status, "clCreateContext");
-  queue_ = cl::Queue(clCreateCommandQueue(context_.get(), info_.id, 0, &status));
+  // Profiling costs two timestamps per command; it lets tracing start at any time.
+  queue_ = cl::Queue(
+      clCreateCommandQueue(context_.get(), info_.id, CL_QUEUE_PROFILING_ENABLE, &status));
   cl::check(status, "clCreateCommandQueue");
   std::uint64_t limit = info_.global_mem_bytes;
   if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
@@ -35,7 +38,20 @@ Device::~Device() {
   context_.reset();
 }
 
-void Device::track(cl_event event, const char* what) {
+void Device::track(cl_event event, const char* what, cl_kernel kernel, std::uint64_t bytes) {
+  Tracer& tracer = Tracer::instance();
+  if (tracer.active()) {
+    std::string name = what;
+    if (kernel != nullptr) {
+      char buffer[128] = {};
+      if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof(buffer) - 1, buffer, nullptr) ==
+          CL_SUCCESS) {
+        name = buffer;
+      }
+    }
+    tracer.record(index_, event, std::move(name), kernel ? "kernel" : "transfer",
+                  current_entry_point(), bytes);
+  }
   last_event_.reset(event);
   last_command_ = what;
   if (sync_every_call_) synchronize();
@@ -61,12 +77,12 @@ void Device::launch(cl_kernel kernel, cl_uint dimensions, const size_t* global,
   cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, dimensions, nullptr, global, local, 0,
                                    nullptr, &event),
             "clEnqueueNDRangeKernel");
-  track(event, "kernel launch");
+  track(event, "kernel launch", kernel, 0);
 }
 
 void Device::write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source) {
   cl_event event = staging_.write(queue_.get(), mem, offset, size, source);
-  track(event, "host-to-device copy");
+  track(event, "host-to-device copy", nullptr, size);
 }
 
 void Device::read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination) {
@@ -74,6 +90,11 @@ void Device::read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* de
   cl_int status = clEnqueueReadBuffer(queue_.get(), mem, CL_TRUE, offset, size, destination, 0,
                                       nullptr, &event);
   cl::Event read_event(event);
+  if (status == CL_SUCCESS && Tracer::instance().active()) {
+    Tracer::instance().record(index_, event, "device-to-host copy", "transfer",
+                              current_entry_point(), size);
+    Tracer::instance().collect();
+  }
   if (status != CL_SUCCESS) {
     // A failed earlier command makes the read fail too; name the earlier one if it is the cause.
     check_last_event();
@@ -88,11 +109,12 @@ void Device::copy(cl_mem source, cl_mem destination, std::uint64_t size) {
   cl_event event = nullptr;
   cl::check(clEnqueueCopyBuffer(queue_.get(), source, destination, 0, 0, size, 0, nullptr, &event),
             "clEnqueueCopyBuffer");
-  track(event, "device-to-device copy");
+  track(event, "device-to-device copy", nullptr, size);
 }
 
 void Device::synchronize() {
   cl::check(clFinish(queue_.get()), "clFinish");
+  if (Tracer::instance().active()) Tracer::instance().collect();
   check_last_event();
   last_event_.reset();
   staging_.reclaim();

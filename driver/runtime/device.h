@@ -47,7 +47,7 @@ class Device {
  private:
   // Keeps the event of the newest command (to detect execution failures later); finishes at once
   // under AETHERCL_SYNC=1.
-  void track(cl_event event, const char* what);
+  void track(cl_event event, const char* what, cl_kernel kernel, std::uint64_t bytes);
   void check_last_event();
 
   int index_;

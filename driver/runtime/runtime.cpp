@@ -2,6 +2,7 @@
 #include "runtime/runtime.h"
 
 #include "runtime/device_list.h"
+#include "runtime/tracer.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -29,6 +30,10 @@ void Runtime::initialize(int gpu_index) {
   }
   std::unique_lock lock(lifecycle_mutex_);
   if (devices_.count(gpu_index) != 0) return;
+  if (auto path = env::get(env::kTrace); path && !Tracer::instance().active()) {
+    Tracer::instance().start(*path);
+    traced_from_environment_ = true;
+  }
   auto device = std::make_unique<Device>(gpu_index, devices[gpu_index]);
   log().info("initialised device {}: {}", gpu_index, device->info().name);
   devices_.emplace(gpu_index, std::move(device));
@@ -46,8 +51,25 @@ void Runtime::shutdown() noexcept {
     if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",
                                leaked, index);
   }
+  if (traced_from_environment_ && Tracer::instance().active()) {
+    try {
+      for (auto& [index, device] : devices_) clFinish(device->queue());
+      log().warn("trace written; per-kernel device time:\n{}", Tracer::instance().stop());
+    } catch (const Error& error) {
+      log().warn("could not write the trace: {}", error.what());
+    }
+  }
+  traced_from_environment_ = false;
   devices_.clear();  // each Device finishes its queue before releasing
   warned_fallback_ = false;
+}
+
+void Runtime::finish_all() {
+  std::shared_lock lock(lifecycle_mutex_);
+  for (auto& [index, device] : devices_) {
+    std::lock_guard device_lock(device->mutex());
+    device->synchronize();
+  }
 }
 
 Device* Runtime::try_resolve(int gpu_index) noexcept {

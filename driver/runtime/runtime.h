@@ -23,8 +23,11 @@ class Runtime {
 
   // Idempotent. Throws kNoDevice for an out-of-range index (the message lists the devices).
   void initialize(int gpu_index);
-  // Releases every device and buffer; harmless when nothing is initialised.
+  // Releases every device and buffer; harmless when nothing is initialised. Writes the trace
+  // started by AETHERCL_TRACE, if any.
   void shutdown() noexcept;
+  // Waits for every initialised device's queue (tracing needs all events finished).
+  void finish_all();
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
@@ -43,6 +46,7 @@ class Runtime {
   std::map<int, std::unique_ptr<Device>> devices_;
   BufferRegistry buffers_;
   std::atomic<bool> warned_fallback_{false};
+  bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
 };
 
 }  // namespace aethercl

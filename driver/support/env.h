@@ -23,5 +23,6 @@ inline constexpr const char* kCacheDir = "AETHERCL_CACHE_DIR";       // binary c
 inline constexpr const char* kCache = "AETHERCL_CACHE";              // 0 disables the cache
 inline constexpr const char* kMemoryLimit = "AETHERCL_MEMORY_LIMIT"; // per-device byte cap
 inline constexpr const char* kPool = "AETHERCL_POOL";                // 0 disables caching
+inline constexpr const char* kTrace = "AETHERCL_TRACE";              // Chrome-trace output path
 
 }  // namespace aethercl::env

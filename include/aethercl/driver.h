@@ -301,6 +301,20 @@ AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t ca
  * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
 AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
 
+/* Starts tracing every kernel launch and transfer on every device, with device timestamps from
+ * OpenCL profiling events; aethercl_trace_stop writes them to path as Chrome-trace JSON (open in
+ * chrome://tracing or Perfetto). AETHERCL_TRACE=path does the same from initialize_gpu to
+ * shutdown_driver and logs a per-kernel summary. Returns 0 when a trace is already running. */
+AETHERCL_API int aethercl_trace_start(const char* path);
+
+/* Waits for all devices, writes the trace file and ends tracing; the per-kernel summary goes to the
+ * log at info level. Returns 0 when no trace is running or the file cannot be written. */
+AETHERCL_API int aethercl_trace_stop(void);
+
+/* Writes the per-kernel totals of the running trace as JSON ({"active", "pending", "kernels":
+ * [{"name", "calls", "total_ns", "bytes"}]}), with the buffer rules of aethercl_device_info. */
+AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,66 @@
+"""Tracing: Chrome-trace JSON with device timestamps, from the API and from AETHERCL_TRACE."""
+import json
+import os
+
+import numpy as np
+
+from helpers import run_child
+
+
+def _check_trace(path, expected_kernel):
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    transfers = [e for e in events if e["cat"] == "transfer"]
+    assert any(e["name"] == expected_kernel for e in kernels)
+    assert any(e["name"] == "host-to-device copy" for e in transfers)
+    assert any(e["name"] == "device-to-host copy" for e in transfers)
+    for e in events:
+        assert e["ph"] == "X" and e["dur"] >= 0 and e["ts"] >= 0
+    assert any(e["args"]["api"] == "execute_add_on_gpu" for e in kernels)
+    return events
+
+
+def test_trace_through_the_api(lib, device, tmp_path):
+    path = tmp_path / "trace.json"
+    assert lib.aethercl_trace_start(str(path).encode()) == 1
+    assert lib.aethercl_trace_start(str(path).encode()) == 0
+    assert "already on" in lib.last_error()
+    a = device.upload(np.ones(1000, np.float32))
+    c = device.empty((1000,))
+    for _ in range(5):
+        lib.check("execute_add_on_gpu", device.index, a.handle, a.handle, c.handle, 1000)
+    assert (c.numpy() == 2).all()
+    summary = json.loads(lib.json_call("aethercl_trace_summary"))
+    assert summary["active"] is True
+    assert lib.aethercl_trace_stop() == 1
+    assert lib.aethercl_trace_stop() == 0
+    events = _check_trace(path, "kernel_add")
+    assert len([e for e in events if e["name"] == "kernel_add"]) == 5
+    a.free(), c.free()
+
+
+def test_trace_from_the_environment_is_written_at_shutdown(tmp_path):
+    path = tmp_path / "env-trace.json"
+    env_before = os.environ.get("AETHERCL_TRACE")
+    os.environ["AETHERCL_TRACE"] = str(path)
+    try:
+        result = run_child("""
+            assert lib.initialize_gpu(0) == 1
+            x = np.arange(64, dtype=np.float32)
+            h = lib.allocate_gpu_memory(0, 256); o = lib.allocate_gpu_memory(0, 256)
+            assert lib.write_host_to_gpu_blocking(0, h, 0, 256, x.ctypes.data) == 1
+            assert lib.execute_add_on_gpu(0, h, h, o, 64) == 1
+            assert lib.read_gpu_to_host_blocking(0, o, 0, 256, x.ctypes.data) == 1
+            lib.shutdown_driver()
+            print("OK")
+        """)
+    finally:
+        if env_before is None:
+            del os.environ["AETHERCL_TRACE"]
+        else:
+            os.environ["AETHERCL_TRACE"] = env_before
+    assert result.returncode == 0, result.stderr
+    assert "kernel_add" in result.stderr  # the per-kernel summary
+    _check_trace(path, "kernel_add")

@@ -1,0 +1,85 @@
+"""Effective memory bandwidth of elementwise and row-wise kernels, next to a device-to-device
+copy (execute_clone_on_gpu) of the same bytes measured in the same run.
+
+Usage: tools/aethercl bench bandwidth [--mib 256] [--reps 10]
+GB/s = bytes each kernel must read + write / median time (call + aethercl_synchronize).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+from aethercl import Library  # noqa: E402
+
+
+def timed(lib, gpu, reps, call) -> float:
+    call()
+    lib.check("aethercl_synchronize", gpu)
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        lib.check("aethercl_synchronize", gpu)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--mib", type=int, default=256, help="size of each operand")
+    parser.add_argument("--row", type=int, default=1024, help="row length for row-wise kernels")
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    lib = Library()
+    gpu = args.gpu
+    lib.check("initialize_gpu", gpu)
+    n = args.mib * 2**20 // 4
+    rows = n // args.row
+    nbytes = n * 4
+    bufs = [lib.check_handle("allocate_gpu_memory", gpu, nbytes) for _ in range(3)]
+    zeros = (ctypes.c_char * nbytes)()
+    for b in bufs:
+        lib.check("write_host_to_gpu_blocking", gpu, b, 0, nbytes, zeros)
+    a, b, c = bufs
+    cases = [
+        ("clone (reference)", 2, lambda: lib.check("execute_clone_on_gpu", gpu, a, c, nbytes)),
+        ("add", 3, lambda: lib.check("execute_add_on_gpu", gpu, a, b, c, n)),
+        ("mul", 3, lambda: lib.check("execute_mul_on_gpu", gpu, a, b, c, n)),
+        ("gelu", 2, lambda: lib.check("execute_gelu_on_gpu", gpu, a, c, n)),
+        ("gelu_backward", 3, lambda: lib.check("execute_gelu_backward_on_gpu", gpu, a, b, c, n)),
+        ("softmax", 2, lambda: lib.check("execute_softmax_on_gpu", gpu, a, c, rows, args.row)),
+        ("softmax_backward", 3,
+         lambda: lib.check("execute_softmax_backward_on_gpu", gpu, a, b, c, rows, args.row)),
+        ("layernorm", 2,
+         lambda: lib.check("execute_layernorm_on_gpu", gpu, a, c, rows, args.row, ctypes.c_float(1e-5))),
+        ("layernorm_backward", 3,
+         lambda: lib.check("execute_layernorm_backward_on_gpu", gpu, a, b, c, rows, args.row,
+                           ctypes.c_float(1e-5))),
+    ]
+    print(f"{args.mib} MiB per operand, rows of {args.row}")
+    print(f"{'kernel':<22} {'GB/s':>9} {'vs copy':>8}")
+    reference = None
+    for name, streams, call in cases:
+        try:
+            seconds = timed(lib, gpu, args.reps, call)
+        except Exception as error:  # an op that is refused is reported, not hidden
+            print(f"{name:<22} failed: {error}")
+            continue
+        gbps = streams * nbytes / seconds / 1e9
+        reference = reference or gbps
+        print(f"{name:<22} {gbps:>9.1f} {gbps / reference:>8.2f}")
+    for buf in bufs:
+        lib.free_gpu_memory(gpu, buf)
+    lib.shutdown_driver()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Per-call cost of execute_add_on_gpu on 1 element, from C and from ctypes, on the real driver
+(async, and with AETHERCL_SYNC=1 finishing every call) and on the do-nothing driver_null.so.
+
+Usage: tools/aethercl bench calls [--calls N]   (prints a table; --json FILE writes the figures)
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def measure_ctypes(library: str, calls: int) -> dict:
+    lib = ctypes.CDLL(library)
+    lib.initialize_gpu.argtypes = [ctypes.c_int]
+    lib.allocate_gpu_memory.argtypes = [ctypes.c_int, ctypes.c_size_t]
+    lib.allocate_gpu_memory.restype = ctypes.c_void_p
+    lib.execute_add_on_gpu.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int]
+    lib.read_gpu_to_host_blocking.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                              ctypes.c_size_t, ctypes.c_void_p]
+    lib.write_host_to_gpu_blocking.argtypes = lib.read_gpu_to_host_blocking.argtypes
+    assert lib.initialize_gpu(0) == 1
+    a, c = lib.allocate_gpu_memory(0, 4), lib.allocate_gpu_memory(0, 4)
+    one = ctypes.c_float(1.0)
+    lib.write_host_to_gpu_blocking(0, a, 0, 4, ctypes.byref(one))
+    add = lib.execute_add_on_gpu
+    for _ in range(1000):
+        add(0, a, a, c, 1)
+    lib.read_gpu_to_host_blocking(0, c, 0, 4, ctypes.byref(one))
+    clock = time.perf_counter_ns
+    samples = []
+    start_all = clock()
+    for _ in range(calls):
+        start = clock()
+        add(0, a, a, c, 1)
+        samples.append(clock() - start)
+    lib.read_gpu_to_host_blocking(0, c, 0, 4, ctypes.byref(one))
+    wall = clock() - start_all
+    samples.sort()
+    return {"calls": calls, "median_us": samples[calls // 2] / 1e3,
+            "p90_us": samples[calls * 9 // 10] / 1e3, "wall_per_call_us": wall / calls / 1e3}
+
+
+def run(command, env_extra) -> dict:
+    env = dict(os.environ, **env_extra)
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.environ.get("AETHERCL_BUILD_DIR", "build"))
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--child", nargs=2, metavar=("LIBRARY", "CALLS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure_ctypes(args.child[0], int(args.child[1]))))
+        return 0
+    build = Path(args.build).resolve()
+    real, null = str(build / "driver.so"), str(build / "driver_null.so")
+    c_bench = str(build / "bench" / "bench_call_overhead")
+    py = [sys.executable, __file__, "--child"]
+    rows = [
+        ("C", "driver.so (async)", run([c_bench, real, str(args.calls)], {"AETHERCL_SYNC": "0"})),
+        ("C", "driver.so AETHERCL_SYNC=1", run([c_bench, real, str(args.calls)], {"AETHERCL_SYNC": "1"})),
+        ("C", "driver_null.so", run([c_bench, null, str(args.calls)], {})),
+        ("ctypes", "driver.so (async)", run(py + [real, str(args.calls)], {"AETHERCL_SYNC": "0"})),
+        ("ctypes", "driver.so AETHERCL_SYNC=1", run(py + [real, str(args.calls)], {"AETHERCL_SYNC": "1"})),
+        ("ctypes", "driver_null.so", run(py + [null, str(args.calls)], {})),
+    ]
+    print(f"{'caller':<8} {'library':<28} {'median us':>10} {'p90 us':>9} {'wall/call us':>13}")
+    for caller, library, r in rows:
+        print(f"{caller:<8} {library:<28} {r['median_us']:>10.2f} {r['p90_us']:>9.2f} "
+              f"{r['wall_per_call_us']:>13.2f}")
+    for caller in ("C", "ctypes"):
+        by = {lib: r for c, lib, r in rows if c == caller}
+        print(f"{caller}: async median {by['driver.so (async)']['median_us']:.2f} us = "
+              f"{by['driver.so (async)']['median_us'] / by['driver.so AETHERCL_SYNC=1']['median_us']:.2f}x "
+              f"of finish-every-call; frontend floor (null) {by['driver_null.so']['median_us']:.2f} us")
+    if args.json:
+        Path(args.json).write_text(json.dumps([{"caller": c, "library": l, **r} for c, l, r in rows],
+                                              indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
