@@ -34,7 +34,7 @@ NEVER_ISSUED = ((1 << 40) << 8) | 0xAE        # well-formed token, id far beyond
 MALFORMED = 0x12345678                         # wrong tag byte
 NOT_IMPLEMENTED = 9
 C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
-C_NOT_INITIALIZED, C_NO_DEVICE = 5, 6
+C_NOT_INITIALIZED, C_NO_DEVICE, C_DEVICE_ERROR, C_INTERNAL = 5, 6, 8, 10
 BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
 TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
                "freed": "freed", "host_pointer": "not a buffer handle"}
@@ -104,6 +104,10 @@ class Harness:
             for address in self.blocks:
                 self.lib.simulated_kernel_free(self.index, address, 0)
         self.blocks.clear()
+        for item in self.keep:
+            if isinstance(item, str):
+                import shutil
+                shutil.rmtree(item, ignore_errors=True)
         self.keep.clear()
 
     def roundtrip(self) -> None:
@@ -529,6 +533,8 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
         add("aethercl_synchronize", f"gpu_index={gpu}", lambda h, gpu=gpu: h.succeeded(
             h.lib.aethercl_synchronize(gpu)))
 
+    trace_cases(add)
+
     name = "aethercl_set_buffer_label"
     for kind in ("NULL",) + BAD_TOKENS:
         def label_bad(h, kind=kind):
@@ -556,6 +562,52 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
                 fail("an empty label is still listed")
         add(name, f"label={case_id}", label_case)
     return cases
+
+
+def trace_cases(add) -> None:
+    import tempfile
+
+    def path(h, name="trace.json"):
+        directory = tempfile.mkdtemp(prefix="aethercl-hostile-")
+        h.keep.append(directory)
+        return os.path.join(directory, name)
+
+    add("aethercl_trace_start", "path=NULL", lambda h: h.refused(
+        h.lib.aethercl_trace_start(None), 0, {C_INVALID_ARGUMENT}, ["NULL"]))
+    add("aethercl_trace_stop", "without_start", lambda h: h.refused(
+        h.lib.aethercl_trace_stop(), 0, {C_INVALID_ARGUMENT}))
+
+    def start_twice(h):
+        target = path(h)
+        h.succeeded(h.lib.aethercl_trace_start(target.encode()))
+        second = h.lib.aethercl_trace_start(path(h, "other.json").encode())
+        h.refused(second, 0, {C_INVALID_ARGUMENT, C_OUT_OF_RANGE})
+        h.roundtrip()
+        if h.lib.aethercl_trace_stop() != 1:
+            fail(f"stop after a refused second start: {h.lib.last_error()}")
+        with open(target) as f:
+            json.load(f)
+    add("aethercl_trace_start", "twice", start_twice)
+
+    def unwritable(h):
+        result = h.lib.aethercl_trace_start(b"/nonexistent-dir/deeper/trace.json")
+        if result == 1:  # refused only when the file is written
+            h.refused(h.lib.aethercl_trace_stop(), 0, {C_INVALID_ARGUMENT, C_DEVICE_ERROR,
+                                                       C_INTERNAL}, name="aethercl_trace_stop")
+        else:
+            h.refused(result, 0, {C_INVALID_ARGUMENT})
+        target = path(h)   # tracing is over either way: a new trace starts and stops
+        if h.lib.aethercl_trace_start(target.encode()) != 1 or h.lib.aethercl_trace_stop() != 1:
+            fail(f"tracing unusable after an unwritable path: {h.lib.last_error()}")
+    add("aethercl_trace_start", "unwritable_path", unwritable)
+
+    def summary(h, capacity, with_buffer):
+        buffer = ctypes.create_string_buffer(b"\x77" * 8, 8) if with_buffer else None
+        h.succeeded(h.lib.aethercl_trace_summary(buffer, capacity), True)
+        if with_buffer and buffer.raw != b"\x00" + b"\x77" * 7:
+            fail(f"capacity {capacity} wrote {buffer.raw!r}")
+    add("aethercl_trace_summary", "buffer=NULL_capacity=100", lambda h: summary(h, 100, False))
+    add("aethercl_trace_summary", "capacity=1", lambda h: summary(h, 1, True))
 
 
 # ---- simulated_* host-memory API -----------------------------------------------------------

@@ -97,12 +97,14 @@ LIFECYCLE_SCRIPT = r"""
 import ctypes, json
 from hostile_cases import Harness
 DEFAULTS = {"int": 1, "unsigned int": 1, "float": 0.5, "size_t": 16, "unsigned long long": 0x1000}
-# Work without an initialised device (enumeration, static strings, host-memory blocks).
+# Work without an initialised device (enumeration, static strings, host-memory blocks,
+# process-wide tracing).
 NEEDS_NO_DEVICE = {"aethercl_version", "aethercl_abi_version", "aethercl_last_error",
                    "aethercl_last_error_code", "aethercl_status_name", "aethercl_device_count",
                    "aethercl_device_info", "simulated_kernel_allocate", "simulated_kernel_free",
                    "simulated_kernel_write", "simulated_kernel_read", "initialize_gpu",
-                   "shutdown_driver", "free_gpu_memory", "simulated_get_compute_unit_count"}
+                   "shutdown_driver", "free_gpu_memory", "simulated_get_compute_unit_count",
+                   "aethercl_trace_start", "aethercl_trace_stop", "aethercl_trace_summary"}
 host = ctypes.create_string_buffer(64)
 shape = (ctypes.c_int * 2)(1, 1)
 problems, calls = [], 0
