@@ -148,7 +148,17 @@ assert lib.initialize_gpu(0) == 1
 h = Harness(lib, 0)
 stale = lib.allocate_gpu_memory(0, 256)
 h.roundtrip()
+block = lib.simulated_kernel_allocate(0, 64)   # host blocks survive shutdown (ABI.md 3.1)
+if block:
+    lib.simulated_kernel_write(0, block, 64, b"s" * 64)
+elif lib.last_error_code() != 9:
+    problems.append(f"simulated_kernel_allocate before shutdown: {lib.last_error()!r}")
 lib.shutdown_driver()
+if block:
+    lib.simulated_kernel_read(0, block, 64, host)
+    if host.raw[:64] != b"s" * 64:
+        problems.append(f"a host block did not survive shutdown: {lib.last_error()!r}")
+    lib.simulated_kernel_free(0, block, 64)
 # after shutdown, with a handle that was live before it
 call_everything("after shutdown", stale)
 lib.free_gpu_memory(0, stale); lib.shutdown_driver()
