@@ -189,7 +189,7 @@ if count < 2:
     print(json.dumps({"devices": count})); raise SystemExit(0)
 assert lib.initialize_gpu(0) == 1 and lib.initialize_gpu(1) == 1
 h0, h1 = Harness(lib, 0), Harness(lib, 1)
-problems, tried = [], 0
+problems, tried, stubbed = [], 0, 0
 for s in lib.symbols:
     if s.name not in SPECS:
         continue
@@ -204,6 +204,7 @@ for s in lib.symbols:
         message, code = lib.last_error(), lib.last_error_code()
         h0.cleanup(); h1.cleanup()
         if code == 9 and result == 0 and message.startswith(s.name + ": "):
+            stubbed += 1
             continue
         if (result != 0 or code != 2 or "belongs to device 1" not in message
                 or buffer not in message):
@@ -231,7 +232,7 @@ if lib.allocate_gpu_memory(5, 16) is not None or lib.last_error_code() != 5:
     problems.append(f"gpu_index 5 with two devices: {lib.last_error()!r}")
 lib.free_gpu_memory(0, mine); lib.free_gpu_memory(1, theirs)
 h0.roundtrip(); h1.roundtrip()
-print(json.dumps({"devices": count, "tried": tried, "problems": problems}))
+print(json.dumps({"devices": count, "tried": tried, "stubbed": stubbed, "problems": problems}))
 """
 
 
@@ -256,4 +257,6 @@ def test_tokens_of_another_device_are_refused():
         warnings.warn("only one OpenCL device: foreign-token cases ran in the doctest only")
         return
     assert report["tried"] >= 60
+    if report["stubbed"]:
+        warnings.warn(f"{report['stubbed']} foreign-token cases met 'not implemented' stubs")
     assert not report["problems"], "\n".join(report["problems"])
