@@ -24,5 +24,8 @@ inline constexpr const char* kCache = "AETHERCL_CACHE";              // 0 disabl
 inline constexpr const char* kMemoryLimit = "AETHERCL_MEMORY_LIMIT"; // per-device byte cap
 inline constexpr const char* kPool = "AETHERCL_POOL";                // 0 disables caching
 inline constexpr const char* kTrace = "AETHERCL_TRACE";              // Chrome-trace output path
+inline constexpr const char* kDeterministic = "AETHERCL_DETERMINISTIC";  // 0: atomic fast paths
+inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing: cap local sizes
+inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 
 }  // namespace aethercl::env

@@ -118,7 +118,8 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
- * leaves C unwritten; any zero dimension returns 1 without touching memory; negative -> 0. */
+ * leaves C unwritten; any zero dimension returns 1 without touching memory; negative -> 0.
+ * Every buffer must hold its full declared shape (float32), also when a dimension is zero. */
 AETHERCL_API int execute_matmul_on_gpu(int gpu_index, void* buffer_a, void* buffer_b,
                                        void* buffer_c, int B, int M, int N, int K);
 
@@ -220,11 +221,14 @@ AETHERCL_API int execute_add_broadcast_pe_gpu(int gpu_index, void* input, void* 
 /* o[i,j,:] = w[idx[i,j],:], a zero row for an id outside [0, v). idx is int32 (b, s). */
 AETHERCL_API int execute_embedding_lookup_gpu(int gpu_index, void* idx, void* w, void* o, int b,
                                               int s, int d, int v);
-/* d_w[idx[i,j],:] += d_o[i,j,:] for every valid id; accumulates, no update is lost. */
+/* d_w[idx[i,j],:] += d_o[i,j,:] for every valid id; accumulates, no update is lost. By default
+ * the additions run in ascending (i, j) order (bit-reproducible); AETHERCL_DETERMINISTIC=0
+ * selects a float-atomic kernel whose rounding may vary run to run. */
 AETHERCL_API int execute_embedding_backward_gpu(int gpu_index, void* d_o, void* idx, void* d_w,
                                                 int b, int s, int d, int v);
 /* Adam with coupled L2 weight decay and bias correction, in place on param, m and v. Returns 0
- * for t <= 0, lr < 0, beta outside [0, 1), eps < 0 or weight_decay < 0. */
+ * for t <= 0, lr < 0, beta outside [0, 1), eps < 0 or weight_decay < 0, and for NaN or infinite
+ * lr, eps, weight_decay or betas; num_elements == 0 returns 1 before these checks. */
 AETHERCL_API int execute_adam_update_on_gpu(int gpu_index, void* param_buffer, void* grad_buffer,
                                             void* m_buffer, void* v_buffer, int num_elements,
                                             int t, float lr, float beta1, float beta2, float eps,

@@ -1,0 +1,82 @@
+// Embedding ops: validate ids (int32, b*s), weights (v*d) and rows (b*s*d), then launch
+// kernels/embedding.cl. The backward is deterministic unless AETHERCL_DETERMINISTIC=0 selects the
+// float-atomic kernel (DESIGN.md decision 8: no update is lost on either path).
+#include "ops/embedding.h"
+
+#include "ops/aliasing.h"
+#include "ops/kernel_limits.h"
+#include "runtime/kernel_args.h"
+#include "support/env.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace aethercl::ops {
+namespace {
+
+constexpr const char* kFamily = "embedding";
+
+struct Shape {
+  std::uint64_t positions;  // b * s ids
+  std::uint64_t rows_out;   // b * s * d floats
+  std::uint64_t weights;    // v * d floats
+};
+
+Shape shape_of(int b, int s, int d, int v) {
+  std::uint64_t positions = element_count({{"b", b}, {"s", s}});
+  std::uint64_t rows_out = element_count({{"b", b}, {"s", s}, {"d", d}});
+  std::uint64_t weights = element_count({{"v", v}, {"d", d}});
+  return Shape{positions, rows_out, weights};
+}
+
+}  // namespace
+
+void embedding_lookup(DeviceCall& call, void* idx, void* w, void* out, int b, int s, int d,
+                      int v) {
+  Shape shape = shape_of(b, s, d, v);
+  cl_mem idx_mem = call.buffer(idx, "idx", byte_count(shape.positions, sizeof(cl_int))).mem;
+  cl_mem w_mem = call.buffer(w, "w", byte_count(shape.weights, sizeof(float))).mem;
+  cl_mem out_mem = call.buffer(out, "o", byte_count(shape.rows_out, sizeof(float))).mem;
+  require_distinct(idx, "idx", out, "o");
+  require_distinct(w, "w", out, "o");
+  if (shape.rows_out == 0) return;  // v == 0 is fine: every id is invalid, every row zero
+
+  Device& device = call.device();
+  cl_kernel kernel = device.programs().kernel(kFamily, "embedding_lookup");
+  set_kernel_args(kernel, idx_mem, w_mem, out_mem, static_cast<cl_ulong>(shape.positions),
+                  static_cast<cl_ulong>(d), static_cast<cl_ulong>(v));
+  Geometry1D geometry = kernel_linear_geometry(device, kernel, shape.rows_out);
+  device.launch(kernel, 1, &geometry.global, &geometry.local);
+}
+
+void embedding_backward(DeviceCall& call, void* d_out, void* idx, void* d_w, int b, int s, int d,
+                        int v) {
+  Shape shape = shape_of(b, s, d, v);
+  cl_mem d_out_mem = call.buffer(d_out, "d_o", byte_count(shape.rows_out, sizeof(float))).mem;
+  cl_mem idx_mem = call.buffer(idx, "idx", byte_count(shape.positions, sizeof(cl_int))).mem;
+  cl_mem d_w_mem = call.buffer(d_w, "d_w", byte_count(shape.weights, sizeof(float))).mem;
+  require_distinct(d_out, "d_o", d_w, "d_w");
+  require_distinct(idx, "idx", d_w, "d_w");
+  if (shape.rows_out == 0 || shape.weights == 0) return;  // nothing to add
+
+  Device& device = call.device();
+  const auto positions = static_cast<cl_ulong>(shape.positions);
+  const auto width = static_cast<cl_ulong>(d);
+  const auto vocab = static_cast<cl_ulong>(v);
+  if (!env::flag(env::kDeterministic, true)) {
+    cl_kernel kernel = device.programs().kernel(kFamily, "embedding_backward_atomic");
+    set_kernel_args(kernel, d_out_mem, idx_mem, d_w_mem, positions, width, vocab);
+    Geometry1D geometry = kernel_linear_geometry(device, kernel, shape.rows_out);
+    device.launch(kernel, 1, &geometry.global, &geometry.local);
+    return;
+  }
+  cl_kernel kernel = device.programs().kernel(kFamily, "embedding_backward_segmented");
+  std::size_t local = kernel_work_group_limit(device, kernel, 256);
+  std::uint64_t cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
+  std::size_t global = static_cast<std::size_t>(std::min<std::uint64_t>(vocab, cap)) * local;
+  set_kernel_args(kernel, d_out_mem, idx_mem, d_w_mem, positions, width, vocab,
+                  LocalBytes{local * sizeof(cl_uint)}, LocalBytes{local * sizeof(cl_uint)});
+  device.launch(kernel, 1, &global, &local);
+}
+
+}  // namespace aethercl::ops

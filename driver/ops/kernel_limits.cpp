@@ -1,0 +1,32 @@
+// Queries CL_KERNEL_WORK_GROUP_SIZE for op families that pick their own local sizes.
+#include "ops/kernel_limits.h"
+
+#include "cl/cl_error.h"
+#include "support/env.h"
+
+#include <algorithm>
+
+namespace aethercl::ops {
+
+std::size_t kernel_work_group_limit(const Device& device, cl_kernel kernel, std::size_t cap) {
+  std::size_t kernel_limit = 0;
+  cl::check(clGetKernelWorkGroupInfo(kernel, device.info().id, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof(kernel_limit), &kernel_limit, nullptr),
+            "clGetKernelWorkGroupInfo");
+  std::size_t limit = std::min({kernel_limit, device.info().max_work_group_size, cap});
+  // Testing knob: lets the suites run these kernels with small and odd work-group sizes.
+  if (auto forced = env::bytes(env::kWorkGroupLimit); forced && *forced > 0) {
+    limit = std::min<std::size_t>(limit, static_cast<std::size_t>(*forced));
+  }
+  return std::max<std::size_t>(1, limit);
+}
+
+Geometry1D kernel_linear_geometry(const Device& device, cl_kernel kernel, std::uint64_t n) {
+  std::size_t local = kernel_work_group_limit(device, kernel, 256);
+  std::uint64_t groups_needed = (n + local - 1) / local;
+  std::uint64_t group_cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
+  std::uint64_t groups = std::max<std::uint64_t>(1, std::min(groups_needed, group_cap));
+  return Geometry1D{static_cast<std::size_t>(groups * local), local};
+}
+
+}  // namespace aethercl::ops

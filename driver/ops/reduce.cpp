@@ -1,0 +1,82 @@
+// Reductions and broadcasts: validate, then launch kernels/reduce.cl. reduce_sum picks its
+// work-group shape from the kernel's own work-group limit (no fixed 256, no power-of-two sizes).
+#include "ops/reduce.h"
+
+#include "ops/aliasing.h"
+#include "ops/kernel_limits.h"
+#include "runtime/kernel_args.h"
+
+#include <algorithm>
+
+namespace aethercl::ops {
+namespace {
+
+constexpr const char* kFamily = "reduce";
+constexpr std::size_t kMaxColumnsPerGroup = 32;  // adjacent columns: coalesced row reads
+constexpr std::size_t kMaxGroupSize = 256;
+
+// c = a + periodic broadcast of b: a and c hold `count` floats, b holds `period` floats.
+void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64_t count,
+                     std::uint64_t period) {
+  Device& device = call.device();
+  cl_kernel kernel = device.programs().kernel(kFamily, "add_periodic");
+  set_kernel_args(kernel, a, b, c, static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
+  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
+  device.launch(kernel, 1, &geometry.global, &geometry.local);
+}
+
+}  // namespace
+
+void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
+  std::uint64_t count = element_count({{"B", b}, {"M", m}, {"N", n}});
+  std::uint64_t out_count = element_count({{"N", n}});
+  cl_mem in_mem = call.buffer(in, "in", byte_count(count, sizeof(float))).mem;
+  // With B*M == 0 and N > 0 the sums are empty: nothing is written (ABI.md 3.4: count 0).
+  std::uint64_t out_bytes = count == 0 ? 0 : byte_count(out_count, sizeof(float));
+  cl_mem out_mem = call.buffer(out, "out", out_bytes).mem;
+  require_distinct(in, "in", out, "out");
+  if (count == 0) return;
+
+  const std::uint64_t rows = count / out_count;
+  Device& device = call.device();
+  cl_kernel kernel = device.programs().kernel(kFamily, "reduce_sum_columns");
+  std::size_t limit = kernel_work_group_limit(device, kernel, kMaxGroupSize);
+  std::size_t cx = static_cast<std::size_t>(
+      std::min<std::uint64_t>({kMaxColumnsPerGroup, limit, out_count}));
+  std::size_t ly = static_cast<std::size_t>(std::min<std::uint64_t>(limit / cx, rows));
+  std::size_t local = cx * ly;
+  std::uint64_t blocks = (out_count + cx - 1) / cx;
+  std::uint64_t cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
+  std::size_t global = static_cast<std::size_t>(std::min(blocks, cap)) * local;
+  set_kernel_args(kernel, in_mem, out_mem, static_cast<cl_ulong>(rows),
+                  static_cast<cl_ulong>(out_count), static_cast<cl_uint>(cx),
+                  LocalBytes{local * sizeof(float)}, LocalBytes{local * sizeof(float)});
+  device.launch(kernel, 1, &global, &local);
+}
+
+void broadcast_add(DeviceCall& call, void* a, void* bias, void* c, int b, int m, int n) {
+  std::uint64_t count = element_count({{"B", b}, {"M", m}, {"N", n}});
+  std::uint64_t bytes = byte_count(count, sizeof(float));
+  std::uint64_t bias_bytes = count == 0 ? 0 : byte_count(element_count({{"N", n}}), sizeof(float));
+  cl_mem a_mem = call.buffer(a, "a", bytes).mem;
+  cl_mem bias_mem = call.buffer(bias, "b", bias_bytes).mem;
+  cl_mem c_mem = call.buffer(c, "c", bytes).mem;
+  require_distinct(bias, "b", c, "c");
+  if (count == 0) return;
+  launch_periodic(call, a_mem, bias_mem, c_mem, count, static_cast<std::uint64_t>(n));
+}
+
+void add_broadcast_pe(DeviceCall& call, void* x, void* pe, void* y, int b, int s, int e) {
+  std::uint64_t count = element_count({{"B", b}, {"S", s}, {"E", e}});
+  std::uint64_t bytes = byte_count(count, sizeof(float));
+  std::uint64_t period = element_count({{"S", s}, {"E", e}});
+  std::uint64_t pe_bytes = count == 0 ? 0 : byte_count(period, sizeof(float));
+  cl_mem x_mem = call.buffer(x, "input", bytes).mem;
+  cl_mem pe_mem = call.buffer(pe, "pe_slice", pe_bytes).mem;
+  cl_mem y_mem = call.buffer(y, "output", bytes).mem;
+  require_distinct(pe, "pe_slice", y, "output");
+  if (count == 0) return;
+  launch_periodic(call, x_mem, pe_mem, y_mem, count, period);
+}
+
+}  // namespace aethercl::ops

@@ -1,0 +1,158 @@
+"""Reductions and broadcasts: reduce_sum, broadcast_add, add_broadcast_pe.
+Tolerances: broadcast_add and add_broadcast_pe are one float32 addition per element, so they must
+equal NumPy's float32 result exactly. reduce_sum is compared with a float64 sum:
+|out[n] - ref[n]| <= 2**-22 * |ref[n]| + 2**-32 * sum_rows |in[., n]| (the kernel carries a
+float-float (hi, lo) pair per lane and through its tree, so only the final rounding and second-
+order terms remain), and repeated calls must be bit-identical."""
+import numpy as np
+import pytest
+
+from helpers import Tensor
+from op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
+                       expect_refusal)
+
+REDUCE_SHAPES = [(1, 1, 1), (1, 1, 7), (3, 5, 7), (16, 64, 16), (16, 64, 53), (2, 1000, 3),
+                 (7, 13, 257), (1, 100003, 1), (4, 3, 1009), (1, 1, 65537), (5, 1, 33)]
+
+
+def reduce_tolerance(x, ref):
+    return 2.0**-22 * np.abs(ref) + 2.0**-32 * np.abs(x.astype(np.float64)).sum(axis=(0, 1))
+
+
+@pytest.mark.parametrize("b,m,n", REDUCE_SHAPES)
+def test_reduce_sum(lib, device, rng, b, m, n):
+    x = (rng.standard_normal((b, m, n)) * rng.uniform(0.1, 10, n)).astype(np.float32)
+    tin, tout = device.upload(x), device.empty((n,))
+    lib.check("execute_reduce_sum_gpu", device.index, tin.handle, tout.handle, b, m, n)
+    got = tout.numpy()
+    ref = x.astype(np.float64).sum(axis=(0, 1))
+    assert np.all(np.abs(got - ref) <= reduce_tolerance(x, ref)), np.max(np.abs(got - ref))
+    assert tout.guard_intact() and tin.guard_intact()
+    assert_bitwise(tin.numpy(), x)
+    lib.check("execute_reduce_sum_gpu", device.index, tin.handle, tout.handle, b, m, n)
+    assert_bitwise(tout.numpy(), got)   # deterministic
+    tin.free(), tout.free()
+
+
+@pytest.mark.parametrize("limit", ["1", "7", "100"])
+@pytest.mark.parametrize("b,m,n", [(7, 13, 257), (2, 1000, 3), (1, 5000, 1), (3, 5, 40)])
+def test_reduce_sum_with_small_and_odd_work_groups(lib, device, rng, monkeypatch, limit, b, m, n):
+    """AETHERCL_WG_LIMIT caps the kernel's work-group size: any size (1, 7, 100: not powers of
+    two) must give a correct and repeatable sum."""
+    monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
+    test_reduce_sum(lib, device, rng, b, m, n)
+
+
+def test_reduce_sum_is_accurate_on_ill_conditioned_columns(lib, device, rng):
+    """Large values that cancel plus many small ones: a plain float32 running sum loses the small
+    part, the documented bound does not allow that."""
+    rows, n = 20000, 3
+    x = np.empty((1, rows, n), np.float32)
+    x[0, :, 0] = 1e-3
+    x[0, 0, 0] = 1e4
+    x[0, 1, 0] = -1e4
+    x[0, :, 1] = rng.uniform(0, 1, rows).astype(np.float32)
+    x[0, :, 2] = 0.1
+    tin, tout = device.upload(x), device.empty((n,))
+    lib.check("execute_reduce_sum_gpu", device.index, tin.handle, tout.handle, 1, rows, n)
+    got = tout.numpy()
+    ref = x.astype(np.float64).sum(axis=(0, 1))
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    tin.free(), tout.free()
+
+
+def test_reduce_sum_propagates_inf_and_nan(lib, device):
+    x = np.ones((2, 50, 4), np.float32)
+    x[1, 7, 0] = np.inf
+    x[0, 3, 1] = np.nan
+    x[0, 0, 2], x[1, 1, 2] = np.inf, -np.inf
+    tin, tout = device.upload(x), device.empty((4,))
+    lib.check("execute_reduce_sum_gpu", device.index, tin.handle, tout.handle, 2, 50, 4)
+    got = tout.numpy()
+    assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2]) and got[3] == 100.0
+    tin.free(), tout.free()
+
+
+BROADCAST_SHAPES = [(1, 1, 1), (2, 3, 5), (16, 64, 16), (16, 64, 53), (1, 1, 1009), (7, 33, 1),
+                    (3, 257, 17)]
+
+
+@pytest.mark.parametrize("b,m,n", BROADCAST_SHAPES)
+def test_broadcast_add(lib, device, rng, b, m, n):
+    a = rng.standard_normal((b, m, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ta, tbias, tc = device.upload(a), device.upload(bias), device.empty((b, m, n))
+    lib.check("execute_broadcast_add_gpu", device.index, ta.handle, tbias.handle, tc.handle,
+              b, m, n)
+    assert_bitwise(tc.numpy(), a + bias)
+    assert tc.guard_intact() and tbias.guard_intact()
+    for t in (ta, tbias, tc):
+        t.free()
+
+
+@pytest.mark.parametrize("b,s,e", [(16, 64, 16), (1, 1, 1), (3, 7, 5), (2, 33, 17), (8, 64, 16),
+                                   (1, 64, 16), (4, 1, 129)])
+def test_add_broadcast_pe(lib, device, rng, b, s, e):
+    x = rng.standard_normal((b, s, e)).astype(np.float32)
+    pe = rng.standard_normal((s, e)).astype(np.float32)
+    # pe holds exactly S*E floats: no slack after it.
+    tx, tpe, ty = device.upload(x), device.upload(pe, guard=0), device.empty((b, s, e))
+    lib.check("execute_add_broadcast_pe_gpu", device.index, tx.handle, tpe.handle, ty.handle,
+              b, s, e)
+    assert_bitwise(ty.numpy(), x + pe)
+    assert ty.guard_intact()
+    assert_bitwise(tpe.numpy(), pe)
+    for t in (tx, tpe, ty):
+        t.free()
+
+
+def test_add_broadcast_pe_uses_only_the_first_s_rows_of_a_longer_table(lib, device, rng):
+    b, s, e, max_len = 2, 5, 3, 64
+    table = rng.standard_normal((max_len, e)).astype(np.float32)
+    x = rng.standard_normal((b, s, e)).astype(np.float32)
+    tx, ttable, ty = device.upload(x), device.upload(table), device.empty((b, s, e))
+    lib.check("execute_add_broadcast_pe_gpu", device.index, tx.handle, ttable.handle, ty.handle,
+              b, s, e)
+    assert_bitwise(ty.numpy(), x + table[:s])
+    for t in (tx, ttable, ty):
+        t.free()
+
+
+def test_reduce_sum_validation(lib, device):
+    b, m, n = 2, 3, 5
+    tin = device.upload(np.ones((b, m, n), np.float32), guard=0)
+    tout = device.empty((n,), guard=0)
+    f = "execute_reduce_sum_gpu"
+    check_buffer_refusals(lib, device,
+                          lambda h: lib.execute_reduce_sum_gpu(device.index, *h, b, m, n),
+                          [tin, tout], ["in", "out"], f)
+    tout.poison()
+    check_dim_refusals(lib, lambda d: lib.execute_reduce_sum_gpu(device.index, tin.handle,
+                                                                 tout.handle, *d),
+                       (b, m, n), ["B", "M", "N"], f, [tout])
+    expect_refusal(lib, lib.execute_reduce_sum_gpu(device.index, tin.handle, tin.handle, b, m, n),
+                   f, "same buffer")
+    tin.free(), tout.free()
+
+
+@pytest.mark.parametrize("function,names,dim_names,bias_elements", [
+    ("execute_broadcast_add_gpu", ["a", "b", "c"], ["B", "M", "N"], lambda d: d[2]),
+    ("execute_add_broadcast_pe_gpu", ["input", "pe_slice", "output"], ["B", "S", "E"],
+     lambda d: d[1] * d[2]),
+])
+def test_broadcast_validation(lib, device, function, names, dim_names, bias_elements):
+    dims = (2, 3, 5)
+    count = int(np.prod(dims))
+    ta = device.upload(np.ones(count, np.float32), guard=0)
+    tbias = device.upload(np.ones(bias_elements(dims), np.float32), guard=0)
+    tc = device.empty((count,), guard=0)
+    call = getattr(lib, function)
+    check_buffer_refusals(lib, device, lambda h: call(device.index, *h, *dims), [ta, tbias, tc],
+                          names, function)
+    tc.poison()
+    check_dim_refusals(lib, lambda d: call(device.index, ta.handle, tbias.handle, tc.handle, *d),
+                       dims, dim_names, function, [tc])
+    expect_refusal(lib, call(device.index, ta.handle, tc.handle, tc.handle, *dims), function,
+                   "same buffer")
+    for t in (ta, tbias, tc):
+        t.free()
