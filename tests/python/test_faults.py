@@ -49,13 +49,20 @@ CORRUPTIONS = {
 }
 
 
-@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_a_damaged_cache_entry_is_detected_and_rebuilt(tmp_path, corruption):
-    first = _stats(tmp_path)
-    assert first == {"builds": 1, "hits": 0}
-    entries = list(tmp_path.glob("*.bin"))
+@pytest.fixture(scope="module")
+def good_entry(tmp_path_factory):
+    """(file name, bytes) of the elementwise family's cache entry, built once from source."""
+    directory = tmp_path_factory.mktemp("cache")
+    assert _stats(directory) == {"builds": 1, "hits": 0}
+    entries = list(directory.glob("*.bin"))
     assert len(entries) == 1
-    good = entries[0].read_bytes()
+    return entries[0].name, entries[0].read_bytes()
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_damaged_cache_entry_is_detected_and_rebuilt(tmp_path, good_entry, corruption):
+    name, good = good_entry
+    entries = [tmp_path / name]
     entries[0].write_bytes(CORRUPTIONS[corruption](good))
     rebuilt = _stats(tmp_path)   # the round trip inside checks results stay correct
     assert rebuilt == {"builds": 1, "hits": 0}, "a damaged entry was used"
