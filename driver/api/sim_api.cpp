@@ -1,41 +1,48 @@
-// Entry points of the sim family: exported, refusing with "not implemented" until the family lands.
+// Entry points of the host-memory ("simulated") API (ABI.md 2.2, 4.8). gpu_index is ignored by
+// the host-block functions; the matrix product runs on the device gpu_index resolves to.
 #include "api/guard.h"
+#include "ops/sim_ops.h"
 
 #include <aethercl/driver.h>
 
 using namespace aethercl;
 
-namespace {
-
-[[noreturn]] void not_implemented() { fail(Status::kNotImplemented, "not implemented"); }
-
-}  // namespace
-
 extern "C" {
 
 AETHERCL_API unsigned long long simulated_kernel_allocate(int gpu_index, size_t size) {
-  (void)gpu_index; (void)size;
-  return api::guarded(__func__, 0ULL, []() -> unsigned long long { not_implemented(); });
+  (void)gpu_index;
+  return api::guarded(__func__, 0ULL, [&]() -> unsigned long long {
+    return ops::sim_allocate(size);
+  });
 }
 
 AETHERCL_API void simulated_kernel_free(int gpu_index, unsigned long long address, size_t size) {
-  (void)gpu_index; (void)address; (void)size;
-  api::guarded_void(__func__, [] { not_implemented(); });
+  (void)gpu_index;
+  (void)size;  // ABI.md 4.8: the block's own size counts
+  api::guarded_void(__func__, [&] { ops::sim_free(address); });
 }
 
-AETHERCL_API void simulated_kernel_write(int gpu_index, unsigned long long address, size_t size, const void* source) {
-  (void)gpu_index; (void)address; (void)size; (void)source;
-  api::guarded_void(__func__, [] { not_implemented(); });
+AETHERCL_API void simulated_kernel_write(int gpu_index, unsigned long long address, size_t size,
+                                         const void* source) {
+  (void)gpu_index;
+  api::guarded_void(__func__, [&] { ops::sim_write(address, size, source); });
 }
 
-AETHERCL_API void simulated_kernel_read(int gpu_index, unsigned long long address, size_t size, void* destination) {
-  (void)gpu_index; (void)address; (void)size; (void)destination;
-  api::guarded_void(__func__, [] { not_implemented(); });
+AETHERCL_API void simulated_kernel_read(int gpu_index, unsigned long long address, size_t size,
+                                        void* destination) {
+  (void)gpu_index;
+  api::guarded_void(__func__, [&] { ops::sim_read(address, size, destination); });
 }
 
-AETHERCL_API unsigned long long simulated_matrix_multiply(int gpu_index, unsigned long long address_a, unsigned long long address_b, size_t size_a, size_t size_b, int* shape_a, int* shape_b) {
-  (void)gpu_index; (void)address_a; (void)address_b; (void)size_a; (void)size_b; (void)shape_a; (void)shape_b;
-  return api::guarded(__func__, 0ULL, []() -> unsigned long long { not_implemented(); });
+AETHERCL_API unsigned long long simulated_matrix_multiply(int gpu_index,
+                                                          unsigned long long address_a,
+                                                          unsigned long long address_b,
+                                                          size_t size_a, size_t size_b,
+                                                          int* shape_a, int* shape_b) {
+  return api::guarded(__func__, 0ULL, [&]() -> unsigned long long {
+    DeviceCall call(gpu_index);
+    return ops::sim_matrix_multiply(call, address_a, address_b, size_a, size_b, shape_a, shape_b);
+  });
 }
 
 }  // extern "C"

@@ -15,6 +15,7 @@ AETHERCL_API int aethercl_trace_start(const char* path) {
   return api::guarded_status(__func__, [&] {
     if (path == nullptr) fail(Status::kInvalidArgument, "path is NULL");
     Tracer::instance().start(path);
+    Runtime::instance().enable_profiling_all();
   });
 }
 

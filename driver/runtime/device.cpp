@@ -17,15 +17,29 @@ Device::Device(int index, const DeviceInfo& info)
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
   context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
   cl::check(status, "clCreateContext");
-  // Profiling costs two timestamps per command; it lets tracing start at any time.
-  queue_ = cl::Queue(
-      clCreateCommandQueue(context_.get(), info_.id, CL_QUEUE_PROFILING_ENABLE, &status));
-  cl::check(status, "clCreateCommandQueue");
+  queue_ = create_queue(Tracer::instance().active());
   std::uint64_t limit = info_.global_mem_bytes;
   if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
+}
+
+cl::Queue Device::create_queue(bool profiling) {
+  cl_int status = CL_SUCCESS;
+  cl::Queue queue(clCreateCommandQueue(context_.get(), info_.id,
+                                       profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &status));
+  cl::check(status, "clCreateCommandQueue");
+  profiling_ = profiling;
+  return queue;
+}
+
+void Device::enable_profiling() {
+  if (profiling_) return;
+  // Everything enqueued so far finishes on the old queue, so stream order is kept.
+  synchronize();
+  staging_.reclaim_all();
+  queue_ = create_queue(true);
 }
 
 Device::~Device() {
@@ -73,11 +87,14 @@ void Device::check_last_event() {
 
 void Device::launch(cl_kernel kernel, cl_uint dimensions, const size_t* global,
                     const size_t* local) {
+  // An event per launch costs microseconds on some runtimes; it is only needed to trace or to
+  // attribute failures exactly (AETHERCL_SYNC). Otherwise a failed kernel shows at the next sync.
+  bool want_event = sync_every_call_ || Tracer::instance().active();
   cl_event event = nullptr;
   cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, dimensions, nullptr, global, local, 0,
-                                   nullptr, &event),
+                                   nullptr, want_event ? &event : nullptr),
             "clEnqueueNDRangeKernel");
-  track(event, "kernel launch", kernel, 0);
+  if (want_event) track(event, "kernel launch", kernel, 0);
 }
 
 void Device::write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source) {

@@ -43,12 +43,15 @@ class Device {
   void copy(cl_mem source, cl_mem destination, std::uint64_t size);
   // Waits for all enqueued work; throws Error(kDeviceError) for a deferred execution failure.
   void synchronize();
+  // Switches to a profiling queue (for tracing) after finishing the current one.
+  void enable_profiling();
 
  private:
   // Keeps the event of the newest command (to detect execution failures later); finishes at once
   // under AETHERCL_SYNC=1.
   void track(cl_event event, const char* what, cl_kernel kernel, std::uint64_t bytes);
   void check_last_event();
+  cl::Queue create_queue(bool profiling);
 
   int index_;
   DeviceInfo info_;
@@ -61,6 +64,7 @@ class Device {
   cl::Event last_event_;
   const char* last_command_ = "";
   bool sync_every_call_;
+  bool profiling_ = false;
 };
 
 }  // namespace aethercl

@@ -72,6 +72,14 @@ void Runtime::finish_all() {
   }
 }
 
+void Runtime::enable_profiling_all() {
+  std::shared_lock lock(lifecycle_mutex_);
+  for (auto& [index, device] : devices_) {
+    std::lock_guard device_lock(device->mutex());
+    device->enable_profiling();
+  }
+}
+
 Device* Runtime::try_resolve(int gpu_index) noexcept {
   auto it = devices_.find(gpu_index);
   if (it != devices_.end()) return it->second.get();

@@ -28,6 +28,8 @@ class Runtime {
   void shutdown() noexcept;
   // Waits for every initialised device's queue (tracing needs all events finished).
   void finish_all();
+  // Gives every initialised device a profiling queue (tracing started after initialisation).
+  void enable_profiling_all();
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }

@@ -27,5 +27,6 @@ inline constexpr const char* kTrace = "AETHERCL_TRACE";              // Chrome-t
 inline constexpr const char* kDeterministic = "AETHERCL_DETERMINISTIC";  // 0: atomic fast paths
 inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing: cap local sizes
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
+inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
 
 }  // namespace aethercl::env

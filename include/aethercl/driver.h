@@ -238,22 +238,29 @@ AETHERCL_API int execute_adam_update_on_gpu(int gpu_index, void* param_buffer, v
 /* Host-memory ("simulated") API (ABI.md 4.8): addresses are real, registered host blocks. */
 /* ===================================================================================== */
 
-/* Returns the address of a new 64-byte aligned host block of size bytes; 0 for size 0 or on
- * failure. gpu_index is ignored. */
+/* Returns the address of a new 64-byte aligned host block of size bytes (contents undefined, as
+ * with malloc); 0 for size 0 or on failure. gpu_index is ignored by this function and the next
+ * three. Blocks are plain host memory: they stay valid across shutdown_driver until freed. Only a
+ * block's start address is valid; an address inside a block is refused like an unknown one. */
 AETHERCL_API unsigned long long simulated_kernel_allocate(int gpu_index, size_t size);
 /* Frees a block; size is ignored. 0, unknown and already-freed addresses do nothing (message). */
 AETHERCL_API void simulated_kernel_free(int gpu_index, unsigned long long address, size_t size);
-/* Copies size bytes from source into the block; refused (no copy, message) when the address is
- * not a live block, size exceeds it, or source is NULL. */
+/* Copies size bytes from source into the start of the block (a prefix when size is smaller);
+ * refused (no copy, message) when the address is not a live block, size exceeds it, or source
+ * is NULL with size > 0. size 0 copies nothing. */
 AETHERCL_API void simulated_kernel_write(int gpu_index, unsigned long long address, size_t size,
                                          const void* source);
-/* Copies size bytes of the block to destination; the block stays valid (unlike the original). */
+/* Copies the first size bytes of the block to destination, refused like simulated_kernel_write.
+ * The block stays valid (unlike the original, which freed it here): read it again or free it. */
 AETHERCL_API void simulated_kernel_read(int gpu_index, unsigned long long address, size_t size,
                                         void* destination);
-/* float64 C = A(rows_a, cols_a) @ B(rows_b, cols_b) on the device (host fallback without fp64),
- * returned as a new registered block of rows_a*cols_b*8 bytes. shape_* are int[2] {rows, cols}.
- * Returns 0 for mismatched or non-positive shapes, sizes that differ from the shapes, unknown
- * addresses, or when no device is initialised. */
+/* float64 C = A(rows_a, cols_a) @ B(rows_b, cols_b) on the device (host fallback without fp64, with
+ * a warning), returned as a new registered block of rows_a*cols_b*8 bytes; each element is summed
+ * with k ascending. shape_* are int[2] {rows, cols}. The operands are copied to device buffers,
+ * the product is read back asynchronously and confirmed by an event callback before the call
+ * returns. Returns 0 for NULL, mismatched or non-positive shapes, sizes that differ from the
+ * shapes, unknown addresses or operand blocks smaller than the sizes, or when no device is
+ * initialised. The inputs are neither modified nor freed. */
 AETHERCL_API unsigned long long simulated_matrix_multiply(int gpu_index,
                                                           unsigned long long address_a,
                                                           unsigned long long address_b,

@@ -1,12 +1,14 @@
 """Elementwise family against float64 NumPy: add, mul, mul_backward, gelu, gelu_backward.
-Tolerance: add/mul exact in float32 (one rounding); gelu forms 2e-6 relative + 1e-7 absolute."""
+Tolerance: add/mul exact in float32 (one rounding); gelu forms 2e-6 relative + 1e-6 absolute
+(the absolute part covers the cancellation of Phi(x) and x*phi(x) for negative x, where a few-ulp
+difference in a device's erf/exp shows up as a large relative error of a tiny result)."""
 import math
 
 import numpy as np
 import pytest
 
 SIZES = [1, 2, 7, 255, 256, 257, 1009, 65537, 262144, 1_000_003]
-GELU_RTOL, GELU_ATOL = 2e-6, 1e-7
+GELU_RTOL, GELU_ATOL = 2e-6, 1e-6
 
 erf = np.vectorize(math.erf)
 

@@ -1,0 +1,198 @@
+"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics)
+and a Buffer (a device allocation with NumPy in/out, a label, and deterministic free)."""
+from __future__ import annotations
+
+import ctypes
+import json
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .library import AetherCLError, Library
+
+_DEFAULT_LIBRARY: Optional[Library] = None
+
+
+def default_library() -> Library:
+    """The process-wide library (loaded once, like the ctypes clients do)."""
+    global _DEFAULT_LIBRARY
+    if _DEFAULT_LIBRARY is None:
+        _DEFAULT_LIBRARY = Library()
+    return _DEFAULT_LIBRARY
+
+
+class Device:
+    """One visible device of the driver, selected by gpu_index."""
+
+    def __init__(self, index: int = 0, library: Optional[Library] = None,
+                 initialize: bool = True):
+        self.lib = library if library is not None else default_library()
+        self.index = int(index)
+        if initialize:
+            self.initialize()
+
+    def initialize(self) -> "Device":
+        self.lib.check("initialize_gpu", self.index)
+        return self
+
+    def shutdown(self) -> None:
+        """Releases every device resource of the library (all devices); idempotent."""
+        self.lib.shutdown_driver()
+
+    def info(self) -> Dict[str, Any]:
+        return json.loads(self.lib.json_call("aethercl_device_info", self.index))
+
+    @property
+    def name(self) -> str:
+        return str(self.info().get("name", "?"))
+
+    def synchronize(self) -> None:
+        self.lib.check("aethercl_synchronize", self.index)
+
+    def memory_stats(self) -> Dict[str, Any]:
+        return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))
+
+    def alloc(self, nbytes: int, label: Optional[str] = None) -> "Buffer":
+        return Buffer(self, nbytes, label=label)
+
+    def empty(self, shape: Sequence[int], dtype=np.float32,
+              label: Optional[str] = None) -> "Buffer":
+        shape = tuple(int(s) for s in shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return Buffer(self, nbytes, shape=shape, dtype=dtype, label=label)
+
+    def zeros(self, shape: Sequence[int], dtype=np.float32,
+              label: Optional[str] = None) -> "Buffer":
+        return self.from_numpy(np.zeros(tuple(shape), dtype), label=label)
+
+    def from_numpy(self, array, label: Optional[str] = None) -> "Buffer":
+        return Buffer.from_numpy(self, array, label=label)
+
+    def __repr__(self) -> str:
+        return f"Device(index={self.index})"
+
+
+def _as_contiguous(array) -> np.ndarray:
+    return np.ascontiguousarray(array)
+
+
+class Buffer:
+    """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
+    to_numpy() default to the right array. free() is idempotent; a context manager frees on exit,
+    and a forgotten buffer is freed when it is garbage collected."""
+
+    def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
+                 dtype=None, label: Optional[str] = None):
+        self.device = device
+        self.nbytes = int(nbytes)
+        self.shape = tuple(shape) if shape is not None else None
+        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self._label = None
+        self.handle: Optional[int] = None
+        self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
+        if label:
+            self.label = label
+
+    @classmethod
+    def from_numpy(cls, device: Device, array, label: Optional[str] = None) -> "Buffer":
+        array = _as_contiguous(array)
+        buffer = cls(device, max(array.nbytes, 1), shape=array.shape, dtype=array.dtype,
+                     label=label)
+        try:
+            buffer.write(array)
+        except BaseException:
+            buffer.free()
+            raise
+        return buffer
+
+    @property
+    def alive(self) -> bool:
+        return self.handle is not None
+
+    def _require_alive(self) -> int:
+        if self.handle is None:
+            raise ValueError("the buffer has been freed")
+        return self.handle
+
+    @property
+    def label(self) -> Optional[str]:
+        return self._label
+
+    @label.setter
+    def label(self, text: Optional[str]) -> None:
+        self.device.lib.check("aethercl_set_buffer_label", self.device.index,
+                              self._require_alive(), (text or "").encode("utf-8"))
+        self._label = text or None
+
+    def write(self, array, offset: int = 0) -> "Buffer":
+        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`."""
+        array = _as_contiguous(array)
+        self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
+                              self._require_alive(), int(offset), array.nbytes,
+                              array.ctypes.data if array.nbytes else None)
+        return self
+
+    def read_into(self, out: np.ndarray, offset: int = 0) -> np.ndarray:
+        if not out.flags.c_contiguous:
+            raise ValueError("read_into needs a C-contiguous array")
+        self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
+                              self._require_alive(), int(offset), out.nbytes,
+                              out.ctypes.data if out.nbytes else None)
+        return out
+
+    def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype=None,
+                 offset: int = 0) -> np.ndarray:
+        dtype = np.dtype(dtype) if dtype is not None else (self.dtype or np.dtype(np.uint8))
+        if shape is None:
+            shape = self.shape if self.shape is not None and dtype == self.dtype else (
+                (self.nbytes - int(offset)) // dtype.itemsize,)
+        return self.read_into(np.empty(tuple(shape), dtype), offset)
+
+    def copy_to(self, other: "Buffer", nbytes: Optional[int] = None) -> None:
+        """Device-to-device copy of the first `nbytes` bytes (default: all of this buffer)."""
+        self.device.lib.check("execute_clone_on_gpu", self.device.index, self._require_alive(),
+                              other._require_alive(), self.nbytes if nbytes is None else nbytes)
+
+    def clone(self) -> "Buffer":
+        copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self.dtype)
+        self.copy_to(copy)
+        return copy
+
+    def free(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            self.device.lib.free_gpu_memory(self.device.index, handle)
+
+    def __enter__(self) -> "Buffer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.free()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+    def __repr__(self) -> str:
+        state = f"handle=0x{self.handle:x}" if self.handle is not None else "freed"
+        extra = f", shape={self.shape}, dtype={self.dtype}" if self.shape is not None else ""
+        return f"Buffer({self.nbytes} B{extra}, {state})"
+
+
+Handle = Union[Buffer, int, None]
+
+
+def handle_of(value: Handle) -> Optional[int]:
+    """A Buffer's handle, a raw handle as is, None for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, Buffer):
+        return value._require_alive()
+    if isinstance(value, ctypes.c_void_p):
+        return value.value
+    return int(value)
+
+
+__all__ = ["AetherCLError", "Buffer", "Device", "default_library", "handle_of"]
