@@ -14,12 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_short_soak_has_no_growth_and_no_leak(tmp_path):
     steps = int(os.environ.get("AETHERCL_SOAK_STEPS", "60"))
+    # ASan holds freed memory in its quarantine (up to 256 MiB), so resident memory grows by
+    # design in a sanitizer build: there only the device-side baselines are checked.
+    sanitized = bool(os.environ.get("ASAN_OPTIONS"))
+    if sanitized:
+        warnings.warn("sanitizer build: the soak's resident-memory check is not applied")
+    tolerance = 2**62 if sanitized else 8 << 20
     code = f"""
 import sys, json
 sys.path.insert(0, {str(ROOT / 'tools')!r})
 import soak
 report = soak.run(steps={steps}, sample_every=2, warmup=10, csv_path={str(tmp_path / 'soak.csv')!r},
-                  png_path=None, quiet=True)
+                  png_path=None, quiet=True, rss_tolerance={tolerance})
 print(json.dumps(report))
 """
     result = run_child(code, timeout=1200)
