@@ -45,10 +45,44 @@ std::string memory_stats_json(DeviceCall& call) {
       programs.source_builds, programs.disk_hits, labelled);
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at text[0] (0 if it is not one).
+std::size_t utf8_sequence(const unsigned char* text, std::size_t available) {
+  unsigned char lead = text[0];
+  std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3
+                     : (lead >> 3) == 0x1E ? 4 : 0;
+  if (length == 0 || length > available) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((text[i] & 0xC0) != 0x80) return 0;
+  }
+  return length;
+}
+
+// At most 63 bytes of valid UTF-8 (labels end up in JSON and messages): a byte that starts no
+// valid sequence becomes '?', and a character is never cut in half.
+std::string sanitized_label(const char* label) {
+  constexpr std::size_t kMaxBytes = 63;
+  std::string text;
+  if (label == nullptr) return text;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(label);
+  std::size_t size = strnlen(label, 4 * kMaxBytes);
+  for (std::size_t i = 0; i < size;) {
+    std::size_t length = utf8_sequence(bytes + i, size - i);
+    std::size_t kept = length == 0 ? 1 : length;
+    if (text.size() + kept > kMaxBytes) break;
+    if (length == 0) text.push_back('?');
+    else text.append(label + i, length);
+    i += kept;
+  }
+  return text;
+}
+
+}  // namespace
+
 void set_label(DeviceCall& call, void* handle, const char* label) {
   call.buffer(handle, "buffer_handle", 0);
-  std::string text = label == nullptr ? std::string() : std::string(label, strnlen(label, 63));
-  call.runtime().buffers().set_label(handle, std::move(text));
+  call.runtime().buffers().set_label(handle, sanitized_label(label));
 }
 
 std::size_t copy_out(const std::string& text, char* buffer, std::size_t capacity) {

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_entry_points.cpp: short, valid programs in its input format
+(per step: op, gpu, 5 handle bytes, 4 dim bytes, 5 float bytes, then op-specific bytes), so the
+fuzzer starts from sequences that allocate, transfer and compute. Run it after changing the
+format: python3 tests/fuzz/make_corpus.py"""
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "corpus"
+OPS = {"alloc": 0, "free": 4, "write": 7, "read": 9, "clone": 11, "matmul": 12, "add": 14,
+       "mul": 15, "mul_backward": 16, "gelu": 17, "layernorm": 19, "softmax": 21,
+       "transpose": 23, "adam": 25, "transpose_batched": 28, "reduce_sum": 30,
+       "embedding": 32, "log_softmax": 34, "cross_entropy": 35, "sim_alloc": 37,
+       "sim_write": 39, "sim_read": 40, "sim_mm": 41, "stats": 42, "lifecycle": 43}
+
+
+def live(i, n):
+    """A handle byte that selects live buffer i of n."""
+    return next(b for b in range(4, 256) if b % 10 >= 4 and b % n == i)
+
+
+def step(op, handles=(), dims=(), floats=(), extra=()):
+    hs = list(handles) + [live(0, 1)] * (5 - len(handles))
+    ds = list(dims) + [1] * (4 - len(dims))
+    fs = list(floats) + [3] * (5 - len(floats))
+    return bytes([OPS[op], 0] + hs + ds + fs + list(extra))
+
+
+def program(n_buffers, size_byte, calls):
+    data = b"".join(step("alloc", extra=(size_byte,)) for _ in range(n_buffers))
+    for i in range(n_buffers):
+        data += step("write", handles=(live(i, n_buffers),), extra=(0, size_byte, 1))
+    return data + b"".join(calls)
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    three = [live(i, 3) for i in range(3)]
+    five = [live(i, 5) for i in range(5)]
+    seeds = {
+        "add_roundtrip": program(3, 16, [step("add", three, (16,)),
+                                         step("read", (three[2],), extra=(0, 16, 1))]),
+        "elementwise_mix": program(5, 64, [step("mul", five[:3], (23,)),
+                                           step("mul_backward", five, (17,)),
+                                           step("gelu", five[:2], (11,))]),
+        "rowwise": program(3, 100, [step("layernorm", three, (4, 5)),
+                                    step("softmax", three, (5, 4)),
+                                    step("log_softmax", three, (2, 3, 7))]),
+        "matmul": program(3, 120, [step("matmul", three, (1, 3, 5, 7)),
+                                   step("transpose", three, (5, 7)),
+                                   step("transpose_batched", three, (2, 3, 5))]),
+        "adam": program(4, 40, [step("adam", [live(i, 4) for i in range(4)], (10, 2))]),
+        "clone_free": program(2, 64, [step("clone", (live(0, 2), live(1, 2)), extra=(16,)),
+                                      step("free", extra=(0,)), step("free", extra=(0,))]),
+        "sim": step("sim_alloc", extra=(40,)) + step("sim_alloc", extra=(48,))
+               + step("sim_write", extra=(5, 40, 1)) + step("sim_mm", dims=(5, 4, 6),
+                                                             extra=(1, 5, 6, 40, 48, 1, 1)),
+        "lifecycle": program(2, 8, [step("lifecycle", extra=(0, 0)), step("stats", extra=(0, 1)),
+                                    step("add", (live(0, 2),) * 3, (2,))]),
+        "hostile_dims": program(3, 16, [step("add", three, (200,)),
+                                        step("matmul", three, (255, 200, 220, 230)),
+                                        step("reduce_sum", three, (190, 180, 181))]),
+    }
+    for name, data in seeds.items():
+        (OUT / name).write_bytes(data)
+    print(f"wrote {len(seeds)} seeds to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
