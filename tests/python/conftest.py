@@ -36,3 +36,12 @@ def rng(request):
     import zlib
     import numpy as np
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture(params=["device-default", "64"])
+def row_group(request, monkeypatch):
+    """Runs a row-wise test with the device's own work-group size (one item per row on CPUs) and
+    with groups of up to 64 items (the multi-item tree reductions GPUs use)."""
+    if request.param != "device-default":
+        monkeypatch.setenv("AETHERCL_ROW_GROUP", request.param)
+    return request.param

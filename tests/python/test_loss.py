@@ -14,13 +14,8 @@ import pytest
 from helpers import POISON_F32
 
 
-@pytest.fixture(autouse=True, params=["device-default", "64"])
-def row_group(request, monkeypatch):
-    """Every case runs with the device's own row work-group size (one item per row on CPUs) and
-    with groups of up to 64 items (the multi-item tree reductions GPUs use)."""
-    if request.param != "device-default":
-        monkeypatch.setenv("AETHERCL_ROW_GROUP", request.param)
-    return request.param
+# Every case runs with the device's own row group size and with groups of up to 64 items.
+pytestmark = pytest.mark.usefixtures("row_group")
 
 LSM_TOL = 2e-6
 GRAD_RTOL, GRAD_ATOL = 2e-6, 2e-7
