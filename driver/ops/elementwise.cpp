@@ -5,6 +5,9 @@
 #include "ops/launch_geometry.h"
 #include "runtime/kernel_args.h"
 
+#include <array>
+#include <tuple>
+
 namespace aethercl::ops {
 namespace {
 
@@ -19,24 +22,32 @@ void launch(DeviceCall& call, const char* kernel_name, std::uint64_t n, Buffers.
   device.launch(kernel, 1, &geometry.global, &geometry.local);
 }
 
-void binary(DeviceCall& call, const char* kernel_name, void* a, void* b, void* c, int n) {
+struct Operand {
+  void* handle;
+  const char* name;
+};
+
+// Validates every operand for n float32 elements, then launches kernel_name over them in order.
+template <std::size_t N>
+void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N]) {
   std::uint64_t count = element_count({{"num_elements", n}});
   std::uint64_t bytes = byte_count(count, sizeof(float));
-  cl_mem a_mem = call.buffer(a, "buffer_a", bytes).mem;
-  cl_mem b_mem = call.buffer(b, "buffer_b", bytes).mem;
-  cl_mem c_mem = call.buffer(c, "buffer_c", bytes).mem;
+  std::array<cl_mem, N> mems{};
+  for (std::size_t i = 0; i < N; ++i) {
+    mems[i] = call.buffer(operands[i].handle, operands[i].name, bytes).mem;
+  }
   if (count == 0) return;
-  launch(call, kernel_name, count, a_mem, b_mem, c_mem);
+  std::apply([&](auto... mem) { launch(call, kernel_name, count, mem...); }, mems);
 }
 
 }  // namespace
 
 void add(DeviceCall& call, void* a, void* b, void* c, int n) {
-  binary(call, "kernel_add", a, b, c, n);
+  launch_over(call, "kernel_add", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
-  binary(call, "kernel_mul", a, b, c, n);
+  launch_over(call, "kernel_mul", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* db, int n) {
@@ -57,22 +68,12 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  std::uint64_t count = element_count({{"num_elements", n}});
-  std::uint64_t bytes = byte_count(count, sizeof(float));
-  cl_mem x_mem = call.buffer(x, "buffer_input", bytes).mem;
-  cl_mem y_mem = call.buffer(y, "buffer_output", bytes).mem;
-  if (count == 0) return;
-  launch(call, "kernel_gelu", count, x_mem, y_mem);
+  launch_over(call, "kernel_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}});
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  std::uint64_t count = element_count({{"num_elements", n}});
-  std::uint64_t bytes = byte_count(count, sizeof(float));
-  cl_mem x_mem = call.buffer(x, "buffer_input", bytes).mem;
-  cl_mem dy_mem = call.buffer(dy, "buffer_grad_output", bytes).mem;
-  cl_mem dx_mem = call.buffer(dx, "buffer_grad_input", bytes).mem;
-  if (count == 0) return;
-  launch(call, "kernel_gelu_backward", count, x_mem, dy_mem, dx_mem);
+  launch_over(call, "kernel_gelu_backward", n,
+              {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 
 }  // namespace aethercl::ops
