@@ -14,6 +14,9 @@
 //   GEMM_A_KMAJOR             tiled: 1 stores the A tile k-major (transposed) in local memory,
 //                             0 m-major
 //   GEMM_DIRECT               1 builds the direct kernel: no local memory, no barriers
+//   GEMM_DBUF                 tiled: 1 prefetches the next K-tile into registers while computing
+//                             on the current one, with two local buffers used in turn (one
+//                             barrier per K-tile); 0 loads, barriers, computes, barriers
 // Work-group shape: (GEMM_TILE_N / GEMM_WPT_N, GEMM_TILE_M / GEMM_WPT_M, 1). Group (x, y, z)
 // computes output tile (tile_m0 + y, tile_n0 + x) of batch batch0 + z; the host splits grids
 // that exceed the per-dimension group limits into several launches through these offsets.
@@ -220,6 +223,127 @@ __kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
 #define GEMM_LOCAL_READ(w, aligned, p) \
   ((aligned) ? *(__local const GEMM_FLOATN(w)*)(p) : GEMM_VLOAD(w)(0, (__local const float*)(p)))
 
+// Reads element (m, k) of the A tile (VWM elements along m when VWM > 1) into a_reg.
+#if GEMM_VWM > 1
+#define GEMM_READ_A(a_t, i, m, kk)                                                        \
+  {                                                                                        \
+    GEMM_VTM value = GEMM_LOCAL_READ(GEMM_VWM, GEMM_LOCAL_VEC_A, (a_t) + GEMM_A_AT(m, kk)); \
+    GEMM_SCATTER(GEMM_VWM)(value, a_reg + (i) * GEMM_VWM, 1);                              \
+  }
+#else
+#define GEMM_READ_A(a_t, i, m, kk) a_reg[i] = (a_t)[GEMM_A_AT(m, kk)]
+#endif
+// The math of one K-tile staged in local memory at a_t / b_t: acc += A tile x B tile, k ascending.
+#define GEMM_TILE_MATH(a_t, b_t)                                                              \
+  _Pragma("unroll") for (int kk = 0; kk < GEMM_TILE_K; ++kk) {                                \
+    GEMM_VT b_reg[GEMM_WPT_N / GEMM_VW];                                                       \
+    _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {                         \
+      b_reg[j] = GEMM_LOCAL_READ(GEMM_VW, GEMM_LOCAL_VEC_B,                                    \
+                                 (b_t) + kk * GEMM_LDS_N + (j * GEMM_RT_N + tx) * GEMM_VW);    \
+    }                                                                                          \
+    float a_reg[GEMM_WPT_M];                                                                   \
+    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M / GEMM_VWM; ++i) {                        \
+      const int m = (i * GEMM_RT_M + ty) * GEMM_VWM;                                           \
+      GEMM_READ_A(a_t, i, m, kk);                                                              \
+    }                                                                                          \
+    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                                     \
+        _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j)                       \
+            acc[i][j] += a_reg[i] * b_reg[j];                                                  \
+  }
+
+#if GEMM_DBUF
+// Prefetching: vector v of a K-tile (v < GEMM_*_VECS) is the one the single-buffer loop below
+// stages, fetched by work-item v % THREADS into its register slot v / THREADS.
+#define GEMM_A_VECS (GEMM_TILE_M * GEMM_TILE_K / GEMM_VEC_A)
+#define GEMM_B_VECS (GEMM_TILE_K * GEMM_TILE_N / GEMM_VEC_B)
+#define GEMM_A_SLOTS ((GEMM_A_VECS + GEMM_THREADS - 1) / GEMM_THREADS)
+#define GEMM_B_SLOTS ((GEMM_B_VECS + GEMM_THREADS - 1) / GEMM_THREADS)
+// Floats between the two buffers of a tile: the tile rounded up to whole VW vectors.
+#define GEMM_A_BUFFER ((GEMM_A_FLOATS + GEMM_VW - 1) / GEMM_VW * GEMM_VW)
+#define GEMM_B_BUFFER ((GEMM_B_FLOATS + GEMM_VW - 1) / GEMM_VW * GEMM_VW)
+#define GEMM_A_LOAD_T GEMM_FLOATN(GEMM_VEC_A)
+#define GEMM_B_LOAD_T GEMM_FLOATN(GEMM_VEC_B)
+
+// Vector v of the A tile at (m0, k0), zero outside A (a vector is wholly inside or outside).
+static inline GEMM_A_LOAD_T gemm_fetch_a(const int trans_a, __global const float* restrict a,
+                                         ulong M, ulong K, ulong m0, ulong k0, int v) {
+  const int mm = trans_a ? (v % (GEMM_TILE_M / GEMM_VEC_A)) * GEMM_VEC_A
+                         : v / (GEMM_TILE_K / GEMM_VEC_A);
+  const int kk = trans_a ? v / (GEMM_TILE_M / GEMM_VEC_A)
+                         : (v % (GEMM_TILE_K / GEMM_VEC_A)) * GEMM_VEC_A;
+  const ulong gm = m0 + mm;
+  const ulong gk = k0 + kk;
+  GEMM_A_LOAD_T value = 0.0f;
+  if (gm < M && gk < K) {
+    value = *(__global const GEMM_A_LOAD_T*)(a + (trans_a ? gk * M + gm : gm * K + gk));
+  }
+  return value;
+}
+
+// Stores vector v of the A tile into local memory.
+static inline void gemm_stage_a(const int trans_a, GEMM_A_LOAD_T value, __local float* a_tile,
+                                int v) {
+  const int mm = trans_a ? (v % (GEMM_TILE_M / GEMM_VEC_A)) * GEMM_VEC_A
+                         : v / (GEMM_TILE_K / GEMM_VEC_A);
+  const int kk = trans_a ? v / (GEMM_TILE_M / GEMM_VEC_A)
+                         : (v % (GEMM_TILE_K / GEMM_VEC_A)) * GEMM_VEC_A;
+  const int a_step = trans_a ? GEMM_A_AT(1, 0) - GEMM_A_AT(0, 0)
+                             : GEMM_A_AT(0, 1) - GEMM_A_AT(0, 0);
+  GEMM_SCATTER(GEMM_VEC_A)(value, a_tile + GEMM_A_AT(mm, kk), a_step);
+}
+
+// Vector v of the B tile at (k0, n0), zero outside B.
+static inline GEMM_B_LOAD_T gemm_fetch_b(const int trans_b, __global const float* restrict b,
+                                         ulong N, ulong K, ulong n0, ulong k0, int v) {
+  const int nn = trans_b ? v / (GEMM_TILE_K / GEMM_VEC_B)
+                         : (v % (GEMM_TILE_N / GEMM_VEC_B)) * GEMM_VEC_B;
+  const int kk = trans_b ? (v % (GEMM_TILE_K / GEMM_VEC_B)) * GEMM_VEC_B
+                         : v / (GEMM_TILE_N / GEMM_VEC_B);
+  const ulong gn = n0 + nn;
+  const ulong gk = k0 + kk;
+  GEMM_B_LOAD_T value = 0.0f;
+  if (gn < N && gk < K) {
+    value = *(__global const GEMM_B_LOAD_T*)(b + (trans_b ? gn * K + gk : gk * N + gn));
+  }
+  return value;
+}
+
+// Stores vector v of the B tile into local memory.
+static inline void gemm_stage_b(const int trans_b, GEMM_B_LOAD_T value, __local float* b_tile,
+                                int v) {
+  const int nn = trans_b ? v / (GEMM_TILE_K / GEMM_VEC_B)
+                         : (v % (GEMM_TILE_N / GEMM_VEC_B)) * GEMM_VEC_B;
+  const int kk = trans_b ? (v % (GEMM_TILE_K / GEMM_VEC_B)) * GEMM_VEC_B
+                         : v / (GEMM_TILE_N / GEMM_VEC_B);
+  GEMM_SCATTER(GEMM_VEC_B)(value, b_tile + kk * GEMM_LDS_N + nn, trans_b ? GEMM_LDS_N : 1);
+}
+
+// The registers of one work-item: its share of the K-tile at k0, fetched / staged. Slots past
+// the end of the tile (when THREADS does not divide it) stay unused.
+#define GEMM_FETCH(k0_next)                                                                  \
+  _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
+    const int v = tid + s * GEMM_THREADS;                                                     \
+    if (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS)                                   \
+      a_next[s] = gemm_fetch_a(trans_a, a, M, K, m0, (k0_next), v);                           \
+  }                                                                                           \
+  _Pragma("unroll") for (int s = 0; s < GEMM_B_SLOTS; ++s) {                                  \
+    const int v = tid + s * GEMM_THREADS;                                                     \
+    if (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS)                                   \
+      b_next[s] = gemm_fetch_b(trans_b, b, N, K, n0, (k0_next), v);                           \
+  }
+#define GEMM_STAGE(a_t, b_t)                                                                 \
+  _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
+    const int v = tid + s * GEMM_THREADS;                                                     \
+    if (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS)                                   \
+      gemm_stage_a(trans_a, a_next[s], (a_t), v);                                             \
+  }                                                                                           \
+  _Pragma("unroll") for (int s = 0; s < GEMM_B_SLOTS; ++s) {                                  \
+    const int v = tid + s * GEMM_THREADS;                                                     \
+    if (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS)                                   \
+      gemm_stage_b(trans_b, b_next[s], (b_t), v);                                             \
+  }
+#endif
+
 static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_ARGS,
                        __local float* a_tile, __local float* b_tile) {
   const ulong batch = batch0 + get_group_id(2);
@@ -238,6 +362,32 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
 #pragma unroll
     for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) acc[i][j] = 0.0f;
 
+#if GEMM_DBUF
+  // a_tile / b_tile hold two buffers each. Buffer `cur` holds K-tile k0 while the registers
+  // receive tile k0 + TILE_K, which goes to the other buffer once the math is done: its last
+  // readers (the math of tile k0 - TILE_K) passed the previous barrier, so one barrier per
+  // K-tile suffices. `more` is uniform over the work-group, so every barrier is reached by all.
+  GEMM_A_LOAD_T a_next[GEMM_A_SLOTS];
+  GEMM_B_LOAD_T b_next[GEMM_B_SLOTS];
+  GEMM_FETCH(0)
+  GEMM_STAGE(a_tile, b_tile)
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int cur = 0;
+  for (ulong k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
+    const int more = k0 + GEMM_TILE_K < K;
+    if (more) {
+      GEMM_FETCH(k0 + GEMM_TILE_K)
+    }
+    __local const float* a_cur = a_tile + cur * GEMM_A_BUFFER;
+    __local const float* b_cur = b_tile + cur * GEMM_B_BUFFER;
+    GEMM_TILE_MATH(a_cur, b_cur);
+    if (more) {
+      GEMM_STAGE(a_tile + (1 - cur) * GEMM_A_BUFFER, b_tile + (1 - cur) * GEMM_B_BUFFER)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    cur = 1 - cur;
+  }
+#else
   for (ulong k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
     // Stage A: vectors of VEC_A along A's contiguous dimension (k, or m when transposed);
     // consecutive work-items take consecutive vectors. A vector is wholly inside or outside.
@@ -273,32 +423,10 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
 #undef VB
     barrier(CLK_LOCAL_MEM_FENCE);
 
-#pragma unroll
-    for (int kk = 0; kk < GEMM_TILE_K; ++kk) {
-      GEMM_VT b_reg[GEMM_WPT_N / GEMM_VW];
-#pragma unroll
-      for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {
-        b_reg[j] = GEMM_LOCAL_READ(GEMM_VW, GEMM_LOCAL_VEC_B,
-                                   b_tile + kk * GEMM_LDS_N + (j * GEMM_RT_N + tx) * GEMM_VW);
-      }
-      float a_reg[GEMM_WPT_M];
-#pragma unroll
-      for (int i = 0; i < GEMM_WPT_M / GEMM_VWM; ++i) {
-        const int m = (i * GEMM_RT_M + ty) * GEMM_VWM;
-#if GEMM_VWM > 1
-        GEMM_VTM value = GEMM_LOCAL_READ(GEMM_VWM, GEMM_LOCAL_VEC_A, a_tile + GEMM_A_AT(m, kk));
-        GEMM_SCATTER(GEMM_VWM)(value, a_reg + i * GEMM_VWM, 1);
-#else
-        a_reg[i] = a_tile[GEMM_A_AT(m, kk)];
-#endif
-      }
-#pragma unroll
-      for (int i = 0; i < GEMM_WPT_M; ++i)
-#pragma unroll
-        for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) acc[i][j] += a_reg[i] * b_reg[j];
-    }
+    GEMM_TILE_MATH(a_tile, b_tile);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#endif
 
 #pragma unroll
   for (int i = 0; i < GEMM_WPT_M; ++i) {
@@ -320,9 +448,14 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
   }
 }
 
-#define GEMM_LOCAL_TILES                                        \
-  __local GEMM_VT a_tile[(GEMM_A_FLOATS + GEMM_VW - 1) / GEMM_VW]; \
-  __local GEMM_VT b_tile[(GEMM_B_FLOATS + GEMM_VW - 1) / GEMM_VW]
+#if GEMM_DBUF
+#define GEMM_BUFFERS 2
+#else
+#define GEMM_BUFFERS 1
+#endif
+#define GEMM_LOCAL_TILES                                                          \
+  __local GEMM_VT a_tile[GEMM_BUFFERS * ((GEMM_A_FLOATS + GEMM_VW - 1) / GEMM_VW)]; \
+  __local GEMM_VT b_tile[GEMM_BUFFERS * ((GEMM_B_FLOATS + GEMM_VW - 1) / GEMM_VW)]
 #define GEMM_TILES (__local float*)a_tile, (__local float*)b_tile
 
 // C = A @ B (forward products).

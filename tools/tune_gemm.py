@@ -7,8 +7,8 @@ Needs only Python 3 and NumPy next to a built driver.so. Every candidate runs in
 process through AETHERCL_GEMM_PARAMS, so a candidate that fails to build, is refused by the
 device, crashes or hangs is skipped. Every result is checked against NumPy (float64) before the
 candidate may win. The search is staged: a first sweep over tile shapes and register blocks, then
-the best few varied one parameter at a time (K-step, vector width, padding, A layout, group
-shape), within the time budget. Two roles are tuned (ops/gemm_params.h): `large` on large squares
+the best few varied one parameter at a time (prefetching, K-step, vector width, padding, A layout,
+group shape), within the time budget. Two roles are tuned (ops/gemm_params.h): `large` on large squares
 and `small` on the skinny and batched llm.py shapes. The winners of both are checked on the
 backward products (transposed operands) and written to the tuning file (AETHERCL_TUNING_FILE, else
 gemm_tuning.tsv next to the kernel binary cache), keyed by device name, driver version and
@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = ("tile_m", "tile_n", "tile_k", "wpt_m", "wpt_n", "pad", "vec", "a_kmajor", "direct")
+KEYS = ("tile_m", "tile_n", "tile_k", "wpt_m", "wpt_n", "pad", "vec", "a_kmajor", "direct",
+        "dbuf")
 RTOL = 8 * 2.0 ** -24  # the bound of tests/python/test_matmul.py
 
 # (B, M, N, K, batched): the llm.py shapes. (1, 1024, 16, 16) is the (16*64) x 16 x 16 product
@@ -61,6 +62,8 @@ def fits(p: dict, max_wg: int, local_bytes: int) -> bool:
         return False
     if p["vec"] not in ((1, 2, 4, 8, 16) if p["direct"] else (1, 2, 4)):
         return False
+    if p["dbuf"] not in (0, 1) or (p["direct"] and p["dbuf"]):
+        return False
     if not (1 <= p["tile_m"] <= 256 and 1 <= p["tile_n"] <= 256 and 1 <= p["tile_k"] <= 128
             and p["wpt_m"] <= 32 and p["wpt_n"] <= 32 and 0 <= p["pad"] <= 32):
         return False
@@ -74,19 +77,20 @@ def fits(p: dict, max_wg: int, local_bytes: int) -> bool:
         p["tile_m"] * (p["tile_k"] + p["pad"])
     b = p["tile_k"] * (p["tile_n"] + p["pad"])
     rounded = lambda x: (x + vec - 1) // vec * vec  # noqa: E731
-    return (rounded(a) + rounded(b)) * 4 <= local_bytes
+    buffers = 2 if p["dbuf"] else 1
+    return buffers * (rounded(a) + rounded(b)) * 4 <= local_bytes
 
 
-def tiled(tm, tn, tk, wm, wn, vec=4, pad=None, a_kmajor=1):
+def tiled(tm, tn, tk, wm, wn, vec=4, pad=None, a_kmajor=1, dbuf=0):
     if pad is None:
         pad = vec if vec > 1 else 1
     return dict(tile_m=tm, tile_n=tn, tile_k=tk, wpt_m=wm, wpt_n=wn, pad=pad, vec=vec,
-                a_kmajor=a_kmajor, direct=0)
+                a_kmajor=a_kmajor, direct=0, dbuf=dbuf)
 
 
 def direct(wm, wn, vec, rt_m=8, rt_n=4, unroll=4):
     return dict(tile_m=wm * rt_m, tile_n=wn * rt_n, tile_k=unroll, wpt_m=wm, wpt_n=wn, pad=0,
-                vec=vec, a_kmajor=1, direct=1)
+                vec=vec, a_kmajor=1, direct=1, dbuf=0)
 
 
 def first_sweep(kind: str, role: str) -> list:
@@ -104,12 +108,14 @@ def first_sweep(kind: str, role: str) -> list:
             space += [tiled(32, 16, 16, 4, 4, vec=4)]
         return space
     if role == "large":
-        # Hopper-class first (128x128 / 128x64 tiles, 8x8 / 8x4 per item, 256 items, float4
-        # loads, A k-major), then smaller tiles for smaller or older GPUs.
+        # Hopper-class first (the H100's best single-buffer shape and 128x128 / 8x8 with the
+        # next K-tile prefetched, then 128x128 / 128x64 tiles, 8x8 / 8x4 per item, 256 items,
+        # float4 loads, A k-major), then smaller tiles for smaller or older GPUs.
+        prefetched = [tiled(64, 64, 16, 8, 8, pad=4, dbuf=1), tiled(128, 128, 16, 8, 8, dbuf=1)]
         shapes = [(128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (128, 128, 8, 4),
                   (64, 64, 4, 4), (64, 64, 8, 4), (128, 64, 4, 4), (64, 128, 4, 4),
                   (64, 64, 4, 8), (64, 64, 8, 8), (32, 32, 4, 4), (128, 32, 8, 4)]
-        return [tiled(tm, tn, 16, wm, wn) for tm, tn, wm, wn in shapes] + \
+        return prefetched + [tiled(tm, tn, 16, wm, wn) for tm, tn, wm, wn in shapes] + \
                [tiled(128, 128, 8, 8, 8), tiled(128, 64, 8, 8, 4)]
     shapes = [(32, 32, 4, 4), (32, 16, 2, 4), (16, 16, 2, 2), (64, 16, 4, 4), (32, 32, 2, 2),
               (16, 16, 1, 1), (64, 32, 4, 4), (32, 16, 4, 4), (16, 32, 2, 4)]
@@ -136,6 +142,7 @@ def neighbours(p: dict) -> list:
         if p["vec"] == 8 and p["wpt_n"] % 16 == 0:
             variant(vec=16)
         return out
+    variant(dbuf=1 - p["dbuf"])
     for tk in (8, 16, 32):
         if tk != p["tile_k"]:
             variant(tile_k=tk)

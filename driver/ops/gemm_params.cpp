@@ -21,11 +21,11 @@ constexpr Field kFields[] = {
     {"tile_k", &GemmParams::tile_k, 1, 128}, {"wpt_m", &GemmParams::wpt_m, 1, 32},
     {"wpt_n", &GemmParams::wpt_n, 1, 32},    {"pad", &GemmParams::pad, 0, 32},
     {"vec", &GemmParams::vec, 1, 16},        {"a_kmajor", &GemmParams::a_kmajor, 0, 1},
-    {"direct", &GemmParams::direct, 0, 1},
+    {"direct", &GemmParams::direct, 0, 1},   {"dbuf", &GemmParams::dbuf, 0, 1},
 };
 
 constexpr const char* kKnownKeys =
-    "tile_m, tile_n, tile_k, wpt_m, wpt_n, pad, vec, a_kmajor, direct";
+    "tile_m, tile_n, tile_k, wpt_m, wpt_n, pad, vec, a_kmajor, direct, dbuf";
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -45,26 +45,28 @@ std::size_t GemmParams::work_group_size() const {
 
 std::uint64_t GemmParams::local_bytes() const {
   if (direct) return 0;
-  // As kernels/gemm.cl lays the tiles out: padded rows, each tile rounded up to whole vectors.
+  // As kernels/gemm.cl lays the tiles out: padded rows, each tile rounded up to whole vectors,
+  // two buffers of each with dbuf.
   const std::uint64_t a_floats = a_kmajor ? static_cast<std::uint64_t>(tile_k) * (tile_m + pad)
                                           : static_cast<std::uint64_t>(tile_m) * (tile_k + pad);
   const std::uint64_t b_floats = static_cast<std::uint64_t>(tile_k) * (tile_n + pad);
   const auto width = static_cast<std::uint64_t>(vec);
-  return (round_up(a_floats, width) + round_up(b_floats, width)) * sizeof(float);
+  const std::uint64_t buffers = dbuf ? 2 : 1;
+  return buffers * (round_up(a_floats, width) + round_up(b_floats, width)) * sizeof(float);
 }
 
 std::string GemmParams::build_options(int vec_a, int vec_b) const {
   return fmt::format("-DGEMM_TILE_M={} -DGEMM_TILE_N={} -DGEMM_TILE_K={} -DGEMM_WPT_M={} "
                      "-DGEMM_WPT_N={} -DGEMM_PAD={} -DGEMM_VEC={} -DGEMM_VEC_A={} -DGEMM_VEC_B={} "
-                     "-DGEMM_A_KMAJOR={} -DGEMM_DIRECT={}",
+                     "-DGEMM_A_KMAJOR={} -DGEMM_DIRECT={} -DGEMM_DBUF={}",
                      tile_m, tile_n, tile_k, wpt_m, wpt_n, pad, vec, direct ? 1 : vec_a,
-                     direct ? 1 : vec_b, a_kmajor, direct);
+                     direct ? 1 : vec_b, a_kmajor, direct, direct ? 0 : dbuf);
 }
 
 std::string GemmParams::to_string() const {
   return fmt::format("tile_m={},tile_n={},tile_k={},wpt_m={},wpt_n={},pad={},vec={},a_kmajor={},"
-                     "direct={}",
-                     tile_m, tile_n, tile_k, wpt_m, wpt_n, pad, vec, a_kmajor, direct);
+                     "direct={},dbuf={}",
+                     tile_m, tile_n, tile_k, wpt_m, wpt_n, pad, vec, a_kmajor, direct, dbuf);
 }
 
 std::string to_string(const GemmParamSet& set) {
@@ -90,6 +92,9 @@ std::optional<std::string> gemm_params_problem(const GemmParams& params, const G
   }
   if (params.wpt_n % params.vec != 0) {
     return fmt::format("wpt_n={} must be a multiple of vec={}", params.wpt_n, params.vec);
+  }
+  if (params.direct && params.dbuf) {
+    return "dbuf=1 applies to the tiled kernel only (direct=0)";
   }
   if (params.work_group_size() > limits.max_work_group_size) {
     return fmt::format("a work-group of {} items exceeds the device maximum of {}",

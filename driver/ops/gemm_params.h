@@ -24,6 +24,8 @@ struct GemmParams {
                       // direct: width of the register block's row vectors (1, 2, 4, 8, 16)
   int a_kmajor = 1;   // tiled: 1 stores the A tile k-major (transposed) in local memory
   int direct = 0;     // 1: the direct kernel (no local memory; for CPUs)
+  int dbuf = 0;       // tiled: 1 prefetches the next K-tile into registers during the math of
+                      // the current one, with two local buffers (twice the local memory)
 
   int threads_m() const { return tile_m / wpt_m; }
   int threads_n() const { return tile_n / wpt_n; }
@@ -32,7 +34,7 @@ struct GemmParams {
   // The -D options kernels/gemm.cl is built with, given the global-load widths of A and B that
   // the operands allow (global_load_width; always 1 for the direct kernel).
   std::string build_options(int vec_a = 1, int vec_b = 1) const;
-  // "tile_m=64,tile_n=64,...,direct=0": the AETHERCL_GEMM_PARAMS syntax, every key.
+  // "tile_m=64,tile_n=64,...,direct=0,dbuf=0": the AETHERCL_GEMM_PARAMS syntax, every key.
   std::string to_string() const;
 
   bool operator==(const GemmParams&) const = default;

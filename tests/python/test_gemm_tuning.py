@@ -19,8 +19,9 @@ tune_gemm = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tune_gemm)
 
 # Parameters the matmul variant tests build too (their programs are in the kernel cache).
-DIRECT = "tile_m=16,tile_n=32,tile_k=1,wpt_m=2,wpt_n=16,pad=0,vec=8,a_kmajor=1,direct=1"
-TILED = "tile_m=32,tile_n=16,tile_k=5,wpt_m=2,wpt_n=4,pad=0,vec=1,a_kmajor=1,direct=0"
+DIRECT = "tile_m=16,tile_n=32,tile_k=1,wpt_m=2,wpt_n=16,pad=0,vec=8,a_kmajor=1,direct=1,dbuf=0"
+TILED = "tile_m=32,tile_n=16,tile_k=5,wpt_m=2,wpt_n=4,pad=0,vec=1,a_kmajor=1,direct=0,dbuf=0"
+PREFETCHED = TILED.replace("dbuf=0", "dbuf=1")
 
 
 def device_key(lib, index):
@@ -93,6 +94,22 @@ def test_tuner_space_holds_the_gpu_configurations():
                    "tile_m=128,tile_n=128,tile_k=8,wpt_m=8,wpt_n=8",
                    "tile_m=128,tile_n=64,tile_k=16,wpt_m=8,wpt_n=4"):
         assert any(t.startswith(wanted) and "vec=4" in t and "a_kmajor=1" in t for t in texts)
+    # The H100's best single-buffer shape and 128x128 / 8x8 / K16 are swept with prefetching too,
+    # and the second stage toggles prefetching of every tiled seed.
+    for wanted in ("tile_m=64,tile_n=64,tile_k=16,wpt_m=8,wpt_n=8,pad=4,vec=4,a_kmajor=1,"
+                   "direct=0,dbuf=1",
+                   "tile_m=128,tile_n=128,tile_k=16,wpt_m=8,wpt_n=8,pad=4,vec=4,a_kmajor=1,"
+                   "direct=0,dbuf=1"):
+        assert wanted in texts[:16]  # within the default --max-candidates
+    seed = tune_gemm.parse_params(TILED)
+    assert [q["dbuf"] for q in tune_gemm.neighbours(seed)].count(1) == 1
+    assert tune_gemm.neighbours(dict(seed, dbuf=1))[0] == seed
+    # fits() mirrors gemm_params_problem: two buffers of local memory, none for the direct kernel.
+    large = tune_gemm.parse_params("tile_m=128,tile_n=128,tile_k=32,wpt_m=8,wpt_n=8,pad=4")
+    assert tune_gemm.fits(large, 1024, 48 * 1024)  # 33792 bytes
+    assert not tune_gemm.fits(dict(large, dbuf=1), 1024, 48 * 1024)  # 67584 bytes
+    assert tune_gemm.fits(dict(large, dbuf=1), 1024, 67584)
+    assert not tune_gemm.fits(dict(tune_gemm.parse_params(DIRECT), dbuf=1), 1024, 48 * 1024)
     # Every first-sweep candidate fits an H100 (1024 items, 48 KiB local memory) and the
     # second stage keeps to valid parameters.
     for kind in ("gpu", "cpu"):
@@ -111,7 +128,7 @@ def test_tuner_evaluates_checks_and_stores(lib, device, tmp_path):
     bogus = TILED.replace("wpt_m=2", "wpt_m=3")  # refused by the library: must be skipped
     result = subprocess.run(
         [sys.executable, str(TUNER), "--build", str(build), "--out", str(out), "--sizes", "64",
-         "--reps", "1", "--candidates", DIRECT, TILED, bogus],
+         "--reps", "1", "--candidates", DIRECT, TILED, PREFETCHED, bogus],
         capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "failed" in result.stdout and "multiples" in result.stdout  # the bogus candidate
@@ -119,5 +136,8 @@ def test_tuner_evaluates_checks_and_stores(lib, device, tmp_path):
     fields = [line.split("\t") for line in out.read_text().splitlines()
               if not line.startswith("#")]
     assert len(fields) == 1 and fields[0][:3] == [name, driver, library]
-    assert {fields[0][3], fields[0][4]} <= {DIRECT, TILED}
+    assert {fields[0][3], fields[0][4]} <= {DIRECT, TILED, PREFETCHED}
+    # The prefetching candidate ran and was scored in both roles.
+    rows = [line for line in result.stdout.splitlines() if f" {PREFETCHED}  [" in line]
+    assert len(rows) == 2 and not any("failed" in row.split(PREFETCHED)[0] for row in rows)
     assert "built-in table line" in result.stdout

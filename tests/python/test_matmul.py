@@ -217,7 +217,9 @@ def test_backward_matches_finite_differences(lib, device, rng, batched):
 # Every kernel variant of kernels/gemm.cl through AETHERCL_GEMM_PARAMS: the tiled kernel with
 # scalar and vector loads, A k-major and m-major in local memory, aligned and unaligned local
 # vector reads, odd depths and tiles, the GPU configurations the tuner offers (large work-groups:
-# PoCL runs them too), and the direct kernel with every row-vector width class.
+# PoCL runs them too), the same with the next K-tile prefetched (dbuf=1: tiles whose loads do and
+# do not divide evenly among the work-items), and the direct kernel with every row-vector width
+# class.
 TILED = "direct=0,a_kmajor={},vec={},pad={},"
 VARIANTS = [
     TILED.format(1, 1, 0) + "tile_m=32,tile_n=16,tile_k=5,wpt_m=2,wpt_n=4",
@@ -227,6 +229,9 @@ VARIANTS = [
     TILED.format(0, 4, 4) + "tile_m=64,tile_n=64,tile_k=16,wpt_m=4,wpt_n=4",
     TILED.format(0, 2, 1) + "tile_m=32,tile_n=32,tile_k=8,wpt_m=4,wpt_n=4",     # unaligned rows
     TILED.format(1, 4, 2) + "tile_m=48,tile_n=32,tile_k=8,wpt_m=3,wpt_n=4",     # scalar A reads
+    TILED.format(1, 4, 4) + "tile_m=64,tile_n=64,tile_k=16,wpt_m=8,wpt_n=8,dbuf=1",  # H100 best
+    TILED.format(0, 4, 0) + "tile_m=128,tile_n=64,tile_k=8,wpt_m=8,wpt_n=4,dbuf=1",  # B < items
+    TILED.format(0, 1, 3) + "tile_m=24,tile_n=20,tile_k=7,wpt_m=3,wpt_n=5,dbuf=1",   # ragged
     "direct=1,vec=16,tile_m=96,tile_n=128,tile_k=4,wpt_m=12,wpt_n=32",
     "direct=1,vec=8,tile_m=16,tile_n=32,tile_k=1,wpt_m=2,wpt_n=16",
     "direct=1,vec=1,tile_m=6,tile_n=10,tile_k=3,wpt_m=3,wpt_n=5",

@@ -32,7 +32,7 @@ TEST_CASE("derived sizes and build options follow the fields") {
   CHECK(params.build_options() ==
         "-DGEMM_TILE_M=64 -DGEMM_TILE_N=32 -DGEMM_TILE_K=16 -DGEMM_WPT_M=4 -DGEMM_WPT_N=2 "
         "-DGEMM_PAD=1 -DGEMM_VEC=1 -DGEMM_VEC_A=1 -DGEMM_VEC_B=1 -DGEMM_A_KMAJOR=1 "
-        "-DGEMM_DIRECT=0");
+        "-DGEMM_DIRECT=0 -DGEMM_DBUF=0");
   GemmParams vector{64, 32, 16, 4, 4, 4, 4, 0, 0};
   CHECK(vector.build_options(4, 1).find("-DGEMM_VEC=4 -DGEMM_VEC_A=4 -DGEMM_VEC_B=1 "
                                         "-DGEMM_A_KMAJOR=0") != std::string::npos);
@@ -45,7 +45,38 @@ TEST_CASE("derived sizes and build options follow the fields") {
   CHECK(parse_gemm_params(params.to_string(), GemmParams{}) == params);
   CHECK(parse_gemm_params(direct.to_string(), GemmParams{}) == direct);
   CHECK(direct.to_string() ==
-        "tile_m=64,tile_n=64,tile_k=4,wpt_m=8,wpt_n=16,pad=0,vec=8,a_kmajor=1,direct=1");
+        "tile_m=64,tile_n=64,tile_k=4,wpt_m=8,wpt_n=16,pad=0,vec=8,a_kmajor=1,direct=1,dbuf=0");
+}
+
+TEST_CASE("dbuf parses, doubles the local memory and must fit it") {
+  const GemmParams single{64, 64, 16, 8, 8, 4, 4, 1, 0};
+  const GemmParams prefetched = parse_gemm_params("dbuf=1", single);
+  CHECK(prefetched.dbuf == 1);
+  CHECK(parse_gemm_params(prefetched.to_string(), GemmParams{}) == prefetched);
+  CHECK(prefetched.to_string().ends_with(",direct=0,dbuf=1"));
+  CHECK(prefetched.build_options(4, 4).ends_with("-DGEMM_DIRECT=0 -DGEMM_DBUF=1"));
+  // Two buffers of A (16 k-rows of 68) and B (16 k-rows of 68).
+  CHECK(single.local_bytes() == 2u * 16 * 68 * 4);
+  CHECK(prefetched.local_bytes() == 2 * single.local_bytes());
+  // 8704 bytes fit single-buffered, 17408 do not fit 16 KiB.
+  const GemmLimits small_local{1024, 16 * 1024};
+  CHECK_FALSE(gemm_params_problem(single, small_local));
+  auto local = gemm_params_problem(prefetched, small_local);
+  REQUIRE(local);
+  CHECK(local->find("17408 bytes") != std::string::npos);
+  CHECK_FALSE(gemm_params_problem(prefetched, kRoomy));
+  // The 128x128 / 8x8 / K16 GPU shape with prefetching fits an H100's 48 KiB.
+  const GemmParams large = parse_gemm_params(
+      "tile_m=128,tile_n=128,tile_k=16,wpt_m=8,wpt_n=8,pad=4,vec=4,dbuf=1", GemmParams{});
+  CHECK(large.local_bytes() == 2u * 2 * 16 * 132 * 4);
+  CHECK_FALSE(gemm_params_problem(large, GemmLimits{1024, 48 * 1024}));
+  // The direct kernel has no local tiles to prefetch into.
+  GemmParams direct{64, 64, 4, 8, 16, 0, 8, 1, 1};
+  CHECK(direct.build_options().ends_with("-DGEMM_DBUF=0"));
+  direct.dbuf = 1;
+  auto problem = gemm_params_problem(direct, kRoomy);
+  REQUIRE(problem);
+  CHECK(problem->find("dbuf=1") != std::string::npos);
 }
 
 TEST_CASE("the override applies any subset of keys to the base") {
@@ -58,7 +89,7 @@ TEST_CASE("the override applies any subset of keys to the base") {
 TEST_CASE("malformed overrides are refused") {
   for (const char* text : {"tile_m", "tile_m=", "tile_m=x", "tile_m=12x", "tile_m=0", "wpt_m=-1",
                            "tile_m=257", "pad=33", "bogus=4", "vec=0", "vec=32", "direct=2",
-                           "a_kmajor=-1"}) {
+                           "a_kmajor=-1", "dbuf=2", "dbuf=-1", "dbuf="}) {
     CAPTURE(text);
     CHECK_THROWS_AS(parse_gemm_params(text, GemmParams{}), Error);
   }
