@@ -4,9 +4,9 @@
 // per-dimension group limit.
 #include "ops/gemm.h"
 
-#include "cl/cl_error.h"
 #include "ops/gemm_params.h"
 #include "ops/gemm_tuning.h"
+#include "ops/kernel_limits.h"
 #include "runtime/kernel_args.h"
 #include "support/checked.h"
 #include "support/env.h"
@@ -39,14 +39,6 @@ void check_extent(const char* operand, const GemmOperand& op, std::uint64_t batc
     fail(Status::kInternal, "GEMM operand {} ({} x {}, batch {} with stride {}) exceeds its "
          "buffer of {} bytes", operand, rows, cols, batch, op.batch_stride, op.buffer.size);
   }
-}
-
-std::size_t kernel_work_group_limit(cl_kernel kernel, cl_device_id device) {
-  std::size_t size = 0;
-  cl::check(clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(size),
-                                     &size, nullptr),
-            "clGetKernelWorkGroupInfo");
-  return size;
 }
 
 // Where the parameters of the device come from (ops/gemm_params.h: GemmParamSources).
@@ -84,7 +76,7 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
                                   params.tile_k, params.tile_n);
     cl_kernel kernel =
         device.programs().kernel(kFamily, name, params.build_options(vec_a, vec_b));
-    std::size_t kernel_limit = kernel_work_group_limit(kernel, info.id);
+    std::size_t kernel_limit = kernel_max_work_group_size(device, kernel);
     if (params.work_group_size() <= kernel_limit) {
       if (log().should_log(spdlog::level::trace)) {
         log().trace("GEMM {} {}x{}x{} batch {}: {} ({}), vec_a={} vec_b={}", name, p.m, p.n,

@@ -1,4 +1,4 @@
-// Queries CL_KERNEL_WORK_GROUP_SIZE for op families that pick their own local sizes.
+// Queries CL_KERNEL_WORK_GROUP_SIZE for the op families that pick their own local sizes.
 #include "ops/kernel_limits.h"
 
 #include "cl/cl_error.h"
@@ -8,12 +8,17 @@
 
 namespace aethercl::ops {
 
-std::size_t kernel_work_group_limit(const Device& device, cl_kernel kernel, std::size_t cap) {
-  std::size_t kernel_limit = 0;
+std::size_t kernel_max_work_group_size(const Device& device, cl_kernel kernel) {
+  std::size_t size = 0;
   cl::check(clGetKernelWorkGroupInfo(kernel, device.info().id, CL_KERNEL_WORK_GROUP_SIZE,
-                                     sizeof(kernel_limit), &kernel_limit, nullptr),
-            "clGetKernelWorkGroupInfo");
-  std::size_t limit = std::min({kernel_limit, device.info().max_work_group_size, cap});
+                                     sizeof(size), &size, nullptr),
+            "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
+  return size;
+}
+
+std::size_t kernel_work_group_limit(const Device& device, cl_kernel kernel, std::size_t cap) {
+  std::size_t limit =
+      std::min({kernel_max_work_group_size(device, kernel), device.info().max_work_group_size, cap});
   // Testing knob: lets the suites run these kernels with small and odd work-group sizes.
   if (auto forced = env::bytes(env::kWorkGroupLimit); forced && *forced > 0) {
     limit = std::min<std::size_t>(limit, static_cast<std::size_t>(*forced));

@@ -8,6 +8,9 @@
 
 namespace aethercl::ops {
 
+// CL_KERNEL_WORK_GROUP_SIZE: the largest work-group the built kernel accepts on the device.
+std::size_t kernel_max_work_group_size(const Device& device, cl_kernel kernel);
+
 // min(CL_KERNEL_WORK_GROUP_SIZE, device max work-group size, cap, AETHERCL_WG_LIMIT if set), at
 // least 1. Kernels that use this must work with any local size it returns (no power-of-two or
 // fixed-size assumption).
