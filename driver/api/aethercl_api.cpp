@@ -19,8 +19,9 @@ AETHERCL_API const char* aethercl_last_error(void) { return last_error_message()
 
 AETHERCL_API int aethercl_last_error_code(void) { return static_cast<int>(last_error_status()); }
 
+// Status has int as its fixed underlying type, so every int converts; unknown values fall through
+// status_name's switch to "AETHERCL_UNKNOWN_STATUS".
 AETHERCL_API const char* aethercl_status_name(int status) {
-  if (status < AETHERCL_OK || status > AETHERCL_INTERNAL) return "AETHERCL_UNKNOWN_STATUS";
   return status_name(static_cast<Status>(status));
 }
 
