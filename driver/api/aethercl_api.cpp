@@ -19,11 +19,7 @@ AETHERCL_API const char* aethercl_last_error(void) { return last_error_message()
 
 AETHERCL_API int aethercl_last_error_code(void) { return static_cast<int>(last_error_status()); }
 
-// Status has int as its fixed underlying type, so every int converts; unknown values fall through
-// status_name's switch to "AETHERCL_UNKNOWN_STATUS".
-AETHERCL_API const char* aethercl_status_name(int status) {
-  return status_name(static_cast<Status>(status));
-}
+AETHERCL_API const char* aethercl_status_name(int status) { return status_name(status); }
 
 AETHERCL_API int aethercl_device_count(void) {
   return api::guarded(__func__, 0, [] { return static_cast<int>(visible_devices().size()); });

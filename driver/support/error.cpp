@@ -3,10 +3,10 @@
 
 namespace aethercl {
 
-const char* status_name(Status status) noexcept {
-  switch (status) {
+const char* status_name(int code) noexcept {
+  switch (code) {
 #define AETHERCL_STATUS(value, name, enumerator, description) \
-  case Status::enumerator:                                     \
+  case (value):                                                \
     return #name;
 #include "status.def"
 #undef AETHERCL_STATUS

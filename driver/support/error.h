@@ -24,7 +24,9 @@ enum class Status : int {
 #include "status.def"
 #undef AETHERCL_STATUS
 
-const char* status_name(Status status) noexcept;
+// The name of a status code ("AETHERCL_OUT_OF_RANGE"); "AETHERCL_UNKNOWN_STATUS" for any int the
+// table lacks.
+const char* status_name(int code) noexcept;
 
 class Error : public std::runtime_error {
  public:
