@@ -177,7 +177,8 @@ __kernel void kernel_layernorm_backward(__global const float* dy, __global const
 }
 
 // grad = exp(lp) - onehot(t); loss = -lp[t]. A target outside [0, V) gives loss 0 and leaves the
-// gradient row as the plain probabilities (the original driver's behaviour, ABI.md 4.4).
+// gradient row as the plain probabilities (the original driver's behaviour, docs/ABI.md
+// section 4.6).
 __kernel void kernel_cross_entropy(__global const float* log_probs, __global const int* targets,
                                    __global float* grad, __global float* loss, ulong rows,
                                    ulong cols) {

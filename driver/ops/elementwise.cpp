@@ -51,7 +51,8 @@ void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
 }
 
 void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* db, int n) {
-  // ABI.md 4.3: NULL inputs are refused first; both outputs NULL is a successful no-op.
+  // NULL inputs are refused first; both outputs NULL is a successful no-op (docs/ABI.md
+  // section 4.5).
   if (dc == nullptr) fail(Status::kInvalidArgument, "buffer_dC is NULL");
   if (a == nullptr) fail(Status::kInvalidArgument, "buffer_A is NULL");
   if (b == nullptr) fail(Status::kInvalidArgument, "buffer_B is NULL");
