@@ -14,10 +14,11 @@ Modules, one concern each (a module only imports those above it):
   report      ProgressBar, plot_losses, print_summary
   train, cli  train_step, evaluate, generate, train; the command line (main)
 
-Written from the OCL-LLM documentation (sections 6, 7 and 9). Unlike the original frontend the
-autograd graph holds strong references and backward walks it in topological order, so every
-parameter trains and every backward entry point runs. Everything in a training step stays on the
-device except the token ids going up and the per-row losses coming back."""
+Written from the OCL-LLM frontend's documented interface and the calls of docs/ABI.md §7. Unlike
+the original frontend the autograd graph holds strong references and backward walks it in
+topological order, so every parameter trains and every backward entry point runs. Everything in a
+training step stays on the device except the token ids going up and the per-row losses coming
+back."""
 from aethercl import AetherCLError, Device, Library
 
 from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,

@@ -12,7 +12,7 @@ IDX_TYPE = np.int32    # token ids and targets
 BUNDLED_CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.txt"
 
 DEFAULT_CONFIG: Dict[str, Any] = {
-    # model: the documented default of the original frontend
+    # model: the documented default (docs/ABI.md §7.6)
     "max_len": 64, "batch_size": 16, "embed_dim": 16, "num_heads": 4, "d_ff": 256,
     "num_layers": 6, "causal": True,
     # optimisation

@@ -17,8 +17,9 @@ NOT_INITIALIZED = "the driver is not initialised; call ocl_initialize() first"
 
 
 class Runtime:
-    """One initialised device as the frontend sees it. `open` turns False at ocl_shutdown; buffers of
-    a closed runtime skip the driver when freed (its handles died with the driver's shutdown)."""
+    """One initialised device as the frontend sees it. `open` turns False at ocl_shutdown;
+    buffers of a closed runtime skip the driver when freed (its handles died with the driver's
+    shutdown)."""
 
     def __init__(self, device: Device):
         self.device = device

@@ -53,7 +53,7 @@ def fw(lib, gpu_index):
     counting = CountingLibrary(inner)
     F.ocl_initialize(gpu_index, library=counting, verbose=False)
     yield counting
-    F.ocl_shutdown(shutdown_driver=False)   # frees every frontend buffer; the session keeps the driver
+    F.ocl_shutdown(shutdown_driver=False)   # frees the frontend's buffers; the driver stays up
 
 
 def _tensors(inputs, requires):

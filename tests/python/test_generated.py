@@ -28,7 +28,8 @@ STATUS_TABLE = (ROOT / "abi" / "status.def").read_text()
 
 # The Python names of the hand-written module the generated one replaced: kept as they were.
 SEED_NAMES = {
-    "initialize": "initialize_gpu", "shutdown": "shutdown_driver", "allocate": "allocate_gpu_memory",
+    "initialize": "initialize_gpu", "shutdown": "shutdown_driver",
+    "allocate": "allocate_gpu_memory",
     "free": "free_gpu_memory", "write": "write_host_to_gpu_blocking",
     "read": "read_gpu_to_host_blocking", "clone": "execute_clone_on_gpu",
     "log_softmax": "execute_log_softmax_stable_gpu", "matmul": "execute_matmul_on_gpu",
@@ -47,7 +48,8 @@ def test_generated_files_are_current():
 
 def test_a_manifest_line_without_regeneration_is_detected():
     extra_line = "AETHERCL_3 | int | aethercl_example_op | int gpu_index, void* buffer\n"
-    extra_doc = "/* Does an example thing. */\nAETHERCL_API int aethercl_example_op(int gpu_index, void* buffer);\n"
+    extra_doc = ("/* Does an example thing. */\n"
+                 "AETHERCL_API int aethercl_example_op(int gpu_index, void* buffer);\n")
     files = gen_abi.generate(MANIFEST + extra_line, HEADER + extra_doc, STATUS_TABLE)
     assert files["ops.py"] != (ROOT / "python_harness/aethercl/ops.py").read_text()
     assert "def example_op(dev: DeviceLike, buffer: Pointer) -> None:" in files["ops.py"]
@@ -108,7 +110,7 @@ def test_status_names_and_constants_come_from_the_table(lib):
     assert "AETHERCL_OUT_OF_RANGE" in str(error)
 
 
-# --- the generator on version-3 parameter kinds ----------------------------------------------------
+# --- the generator on version-3 parameter kinds -------------------------------------------------
 
 SYNTHETIC_MANIFEST = """\
 AETHERCL_3 | int | aethercl_gemm | int gpu_index, const aethercl_gemm_desc* desc, void* stream
