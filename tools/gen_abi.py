@@ -87,29 +87,80 @@ def default_python_name(c_name: str) -> str:
 # --- the header's descriptions -------------------------------------------------------------------
 
 def first_sentence(paragraph: str) -> str:
+    """Up to the first full stop that ends a sentence (not "e.g.", "i.e.", "etc." or a ".." range)."""
     text = " ".join(paragraph.split())
     for match in re.finditer(r"\.(\s|$)", text):
         before = text[: match.start()]
-        if re.search(r"(\be\.g|\bi\.e|\betc)$", before):
+        if re.search(r"(\be\.g|\bi\.e|\betc|\.)$", before):
             continue
         return text[: match.start() + 1]
     return text
 
 
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_BANNER_LINE = re.compile(r"^[-=]{3,}.*?[-=]{3,}$|^[-=]{3,}$")
+_PROTOTYPE = re.compile(r"AETHERCL_API\s+[^;(]*?\b(\w+)\s*\(")
+
+
+def _comment_paragraph(comment: str) -> str:
+    """The text of a /* */ comment: leading '*'s gone, a section banner line (---- Title ----)
+    dropped; "" when nothing else is left."""
+    lines = [re.sub(r"^\s*\*(?!/)\s?", "", line).strip() for line in comment[2:-2].splitlines()]
+    lines = [line for line in lines if line and not _BANNER_LINE.match(line)]
+    return " ".join(lines)
+
+
+def _declaration_start(masked: str, end: int) -> Tuple[Optional[int], bool]:
+    """(start, is_definition) of the top-level declaration ending with the ';' at masked[end - 1]:
+    a prototype, or a struct/enum definition (`typedef struct x { ... } x;`, `enum x { ... };`).
+    start is None for anything else."""
+    body = masked[:end - 1].rstrip()
+    if body.endswith("}") or re.search(r"}\s*\w+$", body):
+        depth, i = 0, body.rfind("}")
+        while i >= 0:
+            depth += {"}": 1, "{": -1}.get(body[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        head = masked.rfind(";", 0, i) + 1
+        head = max(head, masked.rfind("*/", 0, i) + 2, masked.rfind("\n#", 0, i) + 1)
+        if i < 0:
+            return None, True
+        return head + len(masked[head:i]) - len(masked[head:i].lstrip()), True
+    start = masked.rfind("AETHERCL_API", 0, end)
+    if start >= 0 and ";" not in masked[start:end - 1]:
+        return start, False
+    return None, False
+
+
 def header_descriptions(header_text: str) -> Dict[str, str]:
-    """Symbol -> the first sentence of the comment right before its AETHERCL_API prototype."""
+    """Symbol -> the first sentence of its paragraph: the comment that starts a line right before
+    its AETHERCL_API prototype, or before the group it belongs to: a paragraph, then any struct or
+    enum definitions, then consecutive prototypes share the paragraph."""
+    spans = [(m.start(), m.end()) for m in _COMMENT.finditer(header_text)]
+    masked = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), header_text)
     descriptions = {}
-    for match in re.finditer(r"AETHERCL_API\s+[^;(]*?\b(\w+)\s*\(", header_text):
-        before = header_text[: match.start()].rstrip()
-        if not before.endswith("*/"):
-            continue
-        start = before.rfind("/*")
-        body = before[start + 2: -2]
-        lines = [re.sub(r"^\s*\*(?!/)\s?", "", line) for line in body.splitlines()]
-        paragraph = " ".join(line.strip() for line in lines).strip()
-        if paragraph.startswith("="):   # a section banner, not the function's paragraph
-            continue
-        descriptions[match.group(1)] = first_sentence(paragraph)
+    for match in _PROTOTYPE.finditer(masked):
+        i, passed_definition = match.start(), False
+        while True:
+            i = len(header_text[:i].rstrip())
+            if header_text.endswith("*/", 0, i):
+                c_start = next(s for s, e in spans if e == i)
+                line_start = header_text.rfind("\n", 0, c_start) + 1
+                if header_text[line_start:c_start].strip():      # a trailing comment: skip it
+                    i = c_start
+                    continue
+                paragraph = _comment_paragraph(header_text[c_start:i])
+                if paragraph:
+                    descriptions[match.group(1)] = first_sentence(paragraph)
+                break
+            if header_text.endswith(";", 0, i):
+                start, is_definition = _declaration_start(masked, i)
+                if start is None or (passed_definition and not is_definition):
+                    break     # a prototype before a definition belongs to another paragraph
+                i, passed_definition = start, passed_definition or is_definition
+                continue
+            break
     return descriptions
 
 

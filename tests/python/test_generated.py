@@ -75,6 +75,40 @@ def test_docstrings_are_the_header_descriptions():
         assert " ".join(first_paragraph.split()) == descriptions[c_name], py_name
 
 
+GROUPED_HEADER = """
+/* ==== A section ==== */
+
+/* ---- Normalisation ------------------------------------------------------------------------
+ * x has ndim dimensions shape[0..ndim-1]; axis is in [-ndim, ndim). More text. */
+AETHERCL_API int aethercl_reduce(int gpu_index, void* x);
+/* Row-wise normalisation of x (rows x cols). The backward reads dy. */
+typedef struct aethercl_norm_desc {
+  size_t struct_size;   /* sizeof {"the caller's"} struct; ignored */
+  int kind;
+} aethercl_norm_desc;
+
+AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc,
+                                       void* stream);
+AETHERCL_API int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc* desc,
+                                        void* stream);  /* trailing note */
+/* buffers[i] := buffers[root] for every rank (root is a rank, 0 .. P-1). Then more. */
+AETHERCL_API int aethercl_broadcast(void* comm, void* const* buffers, int root);
+enum aethercl_kind { AETHERCL_A = 0 /* a */ };
+AETHERCL_API int aethercl_undocumented(int gpu_index);
+"""
+
+
+def test_header_paragraphs_cover_groups_structs_and_banners():
+    descriptions = gen_abi.header_descriptions(GROUPED_HEADER)
+    assert descriptions == {
+        "aethercl_reduce": "x has ndim dimensions shape[0..ndim-1]; axis is in [-ndim, ndim).",
+        "aethercl_norm_forward": "Row-wise normalisation of x (rows x cols).",
+        "aethercl_norm_backward": "Row-wise normalisation of x (rows x cols).",
+        "aethercl_broadcast": "buffers[i] := buffers[root] for every rank (root is a rank, "
+                              "0 .. P-1).",
+    }   # aethercl_undocumented has no paragraph: the generator refuses it
+
+
 def test_the_stub_declares_every_wrapper():
     stub = ast.parse((ROOT / "python_harness/aethercl/ops.pyi").read_text())
     declared = {node.name for node in stub.body if isinstance(node, ast.FunctionDef)}
