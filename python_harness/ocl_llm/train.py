@@ -106,6 +106,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             optimizer = AdamOptimizer(model.parameters(), lr=config["lr"],
                                       betas=config["betas"], eps=config["eps"],
                                       weight_decay=config["wd"])
+        if inspect.active() is not None:   # name the long-lived buffers on the inspector page
+            for i, parameter in enumerate(model.parameters()):
+                parameter.data.label = f"param_{i}_" + "x".join(map(str, parameter.shape))
         text, data_path = read_corpus(config["data_file"])
         data = TextData(np.asarray(tokenizer.encode(text), IDX_TYPE), config["max_len"],
                         config["batch_size"], config["val_split"], config["seed"])

@@ -68,7 +68,7 @@ function drawDevices() {
 
 // A line chart: series = [{points: [[x, y]], color, label, dash}], x in seconds relative to now.
 function drawChart(svg, series, format, xLabel) {
-  const W = 800, H = 220, L = 70, R = 10, T = 10, B = 30;
+  const W = 800, H = 220, L = 70, R = 10, T = 26, B = 30;
   svg.replaceChildren();
   const all = series.flatMap(s => s.points);
   if (!all.length) {
@@ -111,8 +111,8 @@ function drawChart(svg, series, format, xLabel) {
     p.setAttribute("stroke-width", "1.8");
     if (s.dash) p.setAttribute("stroke-dasharray", "5 4");
     svg.appendChild(p);
-    line(L + 10 + i * 150, T + 8, L + 30 + i * 150, T + 8, s.color);
-    text(L + 34 + i * 150, T + 12, s.label);
+    line(L + 10 + i * 150, 10, L + 30 + i * 150, 10, s.color);
+    text(L + 34 + i * 150, 14, s.label);
   });
 }
 
