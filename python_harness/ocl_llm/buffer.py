@@ -32,7 +32,10 @@ class GPUBuffer(Buffer):
         except AetherCLError as error:
             raise MemoryError(f"allocate_gpu_memory({self.size}) for '{tag}': {error}") from error
         runtime.buffers.add(self)
-        if inspect.active() is not None:   # labels cost a call: only while someone may look
+        # While an inspector runs, named buffers get their tag as label (one call each); the many
+        # short-lived "tensor" temporaries stay unlabelled (the page counts them) to keep the
+        # step's cost flat.
+        if tag != "tensor" and inspect.active() is not None:
             self.label = tag
         if _init_zeros and self.size:
             self.write(np.zeros(self.size // self.dtype.itemsize, self.dtype))
