@@ -76,6 +76,11 @@ def test_devices_state_allocations_and_events(inspector, lib, gpu_index):
     shim_device = ShimDevice(gpu_index, library=lib)
     with shim_device.alloc(12345, label="inspect-test-buffer") as buffer:
         buffer.write(np.zeros(12345 // 4, np.float32))
+        typed = symbol_in_build("aethercl_buffer_set_dtype")
+        if typed:   # a dtype tag (version 3) shows in the table; 0 is f32
+            set_dtype = ctypes.CDLL(str(find_library())).aethercl_buffer_set_dtype
+            set_dtype.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+            assert set_dtype(gpu_index, buffer.handle, 0) == 1
         status, body, _ = request(base(inspector) + "/gpus", inspector.token)
         gpus = json.loads(body)
         assert gpus["pid"] == os.getpid()
@@ -92,6 +97,7 @@ def test_devices_state_allocations_and_events(inspector, lib, gpu_index):
             return [a for a in allocations["allocations"] if a["label"] == "inspect-test-buffer"]
         rows = labelled_rows()
         assert len(rows) == 1 and rows[0]["bytes"] == 12345 and rows[0]["age_s"] >= 0
+        assert (rows[0]["dtype"] is not None) == typed
         deadline = time.monotonic() + 10
         while labelled_rows()[0]["age_s"] < rows[0]["age_s"] + 0.2:   # its age grows
             assert time.monotonic() < deadline
@@ -241,9 +247,9 @@ def test_page_in_headless_chromium_during_training(tmp_path):
     assert time.monotonic() - started < 50
 
 
+def symbol_in_build(name: str) -> bool:
+    return hasattr(ctypes.CDLL(str(find_library())), name)
+
+
 def kernel_log_in_build() -> bool:
-    try:
-        ctypes.CDLL(str(find_library())).aethercl_kernel_log
-        return True
-    except AttributeError:
-        return False
+    return symbol_in_build("aethercl_kernel_log")
