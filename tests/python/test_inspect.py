@@ -65,6 +65,12 @@ def test_binds_loopback_and_refuses_requests_without_the_right_token(inspector):
     assert request(base(inspector) + "/gpus", inspector.token, header=False)[0] == 200
 
 
+def test_loopback_addresses_are_recognised():
+    assert inspect.is_loopback("127.0.0.1") and inspect.is_loopback("::1")
+    assert inspect.is_loopback("localhost")
+    assert not inspect.is_loopback("0.0.0.0") and not inspect.is_loopback("192.168.1.2")
+
+
 def test_read_only_every_other_method_is_refused(inspector):
     for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
         status, body, headers = request(base(inspector) + "/gpus", inspector.token, method)

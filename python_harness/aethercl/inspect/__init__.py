@@ -8,6 +8,7 @@ one memory-statistics read per sampling period (report_* are a global check when
 from __future__ import annotations
 
 import atexit
+import ipaddress
 import logging
 import secrets
 import sys
@@ -20,7 +21,8 @@ from ..library import Library
 from .history import History
 from .sources import NOT_AVAILABLE, DriverSources
 
-__all__ = ["Inspector", "NOT_AVAILABLE", "active", "report_event", "report_loss", "serve"]
+__all__ = ["Inspector", "NOT_AVAILABLE", "active", "is_loopback", "report_event", "report_loss",
+           "serve"]
 
 log = logging.getLogger("aethercl.inspect")
 _active: Optional["Inspector"] = None
@@ -119,7 +121,17 @@ def serve(port: int = 0, host: str = "127.0.0.1", library: Optional[Library] = N
     atexit.register(inspector.close)
     if announce:
         print(f"[aethercl.inspect] serving on {inspector.url}", file=sys.stderr, flush=True)
+        if not is_loopback(host):
+            print(f"[aethercl.inspect] warning: bound to {host}: other machines can reach it; "
+                  "the token is its only protection", file=sys.stderr, flush=True)
     return inspector
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def active() -> Optional[Inspector]:
