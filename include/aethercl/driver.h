@@ -309,7 +309,11 @@ AETHERCL_API int aethercl_synchronize(int gpu_index);
 AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t capacity);
 
 /* Attaches a label (copied, at most 63 bytes kept) to a buffer; error messages and memory
- * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
+ * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle.
+ * The label is read up to its NUL; ill-formed UTF-8 (overlong forms, surrogates, code points above
+ * U+10FFFF, bytes C0, C1, F5-FF, stray or missing continuation bytes) is replaced by U+FFFD, one
+ * per maximal ill-formed subpart as Unicode recommends, and the result is cut to 63 bytes without
+ * splitting a character. Every JSON text the library writes is well-formed UTF-8. */
 AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
 
 /* Starts tracing every kernel launch and transfer on every device, with device timestamps from
