@@ -70,7 +70,7 @@ enum aethercl_status {
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
   AETHERCL_OUT_OF_MEMORY = 4,    /* device or host memory exhausted (after releasing the pool) */
   AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, called after shutdown_driver, or in a
-                                    child forked after the first device call (see fork() below) */
+                                    child forked after the first device call */
   AETHERCL_NO_DEVICE = 6,        /* no OpenCL platform/device, or gpu_index out of range */
   AETHERCL_BUILD_FAILED = 7,     /* a kernel program failed to build; the message has the log */
   AETHERCL_DEVICE_ERROR = 8,     /* an OpenCL call failed; the message names it and the code */
