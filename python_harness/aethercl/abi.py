@@ -20,6 +20,7 @@ C_TYPES = {
     "char*": ctypes.c_char_p,
     "const char*": ctypes.c_char_p,
     "int*": ctypes.POINTER(ctypes.c_int),
+    "float*": ctypes.POINTER(ctypes.c_float),
 }
 
 
