@@ -324,6 +324,127 @@ def adam_update(dev, param, grad, m, v, num_elements, t, lr, beta1, beta2, eps,
             int(t), float(lr), float(beta1), float(beta2), float(eps), float(weight_decay))
 
 
+# --- streams and events (ABI version 3) ---------------------------------------------------------
+# Stream and event arguments are raw tokens (or the .handle of aethercl.Stream / aethercl.Event);
+# None is the device's default stream.
+
+def _token(value) -> Optional[int]:
+    """A stream/event token from a raw int, an object with .handle (Stream, Event), or None."""
+    value = getattr(value, "handle", value)
+    return None if value is None else int(value)
+
+
+def _lib_of(value) -> Library:
+    device = getattr(value, "device", None)
+    return device.lib if device is not None else default_library()
+
+
+@_wraps("aethercl_stream_create")
+def stream_create(dev, flags: int = 0) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_stream_create", index, int(flags))
+
+
+@_wraps("aethercl_stream_destroy")
+def stream_destroy(dev, stream) -> None:
+    _status(dev, "aethercl_stream_destroy", _token(stream))
+
+
+@_wraps("aethercl_stream_set_current")
+def stream_set_current(dev, stream) -> None:
+    _status(dev, "aethercl_stream_set_current", _token(stream))
+
+
+@_wraps("aethercl_stream_current")
+def stream_current(dev) -> Optional[int]:
+    """The thread's current stream token; None for the default stream."""
+    lib, index = _target(dev)
+    handle = lib.aethercl_stream_current(index)
+    if handle is None and lib.last_error_code() != 0:
+        raise lib.error("aethercl_stream_current")
+    return handle
+
+
+@_wraps("aethercl_stream_synchronize")
+def stream_synchronize(dev, stream) -> None:
+    _status(dev, "aethercl_stream_synchronize", _token(stream))
+
+
+@_wraps("aethercl_event_record")
+def event_record(dev, stream) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_event_record", index, _token(stream))
+
+
+@_wraps("aethercl_stream_wait_event")
+def stream_wait_event(dev, stream, event) -> None:
+    _status(dev, "aethercl_stream_wait_event", _token(stream), _token(event))
+
+
+@_wraps("aethercl_event_query")
+def event_query(event, lib: Optional[Library] = None) -> bool:
+    lib = lib or _lib_of(event)
+    done = ctypes.c_int(0)
+    lib.check("aethercl_event_query", _token(event), ctypes.byref(done))
+    return bool(done.value)
+
+
+@_wraps("aethercl_event_synchronize")
+def event_synchronize(event, lib: Optional[Library] = None) -> None:
+    (lib or _lib_of(event)).check("aethercl_event_synchronize", _token(event))
+
+
+@_wraps("aethercl_event_elapsed_ms")
+def event_elapsed_ms(start, end, lib: Optional[Library] = None) -> float:
+    lib = lib or _lib_of(start)
+    ms = ctypes.c_float(0.0)
+    lib.check("aethercl_event_elapsed_ms", _token(start), _token(end), ctypes.byref(ms))
+    return float(ms.value)
+
+
+@_wraps("aethercl_event_destroy")
+def event_destroy(event, lib: Optional[Library] = None) -> None:
+    (lib or _lib_of(event)).check("aethercl_event_destroy", _token(event))
+
+
+# --- host memory and transfers (ABI version 3) ---------------------------------------------------
+
+@_wraps("aethercl_host_alloc")
+def host_alloc(dev, size: int) -> int:
+    """The address of `size` bytes of page-locked host memory (aethercl.HostBuffer wraps it)."""
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_host_alloc", index, int(size))
+
+
+@_wraps("aethercl_host_free")
+def host_free(host_ptr, lib: Optional[Library] = None) -> None:
+    (lib or default_library()).check("aethercl_host_free", _host_pointer(host_ptr))
+
+
+@_wraps("aethercl_write_async")
+def write_async(dev, buffer, offset: int, size: int, source, stream=None) -> None:
+    _status(dev, "aethercl_write_async", _h(buffer), int(offset), int(size),
+            _host_pointer(source), _token(stream))
+
+
+@_wraps("aethercl_read_async")
+def read_async(dev, buffer, offset: int, size: int, destination, stream=None) -> None:
+    _status(dev, "aethercl_read_async", _h(buffer), int(offset), int(size),
+            _host_pointer(destination), _token(stream))
+
+
+@_wraps("aethercl_copy")
+def copy(dev, dst, dst_offset: int, src, src_offset: int, size: int, stream=None) -> None:
+    _status(dev, "aethercl_copy", _h(dst), int(dst_offset), _h(src), int(src_offset), int(size),
+            _token(stream))
+
+
+@_wraps("aethercl_memset")
+def memset(dev, buffer, offset: int, size: int, value: int, stream=None) -> None:
+    _status(dev, "aethercl_memset", _h(buffer), int(offset), int(size), int(value),
+            _token(stream))
+
+
 # --- host-memory ("simulated") API ---------------------------------------------------------------
 
 @_wraps("simulated_kernel_allocate")

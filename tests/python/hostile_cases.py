@@ -1011,8 +1011,16 @@ def runtime_cases(symbols) -> List[Case]:
                          size=size):
                     args = dict(_valid_args(h, symbol), size=size)
                     args[offset_name] = offset
+                    words = [offset_name]
+                    if symbol.name == "aethercl_copy":
+                        # The other range gets a buffer that holds the size where it can, so the
+                        # refusal is about this one; a size beyond it fails both ranges.
+                        other = "src" if buffer == "dst" else "dst"
+                        args[other] = h.alloc(1 << 20, 4)
+                        if size > 1 << 20:
+                            words = [("dst_offset", "src_offset")]
                     host = args.get("source") or args.get("destination")
-                    h.refused(_invoke(h, symbol, args), 0, {C_OUT_OF_RANGE}, [offset_name])
+                    h.refused(_invoke(h, symbol, args), 0, {C_OUT_OF_RANGE}, words)
                     if h.contents(args[buffer], SPAN_SIZE)[:4] not in (b"\x03" * 4, b"\x04" * 4):
                         fail("a refused call changed the buffer")
                     if host is not None and ctypes.string_at(host, 4) != b"\x09" * 4:
