@@ -40,11 +40,13 @@ struct RowGeometry {
 };
 
 // Local size: the largest power of two <= min(256, device maximum, the kernel's own maximum) that
-// the device's local memory holds (scratch_element_bytes per item), but no larger than the row
-// rounded up to a power of two, so short rows do not idle most of the group; on CPU devices one
-// item per group (AETHERCL_ROW_GROUP=n forces up to n, for tests). Groups: one per row, capped at
-// 64 per compute unit (the kernels walk the remaining rows). Deterministic for a given device,
-// kernel and row length, which keeps the reductions bit-reproducible.
+// the device's local memory holds (scratch_element_bytes per item), but no larger than the items
+// the row needs rounded up to a power of two: one per element for rows of up to 64, else 64 or
+// more items holding up to 16 elements each in registers (rows up to 4096; longer rows get the
+// full group and stream). On CPU devices one item per group (AETHERCL_ROW_GROUP=n forces up to n,
+// for tests). Groups: one per row, capped at 64 per compute unit (the kernels walk the remaining
+// rows). Deterministic for a given device, kernel and row length, which keeps the reductions
+// bit-reproducible.
 RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64_t rows,
                          std::uint64_t cols, std::size_t scratch_element_bytes);
 
@@ -54,12 +56,19 @@ inline std::size_t accumulator_bytes(const Device& device) {
   return device.info().fp64 ? sizeof(double) : sizeof(float);
 }
 
+// false when AETHERCL_ROW_KERNEL=loop: every row streams through global memory in several passes
+// (the kernels before the register path; kept for comparison in benchmarks).
+bool row_kernels_use_registers();
+
 // Launches kernel_name of the "rowwise" family over rows x cols with args bound in order; when
 // scratch_element_bytes > 0 a local scratch of local-size elements is bound after them.
 template <typename... Args>
 void launch_rows(DeviceCall& call, const char* kernel_name, std::uint64_t rows, std::uint64_t cols,
                  std::size_t scratch_element_bytes, const Args&... args) {
-  Kernel& kernel = family_kernel(call, "rowwise", kernel_name);
+  Kernel& kernel = row_kernels_use_registers()
+                       ? family_kernel(call, "rowwise", kernel_name)
+                       : call.device().programs().kernel("rowwise", kernel_name,
+                                                         "-DROW_LOOP_ONLY=1");
   RowGeometry rg = row_geometry(call.device(), kernel, rows, cols, scratch_element_bytes);
   LaunchGeometry geometry = LaunchGeometry::linear(rg.global, rg.local);
   if (scratch_element_bytes > 0) {

@@ -23,7 +23,8 @@ bool event_complete(cl_event event) {
 bool submission_thread_by_default(const DeviceInfo& info) { return info.kind == DeviceKind::kGpu; }
 
 // Reads through the pinned staging ring where that measured faster than the vendor's own path
-// from pageable memory (docs/PERFORMANCE.md): GPUs; CPU runtimes copy host memory directly.
+// into pageable memory (docs/PERFORMANCE.md): mid-sized reads on GPUs; CPU runtimes copy host
+// memory directly, so a ring would only add a copy.
 bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceKind::kGpu; }
 
 }  // namespace
@@ -45,7 +46,15 @@ Device::Device(int index, const DeviceInfo& info)
   pool_->set_before_release([this] { drain(); });
   programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
   auto read_path = env::get(env::kReadPath);
-  read_through_ring_ = read_path ? *read_path == "pinned" : ring_reads_by_default(info_);
+  if (read_path && (*read_path == "pinned" || *read_path == "direct")) {
+    read_path_ = *read_path == "pinned" ? ReadPath::kRing : ReadPath::kDirect;
+  } else {
+    if (read_path) {
+      log().warn("{}='{}' is neither 'pinned' nor 'direct'; using the device's default",
+                 env::kReadPath, *read_path);
+    }
+    read_path_ = ring_reads_by_default(info_) ? ReadPath::kRingForMidSizes : ReadPath::kDirect;
+  }
   if (env::flag(env::kSubmitThread, submission_thread_by_default(info_))) {
     submitter_ = std::make_unique<Submitter>([this](const Command& command, const Error& error) {
       defer_error(error.status(), fmt::format("an earlier {} failed when it was enqueued: {}",
@@ -53,7 +62,7 @@ Device::Device(int index, const DeviceInfo& info)
     });
   }
   log().debug("device {}: submission thread {}, reads {}", index_, submitter_ ? "on" : "off",
-              read_through_ring_ ? "through the pinned ring" : "direct");
+              read_path_ == ReadPath::kDirect ? "direct" : "through the pinned ring");
 }
 
 Device::~Device() {

@@ -161,7 +161,11 @@ class Device {
   const char* last_command_ = "";
   bool sync_every_call_;
   bool profiling_ = false;
-  bool read_through_ring_ = false;                // AETHERCL_READ_PATH / per-device default
+  // Seed reads: straight into the caller's memory, through the pinned ring, or through the ring
+  // for the sizes where that measured faster (AETHERCL_READ_PATH=direct|pinned; default: by
+  // device kind, runtime/device.cpp).
+  enum class ReadPath { kDirect, kRing, kRingForMidSizes };
+  ReadPath read_path_ = ReadPath::kDirect;
   std::map<const void*, std::unique_ptr<DeviceExtension>> extensions_;
 
   std::mutex deferred_mutex_;

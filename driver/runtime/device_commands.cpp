@@ -13,6 +13,11 @@ namespace {
 
 // Writes above this go straight from the caller's memory, blocking (the vendor stages them).
 constexpr std::uint64_t kMaxStagedWrite = 8ull << 20;
+// Reads of this range of sizes go through the pinned ring where the device reads that way
+// (AETHERCL_READ_PATH): on the H200 (docs/PERFORMANCE.md, "Transfers") the ring was faster from
+// 64 KiB to 1 MiB and no faster at 4 KiB and below or at 8 MiB.
+constexpr std::uint64_t kMinRingRead = 16ull << 10;
+constexpr std::uint64_t kMaxRingRead = 4ull << 20;
 
 }  // namespace
 
@@ -98,7 +103,10 @@ void Device::read(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_
   }
   wait_for_retired_streams();
   void* slot = nullptr;
-  if (read_through_ring_ && size <= kMaxStagedWrite) {
+  bool through_ring =
+      (read_path_ == ReadPath::kRing && size <= kMaxStagedWrite) ||
+      (read_path_ == ReadPath::kRingForMidSizes && size >= kMinRingRead && size <= kMaxRingRead);
+  if (through_ring) {
     slot = ring().reserve(size);
     if (slot == nullptr) {
       cl::check(clFinish(stream.queue()), "clFinish");

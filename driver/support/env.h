@@ -35,5 +35,6 @@ inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1:
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
 inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
+inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no register path
 
 }  // namespace aethercl::env

@@ -4,8 +4,8 @@ time on timing streams, destroy with work pending, and the caching allocator acr
 buffer freed while another stream still reads it never gets new data early).
 
 Tolerances: data movement and float32 additions are compared exactly (the driver adds in float32
-as NumPy does); matrix products against float64 NumPy with rtol 1e-5, atol 1e-5 (float32
-accumulation over k <= 512 terms of magnitude <= 1)."""
+as NumPy does); matrix products against float64 NumPy with rtol 1e-5 and atol 1e-5 (k = 192) or
+1e-4 (k = 512): float32 accumulation of k terms of magnitude <= 1 errs by about k * 2^-24 * sqrt(k)."""
 import ctypes
 import threading
 
@@ -233,10 +233,11 @@ def _stats(lib, device):
 
 
 def test_a_buffer_freed_while_another_stream_reads_it_is_not_reused_early(lib, device, rng):
-    """Stream B multiplies (slow) and then adds x: x is freed on the default stream right after
-    and a buffer of the same size is allocated and overwritten at once. B must still add the old
-    x; and while B's work is pending the new allocation must not get x's memory."""
-    m = k = n = 256
+    """Stream B multiplies (slow) and then adds x; x is freed on the default stream right after,
+    and buffers of the same size are allocated and overwritten at once. B must still add the old
+    x: had the allocator handed x's memory out before B's add ran, the junk would show. (The pool
+    rule itself, with events that are held incomplete, is tested in memory_pool_test.cpp.)"""
+    m = k = n = 512
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     w = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     x = rng.uniform(-1, 1, (m, n)).astype(np.float32)
@@ -251,19 +252,18 @@ def test_a_buffer_freed_while_another_stream_reads_it_is_not_reused_early(lib, d
             lib.check("execute_matmul_on_gpu", device.index, ta.handle, tw.handle, tt.handle, 1,
                       m, n, k)
         lib.check("execute_add_on_gpu", device.index, tt.handle, x_handle, ty.handle, m * n)
-    after = reader.record_event()
     lib.free_gpu_memory(device.index, x_handle)   # default stream; the reader may not be done
-    pending = not after.query()
-    misses = _stats(lib, device)["pool_misses"]
-    new = lib.check_handle("allocate_gpu_memory", device.index, x.nbytes)
-    if pending:
-        assert _stats(lib, device)["pool_misses"] == misses + 1, "reused while still read"
     junk = np.full(x.shape, 1e6, np.float32)
-    lib.check("write_host_to_gpu_blocking", device.index, new, 0, junk.nbytes, junk.ctypes.data)
+    fresh = []
+    for _ in range(3):
+        handle = lib.check_handle("allocate_gpu_memory", device.index, x.nbytes)
+        lib.check("write_host_to_gpu_blocking", device.index, handle, 0, junk.nbytes,
+                  junk.ctypes.data)
+        fresh.append(handle)
     expect = (a.astype(np.float64) @ w + x).astype(np.float32)
-    np.testing.assert_allclose(ty.numpy(), expect, rtol=1e-5, atol=1e-5)
-    lib.free_gpu_memory(device.index, new)
-    after.destroy()
+    np.testing.assert_allclose(ty.numpy(), expect, rtol=1e-5, atol=1e-4)
+    for handle in fresh:
+        lib.free_gpu_memory(device.index, handle)
     reader.destroy()
     for t in (ta, tw, tt, ty):
         t.free()
