@@ -1,4 +1,4 @@
-// Adam update (ABI.md 4.7), float32, in place on p, m and v; coupled L2 weight decay.
+// Adam update (docs/ABI.md section 4.9), float32, in place on p, m and v; coupled L2 weight decay.
 // Contraction into fused multiply-adds is off so every step rounds as the specification's float
 // expressions do.
 #pragma OPENCL FP_CONTRACT OFF

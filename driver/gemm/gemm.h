@@ -1,5 +1,5 @@
 // The GEMM engine: one tiled, register-blocked kernel family (kernels/gemm.cl) behind every
-// matrix product of the matmul family (DESIGN.md decision 6).
+// matrix product of the matmul family (docs/ARCHITECTURE.md decision 6).
 #pragma once
 
 #include "runtime/device_call.h"

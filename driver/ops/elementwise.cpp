@@ -12,16 +12,12 @@ namespace {
 
 constexpr const char* kFamily = "elementwise";
 
-// Elements per work-item of the GELU kernels (GELU_VECTOR in elementwise.cl); the others take 1.
-constexpr std::uint64_t kGeluVector = 4;
-
-// A grid of ceil(n / per_item) items for a kernel whose items take per_item elements each.
 template <typename... Buffers>
 void launch_linear(DeviceCall& call, const char* kernel_name, std::uint64_t n,
-                   std::uint64_t per_item, Buffers... buffers) {
+                   Buffers... buffers) {
   Kernel& kernel = family_kernel(call, kFamily, kernel_name);
-  call.launch(kernel, linear_geometry(call.device(), kernel, (n + per_item - 1) / per_item),
-              buffers..., static_cast<cl_ulong>(n));
+  call.launch(kernel, linear_geometry(call.device(), kernel, n), buffers...,
+         static_cast<cl_ulong>(n));
 }
 
 struct Operand {
@@ -31,8 +27,7 @@ struct Operand {
 
 // Validates every operand for n float32 elements, then launches kernel_name over them in order.
 template <std::size_t N>
-void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N],
-                 std::uint64_t per_item = 1) {
+void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N]) {
   std::uint64_t count = element_count({{"num_elements", n}});
   std::uint64_t bytes = byte_count(count, sizeof(float));
   std::array<cl_mem, N> mems{};
@@ -40,8 +35,7 @@ void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand
     mems[i] = call.buffer(operands[i].handle, operands[i].name, bytes).mem;
   }
   if (count == 0) return;
-  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, per_item, mem...); },
-             mems);
+  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, mem...); }, mems);
 }
 
 }  // namespace
@@ -55,7 +49,8 @@ void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
 }
 
 void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* db, int n) {
-  // ABI.md 4.3: NULL inputs are refused first; both outputs NULL is a successful no-op.
+  // NULL inputs are refused first; both outputs NULL is a successful no-op (docs/ABI.md
+  // section 4.5).
   if (dc == nullptr) fail(Status::kInvalidArgument, "buffer_dC is NULL");
   if (a == nullptr) fail(Status::kInvalidArgument, "buffer_A is NULL");
   if (b == nullptr) fail(Status::kInvalidArgument, "buffer_B is NULL");
@@ -67,19 +62,17 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   auto da_view = call.optional_buffer(da, "buffer_dA", bytes);
   auto db_view = call.optional_buffer(db, "buffer_dB", bytes);
   if (count == 0) return;
-  if (da_view) launch_linear(call, "elementwise_mul", count, 1, dc_mem, b_mem, da_view->mem);
-  if (db_view) launch_linear(call, "elementwise_mul", count, 1, dc_mem, a_mem, db_view->mem);
+  if (da_view) launch_linear(call, "elementwise_mul", count, dc_mem, b_mem, da_view->mem);
+  if (db_view) launch_linear(call, "elementwise_mul", count, dc_mem, a_mem, db_view->mem);
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}},
-              kGeluVector);
+  launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}});
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
   launch_over(call, "elementwise_gelu_backward", n,
-              {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}},
-              kGeluVector);
+              {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 
 }  // namespace aethercl::ops

@@ -1,6 +1,6 @@
 // Embedding ops: validate ids (int32, b*s), weights (v*d) and rows (b*s*d), then launch
 // kernels/embedding.cl. The backward is deterministic unless AETHERCL_DETERMINISTIC=0 selects the
-// float-atomic kernel (DESIGN.md decision 8: no update is lost on either path).
+// float-atomic kernel (docs/ARCHITECTURE.md decision 8: no update is lost on either path).
 #include "ops/embedding.h"
 
 #include "ops/aliasing.h"

@@ -4,6 +4,7 @@
 #include "support/env.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace aethercl::ops {
 namespace {
@@ -54,8 +55,14 @@ bool row_kernels_use_registers() {
   return !mode || *mode != "loop";
 }
 
+bool row_kernel_has_register_path(const char* kernel_name) {
+  std::string_view name(kernel_name);
+  return name == "rowwise_softmax" || name == "rowwise_log_softmax" ||
+         name == "rowwise_layernorm" || name == "rowwise_layernorm_backward";
+}
+
 RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64_t rows,
-                         std::uint64_t cols, std::size_t scratch_element_bytes) {
+                         std::uint64_t cols, std::size_t scratch_element_bytes, bool registers) {
   const DeviceInfo& info = device.info();
   std::size_t kernel_limit = std::max<std::size_t>(1, kernel.max_work_group_size);
   std::size_t limit = std::min(
@@ -67,7 +74,7 @@ RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64
   // Items the row needs: one per element for short rows, and at least kMinRegisterGroup with up
   // to kRowRegisters elements each where the row fits the registers of a full group.
   std::uint64_t wanted = cols;
-  if (row_kernels_use_registers() && cols > kMinRegisterGroup &&
+  if (registers && cols > kMinRegisterGroup &&
       cols <= kMaxRowGroup * kRowRegisters) {
     wanted = std::max<std::uint64_t>(kMinRegisterGroup, (cols + kRowRegisters - 1) / kRowRegisters);
   }

@@ -1,6 +1,6 @@
 // Loss ops: log-softmax and cross-entropy over rows = B*S of V classes, one work-group per row
-// (kernels/rowwise.cl). Enqueued like every op; ABI.md 3.5 stream order makes them visible to the
-// next read.
+// (kernels/rowwise.cl). Enqueued like every op; the stream order of docs/ABI.md section 3.7 makes
+// them visible to the next read.
 #include "ops/loss.h"
 
 #include "ops/launch.h"

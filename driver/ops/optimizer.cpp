@@ -1,5 +1,5 @@
-// Adam: validate buffers, then (for n > 0) the hyper-parameters of ABI.md 3.4, then launch
-// kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
+// Adam: validate buffers, then (for n > 0) the hyper-parameters (docs/ABI.md section 4.9), then
+// launch kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
 #include "ops/optimizer.h"
 
 #include "ops/launch.h"
@@ -38,7 +38,7 @@ void adam_update(DeviceCall& call, void* p, void* g, void* m, void* v, int n, co
   cl_mem g_mem = call.buffer(g, "grad_buffer", bytes).mem;
   cl_mem m_mem = call.buffer(m, "m_buffer", bytes).mem;
   cl_mem v_mem = call.buffer(v, "v_buffer", bytes).mem;
-  if (count == 0) return;  // ABI.md 3.4: before the hyper-parameters are checked
+  if (count == 0) return;  // docs/ABI.md section 3.6: before the hyper-parameters are checked
   check_hyper(h);
 
   const float beta1_t = static_cast<float>(std::pow(static_cast<double>(h.beta1), h.t));

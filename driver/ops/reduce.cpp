@@ -28,7 +28,8 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   std::uint64_t count = element_count({{"B", b}, {"M", m}, {"N", n}});
   std::uint64_t out_count = element_count({{"N", n}});
   cl_mem in_mem = call.buffer(in, "in", byte_count(count, sizeof(float))).mem;
-  // With B*M == 0 and N > 0 the sums are empty: nothing is written (ABI.md 3.4: count 0).
+  // With B*M == 0 and N > 0 the sums are empty: nothing is written (zero work, docs/ABI.md
+  // section 3.6).
   std::uint64_t out_bytes = count == 0 ? 0 : byte_count(out_count, sizeof(float));
   cl_mem out_mem = call.buffer(out, "out", out_bytes).mem;
   require_distinct(in, "in", out, "out");

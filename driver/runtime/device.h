@@ -76,6 +76,11 @@ class Device {
   Stream& create_stream(std::uint64_t id, void* token, bool timing);
   // Work already issued still completes; blocks of its pool serve other streams afterwards.
   void destroy_stream(Stream& stream);
+  // The stream of the entry-point call that holds this device's lock (DeviceCall sets it: the
+  // thread's current stream, or the one a stream argument named), for code that has the Device
+  // but not the call (GEMM internals, scratch memory). The default stream outside a call.
+  Stream& call_stream() { return call_stream_ != nullptr ? *call_stream_ : default_stream(); }
+  void set_call_stream(Stream* stream) { call_stream_ = stream; }
   std::size_t stream_count() const { return streams_.size(); }
 
   // ---- memory ------------------------------------------------------------------------------
@@ -150,6 +155,7 @@ class Device {
   std::mutex mutex_;
   cl::Context context_;
   std::vector<std::unique_ptr<Stream>> streams_;  // [0] is the default stream
+  Stream* call_stream_ = nullptr;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<ProgramCache> programs_;
   std::unique_ptr<PinnedRing> ring_;              // created at the first staged transfer

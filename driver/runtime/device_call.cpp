@@ -10,7 +10,13 @@ DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
       lifecycle_lock_(runtime.lifecycle_mutex()),
       device_(&runtime.resolve(gpu_index)),
       device_lock_(device_->mutex()),
-      stream_(&device_->current_stream()) {}
+      stream_(&device_->current_stream()) {
+  device_->set_call_stream(stream_);
+}
+
+DeviceCall::~DeviceCall() {
+  if (device_lock_.owns_lock()) device_->set_call_stream(nullptr);
+}
 
 Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
   if (token == nullptr) return device_->default_stream();
@@ -26,6 +32,7 @@ Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
 
 Stream& DeviceCall::use_stream(const void* token, const char* argument) {
   stream_ = &resolve_stream(token, argument);
+  device_->set_call_stream(stream_);
   return *stream_;
 }
 

@@ -29,6 +29,9 @@ class DeviceCall {
  public:
   // Throws kNotInitialized / kNoDevice when gpu_index resolves to no device.
   explicit DeviceCall(int gpu_index, Runtime& runtime = Runtime::instance());
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+  ~DeviceCall();
 
   Device& device() { return *device_; }
   Runtime& runtime() { return runtime_; }
@@ -64,7 +67,10 @@ class DeviceCall {
   // Gives up the device's lock early, for calls that end by waiting on the host (stream and
   // event synchronisation) so other threads can keep issuing work meanwhile. Nothing of the
   // device may be used afterwards.
-  void release_device() { device_lock_.unlock(); }
+  void release_device() {
+    device_->set_call_stream(nullptr);
+    device_lock_.unlock();
+  }
 
  private:
   Runtime& runtime_;

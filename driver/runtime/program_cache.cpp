@@ -97,9 +97,11 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
 Kernel& ProgramCache::literal_kernel(const char* family, const char* name) {
   auto key = std::make_pair(family, name);
   auto it = literals_.find(key);
-  if (it != literals_.end()) return *it->second;
+  if (it != literals_.end() && it->second.kernel->name == name && it->second.family == family) {
+    return *it->second.kernel;
+  }
   Kernel& built = kernel(family, name);
-  literals_.emplace(key, &built);
+  literals_[key] = LiteralEntry{&built, family};
   return built;
 }
 

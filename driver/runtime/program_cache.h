@@ -35,8 +35,9 @@ class ProgramCache {
   // Throws Error(kBuildFailed) with the build log when the family does not build.
   Kernel& kernel(const std::string& family, const std::string& name,
                  const std::string& extra_options = "");
-  // kernel(family, name) for string literals: after the first call the addresses are the key,
-  // so the per-call cost is one hash lookup. Only for arguments with static storage.
+  // kernel(family, name) without options, memoised by the strings' addresses (one hash lookup
+  // and a string comparison per call for string literals). Any strings work: an address that
+  // now holds other text is noticed by the comparison and looked up again.
   Kernel& literal_kernel(const char* family, const char* name);
 
   // The on-disk cache key of a family built with extra_options (exposed for tests).
@@ -65,7 +66,11 @@ class ProgramCache {
       return std::hash<const void*>()(key.first) * 31 + std::hash<const void*>()(key.second);
     }
   };
-  std::unordered_map<std::pair<const char*, const char*>, Kernel*, LiteralKeyHash> literals_;
+  struct LiteralEntry {
+    Kernel* kernel;
+    std::string family;
+  };
+  std::unordered_map<std::pair<const char*, const char*>, LiteralEntry, LiteralKeyHash> literals_;
   ProgramStats stats_;
 };
 

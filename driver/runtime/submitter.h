@@ -1,7 +1,6 @@
-// The submission thread of a device (DESIGN decision 15 of the version-2 plan, docs/ARCHITECTURE.md
-// "Streams and the submission thread"): callers record commands in a bounded ring and return; one
-// thread per device executes them in order. Used where enqueueing is expensive for the caller
-// (NVIDIA: microseconds per clEnqueueNDRangeKernel).
+// The submission thread of a device (docs/ARCHITECTURE.md decision 15): callers record commands
+// in a bounded ring and return; one thread per device executes them in order. Used where
+// enqueueing is expensive for the caller (NVIDIA: microseconds per clEnqueueNDRangeKernel).
 //
 // Contract: push() and drain() are called with the owning device's mutex held (one producer at a
 // time). The thread never takes that mutex; everything a queued command refers to (queues, cl_mem,

@@ -1,5 +1,5 @@
 """A PyTorch replica of llm.py's default model (B=16, S=64, E=16, H=4, d_ff=256, L=6, V=53; the
-sizes of python_harness/llm_replay.py) and its training step in eager mode, as the reference
+sizes of tools/bench/llm_replay.py) and its training step in eager mode, as the reference
 `tools/aethercl bench step` compares against where torch is installed.
 
 The replica is the model as documented, trained properly: embedding + sinusoidal positions, six
