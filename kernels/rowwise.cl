@@ -9,6 +9,11 @@
 // LayerNorm statistics and the softmax-backward dot product accumulate in acc_t: double where the
 // device has FP64 (as the original driver did), float otherwise. ROWWISE_ACC_DOUBLE may be given
 // as a build option to force float accumulation on an FP64 device (used by the unit tests).
+//
+// Rows of up to ROW_REGS * local size elements are read from global memory once into private
+// registers and written once: each item holds the elements lid, lid + local size, ... (coalesced).
+// Longer rows, and every row when built with ROW_LOOP_ONLY=1 (AETHERCL_ROW_KERNEL=loop), stream
+// through global memory in several passes. ROW_REGS must match kRowRegisters in ops/launch.cpp.
 
 #ifndef ROWWISE_ACC_DOUBLE
 #define ROWWISE_ACC_DOUBLE AETHERCL_FP64
@@ -22,6 +27,14 @@ typedef float acc_t;
 #endif
 
 #define SOFTMAX_DENOMINATOR_EPS 1e-9f
+
+#define ROW_REGS 16
+#ifndef ROW_LOOP_ONLY
+#define ROW_LOOP_ONLY 0
+#endif
+// Whether a row fits the registers of the group, and element i of this item's share of it.
+#define ROW_IN_REGISTERS(cols) (!ROW_LOOP_ONLY && (cols) <= (ulong)get_local_size(0) * ROW_REGS)
+#define REG_COL(i) ((ulong)get_local_id(0) + (ulong)(i) * get_local_size(0))
 
 #define FOR_EACH_ROW(row, rows) \
   for (ulong row = get_group_id(0); row < (rows); row += get_num_groups(0))
@@ -93,10 +106,62 @@ void row_moments(__global const float* x, ulong cols, float eps, __local acc_t* 
   *inv_std_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
 }
 
+// row_moments for a row held in registers: loads this item's elements into v (0 past the row).
+void row_moments_registers(__global const float* x, ulong cols, float eps,
+                           __local acc_t* scratch, float* v, acc_t* mean_out,
+                           acc_t* inv_std_out) {
+  acc_t local_sum = 0;
+  #pragma unroll
+  for (int i = 0; i < ROW_REGS; ++i) {
+    const ulong j = REG_COL(i);
+    v[i] = j < cols ? x[j] : 0.0f;
+    local_sum += (acc_t)v[i];
+  }
+  const acc_t mean = group_sum_acc(scratch, local_sum) / (acc_t)cols;
+  acc_t local_sq = 0;
+  #pragma unroll
+  for (int i = 0; i < ROW_REGS; ++i) {
+    if (REG_COL(i) < cols) {
+      const acc_t d = (acc_t)v[i] - mean;
+      local_sq += d * d;
+    }
+  }
+  const acc_t variance = group_sum_acc(scratch, local_sq) / (acc_t)cols;
+  *mean_out = mean;
+  *inv_std_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
+}
+
 // y = exp(x - max) / (sum + 1e-9). Each exp is computed once: the second pass stores it in y and
 // the third divides it in place (every item rereads only the elements it wrote itself).
 __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong rows, ulong cols,
                              __local float* scratch) {
+  if (ROW_IN_REGISTERS(cols)) {
+    FOR_EACH_ROW(row, rows) {
+      const ulong base = row * cols;
+      float v[ROW_REGS];
+      float local_max = -INFINITY;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        v[i] = j < cols ? x[base + j] : -INFINITY;
+        local_max = fmax(local_max, v[i]);
+      }
+      const float row_max = group_max_f(scratch, local_max);
+      float local_sum = 0.0f;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        v[i] = REG_COL(i) < cols ? exp(v[i] - row_max) : 0.0f;
+        local_sum += v[i];
+      }
+      const float denominator = group_sum_f(scratch, local_sum) + SOFTMAX_DENOMINATOR_EPS;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) y[base + j] = v[i] / denominator;
+      }
+    }
+    return;
+  }
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
     float local_max = -INFINITY;
@@ -116,6 +181,33 @@ __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong 
 // out = (x - max) - log(sum + 1e-9)
 __kernel void rowwise_log_softmax(__global const float* x, __global float* out, ulong rows,
                                  ulong cols, __local float* scratch) {
+  if (ROW_IN_REGISTERS(cols)) {
+    FOR_EACH_ROW(row, rows) {
+      const ulong base = row * cols;
+      float v[ROW_REGS];
+      float local_max = -INFINITY;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        v[i] = j < cols ? x[base + j] : -INFINITY;
+        local_max = fmax(local_max, v[i]);
+      }
+      const float row_max = group_max_f(scratch, local_max);
+      float local_sum = 0.0f;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        if (REG_COL(i) < cols) local_sum += exp(v[i] - row_max);
+      }
+      const float log_denominator =
+          log(group_sum_f(scratch, local_sum) + SOFTMAX_DENOMINATOR_EPS);
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) out[base + j] = (v[i] - row_max) - log_denominator;
+      }
+    }
+    return;
+  }
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
     float row_max, row_sum;
@@ -125,7 +217,8 @@ __kernel void rowwise_log_softmax(__global const float* x, __global float* out, 
   }
 }
 
-// dx = (dy - sum_j dy_j y_j) * y
+// dx = (dy - sum_j dy_j y_j) * y. Streams its two inputs twice instead of holding them in
+// registers: on the H200 that measured faster (0.67x of a copy against 0.50x, docs/PERFORMANCE.md).
 __kernel void rowwise_softmax_backward(__global const float* dy, __global const float* y,
                                       __global float* dx, ulong rows, ulong cols,
                                       __local acc_t* scratch) {
@@ -143,6 +236,20 @@ __kernel void rowwise_softmax_backward(__global const float* dy, __global const 
 // y = (x - mean) / sqrt(var + eps); eps > 0 is guaranteed by the host.
 __kernel void rowwise_layernorm(__global const float* x, __global float* y, ulong rows, ulong cols,
                                float eps, __local acc_t* scratch) {
+  if (ROW_IN_REGISTERS(cols)) {
+    FOR_EACH_ROW(row, rows) {
+      const ulong base = row * cols;
+      float v[ROW_REGS];
+      acc_t mean, inv_std;
+      row_moments_registers(x + base, cols, eps, scratch, v, &mean, &inv_std);
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) y[base + j] = (float)(((acc_t)v[i] - mean) * inv_std);
+      }
+    }
+    return;
+  }
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
     acc_t mean, inv_std;
@@ -156,6 +263,34 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
                                         __global float* dx, ulong rows, ulong cols, float eps,
                                         __local acc_t* scratch) {
   const acc_t n = (acc_t)cols;
+  if (ROW_IN_REGISTERS(cols)) {
+    FOR_EACH_ROW(row, rows) {
+      const ulong base = row * cols;
+      float v[ROW_REGS], g[ROW_REGS];
+      acc_t mean, inv_std;
+      row_moments_registers(x + base, cols, eps, scratch, v, &mean, &inv_std);
+      acc_t local_dy = 0, local_dy_xhat = 0;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        g[i] = j < cols ? dy[base + j] : 0.0f;
+        local_dy += (acc_t)g[i];
+        if (j < cols) local_dy_xhat += (acc_t)g[i] * (((acc_t)v[i] - mean) * inv_std);
+      }
+      const acc_t sum_dy = group_sum_acc(scratch, local_dy);
+      const acc_t sum_dy_xhat = group_sum_acc(scratch, local_dy_xhat);
+      const acc_t scale = inv_std / n;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) {
+          const acc_t xhat = ((acc_t)v[i] - mean) * inv_std;
+          dx[base + j] = (float)(scale * (n * (acc_t)g[i] - sum_dy - xhat * sum_dy_xhat));
+        }
+      }
+    }
+    return;
+  }
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
     acc_t mean, inv_std;

@@ -4,12 +4,18 @@
 #include "support/env.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace aethercl::ops {
 namespace {
 
 constexpr std::size_t kMaxLinearGroup = 256;
 constexpr std::size_t kMaxRowGroup = 256;
+// Elements per item a row kernel holds in registers (ROW_REGS in kernels/rowwise.cl), and the
+// smallest group a longer row gets: rows of 64..1024 run as 64 items of up to 16 elements, so a
+// GPU multiprocessor keeps many rows (groups) in flight instead of a few wide ones.
+constexpr std::uint64_t kRowRegisters = 16;
+constexpr std::uint64_t kMinRegisterGroup = 64;
 constexpr std::uint64_t kGroupsPerComputeUnit = 64;
 constexpr std::uint64_t kMaxLinearGroups = 1ull << 24;
 
@@ -44,8 +50,19 @@ LaunchGeometry capped_groups(const Device& device, std::uint64_t work_groups, st
   return LaunchGeometry::linear(static_cast<std::size_t>(groups) * local, local);
 }
 
+bool row_kernels_use_registers() {
+  auto mode = env::get(env::kRowKernel);
+  return !mode || *mode != "loop";
+}
+
+bool row_kernel_has_register_path(const char* kernel_name) {
+  std::string_view name(kernel_name);
+  return name == "rowwise_softmax" || name == "rowwise_log_softmax" ||
+         name == "rowwise_layernorm" || name == "rowwise_layernorm_backward";
+}
+
 RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64_t rows,
-                         std::uint64_t cols, std::size_t scratch_element_bytes) {
+                         std::uint64_t cols, std::size_t scratch_element_bytes, bool registers) {
   const DeviceInfo& info = device.info();
   std::size_t kernel_limit = std::max<std::size_t>(1, kernel.max_work_group_size);
   std::size_t limit = std::min(
@@ -54,8 +71,15 @@ RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64
     std::uint64_t fits = std::max<std::uint64_t>(1, info.local_mem_bytes / scratch_element_bytes);
     limit = static_cast<std::size_t>(std::min<std::uint64_t>(limit, fits));
   }
+  // Items the row needs: one per element for short rows, and at least kMinRegisterGroup with up
+  // to kRowRegisters elements each where the row fits the registers of a full group.
+  std::uint64_t wanted = cols;
+  if (registers && cols > kMinRegisterGroup &&
+      cols <= kMaxRowGroup * kRowRegisters) {
+    wanted = std::max<std::uint64_t>(kMinRegisterGroup, (cols + kRowRegisters - 1) / kRowRegisters);
+  }
   std::size_t local = floor_power_of_two(limit);
-  while (local > 1 && local / 2 >= cols) local /= 2;  // smallest power of two >= cols
+  while (local > 1 && local / 2 >= wanted) local /= 2;  // smallest power of two >= wanted
   if (auto forced = env::count(env::kRowGroup); forced && *forced > 0) {
     // Testing knob: lets CPU test runs exercise the multi-item reductions GPUs use.
     local = std::min<std::size_t>(

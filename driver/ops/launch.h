@@ -12,9 +12,13 @@
 
 namespace aethercl::ops {
 
-// The kernel `name` of the family `family` (kernels/<family>.cl) built with extra_options.
+// The kernel `name` (a string literal) of the family `family` (kernels/<family>.cl).
+inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name) {
+  return call.device().programs().literal_kernel(family, name);
+}
+// The same built with extra -D options (a program of its own per option string).
 inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name,
-                             const std::string& extra_options = "") {
+                             const std::string& extra_options) {
   return call.device().programs().kernel(family, name, extra_options);
 }
 
@@ -41,13 +45,16 @@ struct RowGeometry {
 };
 
 // Local size: the largest power of two <= min(256, device maximum, the kernel's own maximum) that
-// the device's local memory holds (scratch_element_bytes per item), but no larger than the row
-// rounded up to a power of two, so short rows do not idle most of the group; on CPU devices one
-// item per group (AETHERCL_ROW_GROUP=n forces up to n, for tests). Groups: one per row, capped at
-// 64 per compute unit (the kernels walk the remaining rows). Deterministic for a given device,
-// kernel and row length, which keeps the reductions bit-reproducible.
+// the device's local memory holds (scratch_element_bytes per item), but no larger than the items
+// the row needs rounded up to a power of two: one per element for rows of up to 64, else 64 or
+// more items holding up to 16 elements each in registers (rows up to 4096; longer rows get the
+// full group and stream). On CPU devices one item per group (AETHERCL_ROW_GROUP=n forces up to n,
+// for tests). Groups: one per row, capped at 64 per compute unit (the kernels walk the remaining
+// rows). Deterministic for a given device, kernel and row length, which keeps the reductions
+// bit-reproducible.
 RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64_t rows,
-                         std::uint64_t cols, std::size_t scratch_element_bytes);
+                         std::uint64_t cols, std::size_t scratch_element_bytes,
+                         bool registers = false);
 
 // Bytes of one element of the row kernels' acc_t: double on FP64 devices, float otherwise (the
 // AETHERCL_FP64 build option the program cache passes follows the same DeviceInfo::fp64).
@@ -55,13 +62,24 @@ inline std::size_t accumulator_bytes(const Device& device) {
   return device.info().fp64 ? sizeof(double) : sizeof(float);
 }
 
+// false when AETHERCL_ROW_KERNEL=loop: every row streams through global memory in several passes
+// (the kernels before the register path; kept for comparison in benchmarks).
+bool row_kernels_use_registers();
+// Whether the rowwise kernel holds rows in registers (softmax, log-softmax, LayerNorm and its
+// backward; softmax backward and cross-entropy stream, which measured faster or equal).
+bool row_kernel_has_register_path(const char* kernel_name);
+
 // Launches kernel_name of the "rowwise" family over rows x cols with args bound in order; when
 // scratch_element_bytes > 0 a local scratch of local-size elements is bound after them.
 template <typename... Args>
 void launch_rows(DeviceCall& call, const char* kernel_name, std::uint64_t rows, std::uint64_t cols,
                  std::size_t scratch_element_bytes, const Args&... args) {
-  Kernel& kernel = family_kernel(call, "rowwise", kernel_name);
-  RowGeometry rg = row_geometry(call.device(), kernel, rows, cols, scratch_element_bytes);
+  const bool registers = row_kernels_use_registers();
+  Kernel& kernel = registers ? family_kernel(call, "rowwise", kernel_name)
+                             : call.device().programs().kernel("rowwise", kernel_name,
+                                                               "-DROW_LOOP_ONLY=1");
+  RowGeometry rg = row_geometry(call.device(), kernel, rows, cols, scratch_element_bytes,
+                                registers && row_kernel_has_register_path(kernel_name));
   LaunchGeometry geometry = LaunchGeometry::linear(rg.global, rg.local);
   if (scratch_element_bytes > 0) {
     call.launch(kernel, geometry, args..., LocalBytes{rg.local * scratch_element_bytes});

@@ -6,6 +6,16 @@
 //
 // A record holds everything a launch needs by value (kernel, argument bytes, geometry, and the
 // exported function that caused it), so it can be submitted later on another thread and logged.
+// What it points to must outlive that: the Kernel (and every cl_mem among the arguments) stays
+// alive until the device has drained its submission thread (Device::drain, which every
+// synchronising call does) — code that releases a kernel or buffer a record may name drains
+// first, as MemoryPool does before clReleaseMemObject.
+//
+// For code outside the op families (user kernels, GEMM): build the record with make_launch, or
+// fill LaunchRecord::args from any argument list (add_bytes / add_local), and hand it to
+// DeviceCall::enqueue (the call's stream) or Device::enqueue(stream, record). The kernel log
+// hooks in at Device::enqueue / execute (runtime/command.cpp), where the stream, the record and,
+// when requested, the event are all at hand.
 #pragma once
 
 #include "cl/opencl.h"
@@ -114,9 +124,10 @@ LaunchRecord make_launch(Kernel& kernel, const LaunchGeometry& geometry, const A
   return record;
 }
 
-// Binds the record's arguments to its kernel and enqueues it on queue; event, when not NULL,
-// receives the launch's event. Throws Error naming the OpenCL call that failed. The caller owns
-// the kernel's argument state for the duration (kernel objects are not thread-safe to bind).
+// Binds the record's arguments to its kernel (skipping arguments whose value is already bound)
+// and enqueues it on queue; event, when not NULL, receives the launch's event. Throws Error naming
+// the OpenCL call that failed. The caller owns the kernel's argument state for the duration
+// (kernel objects are not thread-safe to bind).
 void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event);
 
 }  // namespace aethercl

@@ -94,6 +94,17 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   return program;
 }
 
+Kernel& ProgramCache::literal_kernel(const char* family, const char* name) {
+  auto key = std::make_pair(family, name);
+  auto it = literals_.find(key);
+  if (it != literals_.end() && it->second.kernel->name == name && it->second.family == family) {
+    return *it->second.kernel;
+  }
+  Kernel& built = kernel(family, name);
+  literals_[key] = LiteralEntry{&built, family};
+  return built;
+}
+
 Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
                              const std::string& extra_options) {
   std::string options =

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 namespace aethercl {
 
@@ -33,6 +35,10 @@ class ProgramCache {
   // Throws Error(kBuildFailed) with the build log when the family does not build.
   Kernel& kernel(const std::string& family, const std::string& name,
                  const std::string& extra_options = "");
+  // kernel(family, name) without options, memoised by the strings' addresses (one hash lookup
+  // and a string comparison per call for string literals). Any strings work: an address that
+  // now holds other text is noticed by the comparison and looked up again.
+  Kernel& literal_kernel(const char* family, const char* name);
 
   // The on-disk cache key of a family built with extra_options (exposed for tests).
   std::string cache_key(const std::string& source, const std::string& options) const;
@@ -55,6 +61,16 @@ class ProgramCache {
   BinaryCache disk_;
   std::string base_options_;
   std::map<std::string, Built> programs_;  // family + '|' + options
+  struct LiteralKeyHash {
+    std::size_t operator()(const std::pair<const char*, const char*>& key) const noexcept {
+      return std::hash<const void*>()(key.first) * 31 + std::hash<const void*>()(key.second);
+    }
+  };
+  struct LiteralEntry {
+    Kernel* kernel;
+    std::string family;
+  };
+  std::unordered_map<std::pair<const char*, const char*>, LiteralEntry, LiteralKeyHash> literals_;
   ProgramStats stats_;
 };
 

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
 from hostile_harness import _buffers, _call, _values  # noqa: E402,F401
+from hostile_runtime_cases import runtime_cases  # noqa: E402
 from hostile_sim_cases import sim_cases  # noqa: E402
 
 def compute_cases(symbol) -> List[Case]:
@@ -428,7 +429,7 @@ def trace_cases(add) -> None:
 
 def all_cases(symbols) -> List[Case]:
     names = {s.name for s in symbols}
-    cases = memory_cases() + extension_cases()
+    cases = memory_cases() + extension_cases() + runtime_cases(symbols)
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:

@@ -55,6 +55,9 @@ class Harness:
         self.owned: List[int] = []
         self.blocks: List[int] = []
         self.keep = []  # host memory that must outlive a call
+        self.streams: List[int] = []   # stream tokens to destroy after the case
+        self.events: List[int] = []    # event tokens to destroy after the case
+        self.pinned: List[int] = []    # aethercl_host_alloc pointers to free after the case
 
     # ---- memory helpers -------------------------------------------------------------------
     def alloc(self, nbytes: int, fill: int = 0) -> int:
@@ -92,6 +95,15 @@ class Harness:
         return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))["live_buffers"]
 
     def cleanup(self) -> None:
+        for event in self.events:
+            self.lib.aethercl_event_destroy(event)
+        self.events.clear()
+        for stream in self.streams:
+            self.lib.aethercl_stream_destroy(self.index, stream)
+        self.streams.clear()
+        for pointer in self.pinned:
+            self.lib.aethercl_host_free(pointer)
+        self.pinned.clear()
         for handle in self.owned:
             self.lib.free_gpu_memory(self.index, handle)
         self.owned.clear()
