@@ -20,6 +20,8 @@ C_TYPES = {
     "char*": ctypes.c_char_p,
     "const char*": ctypes.c_char_p,
     "int*": ctypes.POINTER(ctypes.c_int),
+    # Descriptor structs are passed by pointer: any ctypes pointer, byref() or address.
+    "const aethercl_gemm_desc*": ctypes.c_void_p,
 }
 
 

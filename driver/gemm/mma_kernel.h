@@ -1,0 +1,48 @@
+// The tensor-core kernel family kernels/gemm_mma.cl: which kernel runs a product, its build
+// options and tile configuration, and its launch.
+#pragma once
+
+#include "ops/gemm.h"
+#include "runtime/device.h"
+
+#include <optional>
+#include <string>
+
+namespace aethercl::gemm {
+
+// What the tensor cores multiply (kernels/gemm_mma.cl MMA_KIND).
+enum class MmaKind : int { kTF32 = 0, k3xTF32 = 1, kBF16 = 2, kFP16 = 3 };
+const char* mma_kind_name(MmaKind kind);
+
+// The kind that computes p exactly as its compute mode says, or nullopt (other combinations of
+// storage and rounding run on the portable kernel).
+std::optional<MmaKind> mma_kind_for(const ops::GemmProblem& p);
+
+// Tile configuration: work-group tile bm x bn, warp tile wm x wn, K-tiles in flight.
+struct MmaConfig {
+  int bm = 128;
+  int bn = 128;
+  int wm = 64;
+  int wn = 64;
+  int stages = 3;
+  int tf32_round = 1;  // 1: round TF32 inputs to nearest in registers (the documented rounding)
+  int threads() const { return (bm / wm) * (bn / wn) * 32; }
+  std::string to_string() const;
+};
+
+// The configuration for p on a device with `compute_units`; AETHERCL_MMA_PARAMS
+// ("bm=128,bn=128,wm=64,wn=64,stages=3,tf32_round=1", any subset) overrides it (tuning). With
+// emulation (AETHERCL_TENSOR_CORES=emulate) the tiles are small. Throws kInvalidArgument for a
+// malformed override.
+MmaConfig mma_config(const ops::GemmProblem& p, std::uint32_t compute_units, bool emulated);
+
+// The cp.async width (16, 8 or 4 bytes) A and B allow: offsets, leading dimensions and batch
+// strides in bytes must be multiples of it; 0 when not even 4 works.
+int mma_chunk_bytes(const ops::GemmProblem& p);
+
+// Builds (or finds) the kernel for p and enqueues it. Preconditions: kind == mma_kind_for(p),
+// chunk == mma_chunk_bytes(p) > 0. Throws kBuildFailed when the kernel does not build.
+void enqueue_mma_gemm(Device& device, const ops::GemmProblem& p, MmaKind kind,
+                      const MmaConfig& config, int chunk, bool emulated);
+
+}  // namespace aethercl::gemm

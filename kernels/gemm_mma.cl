@@ -1,0 +1,545 @@
+// Tensor-core GEMM for NVIDIA GPUs of compute capability 8.0 and later, through inline PTX:
+// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] with mma.sync (TF32 m16n8k8, BF16/FP16
+// m16n8k16), fragments read with ldmatrix (32-bit elements use it as pairs of 16-bit ones), and
+// a multi-stage cp.async pipeline from global to local memory. Only NVIDIA's OpenCL compiler
+// builds this file; driver/gemm/tensor_core_gemm.cpp probes it at first use.
+//
+// Build options:
+//   MMA_KIND          0 TF32, 1 3xTF32 (A and B float32), 2 BF16 (bf16 storage), 3 FP16 (f16)
+//   MMA_C_TYPE        storage of C: 0 float32, 1 float16, 2 bfloat16
+//   MMA_TRANS_A/B     1: A stored K x M (B stored N x K), row-major
+//   MMA_BM, MMA_BN    output tile of one work-group; MMA_WM, MMA_WN that of one warp (multiples
+//                     of 16); the work-group has (BM / WM) * (BN / WN) warps
+//   MMA_STAGES        K-tiles in flight (local memory: STAGES * (BM + BN) * 64 bytes)
+//   MMA_CHUNK         bytes per cp.async: 16, 8 or 4. The host guarantees that offsets, leading
+//                     dimensions and batch strides of A and B are multiples of it (in bytes)
+//   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even (pair stores)
+//   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
+//                     nf_round_tf32 (nearest, ties away); 0 leaves the dropped bits to the
+//                     tensor core (truncation: faster, not the documented rounding)
+// Work-group: MMA_THREADS work-items in dimension 0; group (t, 0, z) computes output tile t of
+// batch batch0 + z, tiles ordered in column bands of MMA_GROUP_M tiles for L2 reuse.
+//
+// Local memory holds each K-tile of A and B as 16-byte units (4 floats or 8 halves), XOR-swizzled
+// so that ldmatrix, scalar fragment reads and cp.async writes are free of bank conflicts:
+//   K-contiguous tiles (A, or B transposed: rows are m or n, each 64 bytes of k):
+//       unit u of row r lives at unit u ^ ((r >> 1) & 3)
+//   MN-contiguous tiles (A transposed, or B: rows are k): unit u of row r lives at
+//       u ^ ((r & 3) << 1) (32-bit elements) or u ^ (r & 7) (16-bit elements)
+// Elements outside the operands are zero-filled by cp.async (src-size), so edges need no
+// branches in the math; stores are masked. beta == 0 never reads C.
+
+#include "numeric_formats.cl"
+
+#ifndef MMA_EMULATE
+#define MMA_EMULATE 0
+#endif
+#if MMA_EMULATE  // loops full of barriers stay loops: unrolling them makes PoCL compile for ages
+#define MMA_UNROLL _Pragma("unroll 1")
+#else
+#define MMA_UNROLL _Pragma("unroll")
+#endif
+
+#if MMA_KIND <= 1
+#define MMA_ELEM 4   // bytes per element of A and B
+#define MMA_KSTEP 8  // k of one mma instruction
+#else
+#define MMA_ELEM 2
+#define MMA_KSTEP 16
+#endif
+#define MMA_BK (64 / MMA_ELEM)            // k per K-tile: 64 bytes per row
+#define MMA_UNIT_ELEMS (16 / MMA_ELEM)    // elements per 16-byte unit
+#define MMA_WARPS_M (MMA_BM / MMA_WM)
+#define MMA_WARPS_N (MMA_BN / MMA_WN)
+#define MMA_THREADS (MMA_WARPS_M * MMA_WARPS_N * 32)
+#define MMA_MI (MMA_WM / 16)              // m16 tiles per warp
+#define MMA_NI (MMA_WN / 8)               // n8 tiles per warp
+#define MMA_A_BYTES (MMA_BM * 64)         // one stage of A (BM x BK elements)
+#define MMA_B_BYTES (MMA_BN * 64)
+#define MMA_STAGE_BYTES (MMA_A_BYTES + MMA_B_BYTES)
+#ifndef MMA_GROUP_M
+#define MMA_GROUP_M 8
+#endif
+
+#if MMA_WM % 16 || MMA_WN % 16 || MMA_BM % MMA_WM || MMA_BN % MMA_WN
+#error "warp tiles must be multiples of 16 and divide the block tile"
+#endif
+#if MMA_BM < 64 || MMA_BN < 64
+#error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
+#endif
+#if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
+#error "MMA_CHUNK must be 16, 8 or 4"
+#endif
+
+#if MMA_KIND <= 1
+typedef float mma_elem_t;
+#else
+typedef ushort mma_elem_t;
+#endif
+#if MMA_C_TYPE == 0
+typedef float mma_c_t;
+#elif MMA_C_TYPE == 1
+typedef half mma_c_t;
+#else
+typedef ushort mma_c_t;
+#endif
+
+#if MMA_EMULATE
+// ---- emulated warp instructions (MMA_EMULATE=1) ---------------------------------------------------
+// The same wrappers in plain OpenCL C, so the layouts, swizzles and pipeline of this file can be
+// tested on any device (PoCL): local memory is addressed by byte offsets, cp.async copies at once,
+// and the warp-collective ldmatrix and mma exchange fragments through local scratch between two
+// barriers (every call site is reached by the whole work-group). The tensor core's dropping of the
+// low 13 bits of TF32 inputs is reproduced; sums run over k in ascending order.
+#define MMA_SHARED(p) 0u
+#define MMA_SCRATCH_ARGS , __local uchar* smem_bytes, __local uint* scratch
+#define MMA_SCRATCH , smem_bytes, scratch
+
+inline void mma_cp_async(uint dst, __global const mma_elem_t* src, uint src_bytes MMA_SCRATCH_ARGS) {
+  __global const uchar* from = (__global const uchar*)src;
+  for (uint i = 0; i < MMA_CHUNK; ++i) smem_bytes[dst + i] = i < src_bytes ? from[i] : 0;
+}
+inline void mma_cp_async_commit(void) {}
+inline void mma_cp_async_wait(void) {}
+
+inline uint mma_lds(uint addr MMA_SCRATCH_ARGS) { return *(__local const uint*)(smem_bytes + addr); }
+
+inline ushort mma_lds16(uint addr, __local const uchar* smem_bytes) {
+  return *(__local const ushort*)(smem_bytes + addr);
+}
+
+// Lane L receives, of each 8x8 matrix q whose rows lanes 8q..8q+7 address, row L/4, columns
+// 2(L%4) and 2(L%4)+1 (transposed: rows 2(L%4), 2(L%4)+1 of column L/4).
+inline void mma_ldmatrix_emulated(uint addr, uint* r, const int trans MMA_SCRATCH_ARGS) {
+  const uint lane = get_local_id(0) & 31u;
+  __local uint* lanes = scratch + (get_local_id(0) & ~31u) * 6u;
+  lanes[lane] = addr;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint q = 0; q < 4; ++q) {
+    if (!trans) {
+      r[q] = mma_lds(lanes[q * 8 + lane / 4] + (lane % 4) * 4 MMA_SCRATCH);
+    } else {
+      const uint lo = mma_lds16(lanes[q * 8 + 2 * (lane % 4)] + (lane / 4) * 2, smem_bytes);
+      const uint hi = mma_lds16(lanes[q * 8 + 2 * (lane % 4) + 1] + (lane / 4) * 2, smem_bytes);
+      r[q] = lo | (hi << 16);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define mma_ldmatrix_x4(addr, r) mma_ldmatrix_emulated((addr), (r), 0 MMA_SCRATCH)
+#define mma_ldmatrix_x4_trans(addr, r) mma_ldmatrix_emulated((addr), (r), 1 MMA_SCRATCH)
+
+// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts).
+inline float mma_input(uint bits, uint half_index) {
+#if MMA_KIND <= 1
+  return as_float(bits & 0xffffe000u);
+#else
+  const ushort value = (ushort)(half_index ? bits >> 16 : bits & 0xffffu);
+#if MMA_KIND == 2
+  return nf_from_bf16(value);
+#else
+  return vload_half(0, (__private const half*)&value);
+#endif
+#endif
+}
+
+inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH_ARGS) {
+  const uint lane = get_local_id(0) & 31u;
+  __local uint* frags = scratch + (get_local_id(0) & ~31u) * 6u;
+  for (uint e = 0; e < 4; ++e) frags[lane * 6 + e] = a[e];
+  frags[lane * 6 + 4] = b[0];
+  frags[lane * 6 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint g = lane / 4;
+  const uint t = lane % 4;
+  for (uint e = 0; e < 4; ++e) {
+    const uint row = g + (e / 2) * 8;
+    const uint col = 2 * t + (e % 2);
+    float sum = d[e];
+    for (uint k = 0; k < MMA_KSTEP; ++k) {
+#if MMA_KIND <= 1
+      const uint a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
+      const uint b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
+#else
+      const uint a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
+      const uint b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
+#endif
+      sum += mma_input(a_bits, k % 2) * mma_input(b_bits, k % 2);
+    }
+    d[e] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
+
+#else
+// ---- PTX wrappers -------------------------------------------------------------------------------
+// Local addresses as 32-bit shared-window addresses, as PTX's .shared state space wants them.
+#define MMA_SHARED(p) ((uint)(ulong)(p))
+#define MMA_SCRATCH_ARGS
+#define MMA_SCRATCH
+
+inline void mma_cp_async(uint dst, __global const mma_elem_t* src, uint src_bytes) {
+#if MMA_CHUNK == 16
+  __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#elif MMA_CHUNK == 8
+  __asm__ __volatile__("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#else
+  __asm__ __volatile__("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#endif
+}
+
+inline void mma_cp_async_commit(void) {
+  __asm__ __volatile__("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most MMA_STAGES - 2 committed groups are still in flight.
+inline void mma_cp_async_wait(void) {
+  __asm__ __volatile__("cp.async.wait_group %0;\n" ::"n"(MMA_STAGES - 2) : "memory");
+}
+
+inline uint mma_lds(uint addr) {
+  uint value;
+  __asm__ __volatile__("ld.shared.b32 %0, [%1];\n" : "=r"(value) : "r"(addr) : "memory");
+  return value;
+}
+
+inline void mma_ldmatrix_x4(uint addr, uint* r) {
+  __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+inline void mma_ldmatrix_x4_trans(uint addr, uint* r) {
+  __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// d += a * b for one m16 x n8 tile.
+inline void mma_tile(float* d, const uint* a, const uint* b) {
+#if MMA_KIND <= 1
+  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif MMA_KIND == 2
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+#endif  // MMA_EMULATE
+
+// ---- TF32 rounding (the rules of numeric_formats.cl; the tensor core drops the low 13 bits) -----
+inline uint mma_round_tf32(uint u) {
+#if MMA_TF32_ROUND
+  const uint special = (u & 0x7fffffu) != 0u ? (u | 0x400000u) : u;  // NaN stays NaN
+  return (u & 0x7f800000u) == 0x7f800000u ? special : u + 0x1000u;
+#else
+  return u;
+#endif
+}
+
+// 3xTF32: the TF32 part of u (exact, low bits cleared) and the TF32 residual.
+inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
+  const uint special = (u & 0x7fffffu) != 0u ? (u | 0x400000u) : u;
+  const uint big = ((u & 0x7f800000u) == 0x7f800000u ? special : u + 0x1000u) & 0xffffe000u;
+  const uint small = mma_round_tf32(as_uint(as_float(u) - as_float(big)));
+  *hi = big;
+  *lo = (big & 0x7f800000u) == 0x7f800000u ? 0u : small;
+}
+
+// ---- local-memory layout ------------------------------------------------------------------------
+// Byte offset of 16-byte unit `unit` of row `row` in a K-contiguous tile (64-byte rows).
+inline uint mma_kc_offset(uint row, uint unit) { return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4); }
+
+// Byte offset of unit `unit` of row `row` in an MN-contiguous tile with `row_bytes` per row.
+inline uint mma_mn_offset(uint row, uint unit, uint row_bytes) {
+#if MMA_ELEM == 4
+  return row * row_bytes + ((unit ^ ((row & 3u) << 1)) << 4);
+#else
+  return row * row_bytes + ((unit ^ (row & 7u)) << 4);
+#endif
+}
+
+// Copies one K-tile of an operand into local memory at `tile` (a shared address). The tile has
+// `rows` rows of `units` 16-byte units; row r is stored row `row0 + r` of the operand, from column
+// `col0`, with `row_limit` rows and `col_limit` columns in the operand. Units beyond the operand
+// are zero-filled. `kc` selects the K-contiguous swizzle.
+inline void mma_load_tile(uint tile, __global const mma_elem_t* x, ulong ld, uint row0, uint col0,
+                          uint row_limit, uint col_limit, const uint rows, const uint units,
+                          const int kc, uint tid MMA_SCRATCH_ARGS) {
+  const uint row_bytes = units * 16u;
+  for (uint id = tid; id < rows * units; id += MMA_THREADS) {
+    const uint r = id / units;
+    const uint u = id % units;
+    const uint dst = tile + (kc ? mma_kc_offset(r, u) : mma_mn_offset(r, u, row_bytes));
+    const uint grow = row0 + r;
+MMA_UNROLL
+    for (uint part = 0; part < 16u / MMA_CHUNK; ++part) {
+      const uint gcol = col0 + u * MMA_UNIT_ELEMS + part * (MMA_CHUNK / MMA_ELEM);
+      uint bytes = 0;
+      __global const mma_elem_t* src = x;
+      if (grow < row_limit && gcol < col_limit) {
+        bytes = min((uint)MMA_CHUNK, (col_limit - gcol) * (uint)MMA_ELEM);
+        src = x + (ulong)grow * ld + gcol;
+      }
+      mma_cp_async(dst + part * MMA_CHUNK, src, bytes MMA_SCRATCH);
+    }
+  }
+}
+
+// ---- fragments ----------------------------------------------------------------------------------
+// A fragments of m16 tile i (rows base .. base + 15 of the block tile) for k-step ks.
+inline void mma_load_a(uint a_tile, uint base, uint ks, uint lane, uint* frag MMA_SCRATCH_ARGS) {
+#if !MMA_TRANS_A
+  const uint q = lane >> 3;
+  const uint row = base + (q & 1u) * 8u + (lane & 7u);
+  mma_ldmatrix_x4(a_tile + mma_kc_offset(row, ks * 2u + (q >> 1)), frag);
+#elif MMA_ELEM == 2
+  const uint q = lane >> 3;
+  const uint row = ks * 16u + (q >> 1) * 8u + (lane & 7u);
+  mma_ldmatrix_x4_trans(a_tile + mma_mn_offset(row, base / 8u + (q & 1u), MMA_BM * 2u), frag);
+#else
+  // 32-bit elements stored k-major: four scalar reads (no transposing ldmatrix for them).
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+#define MMA_A_AT(k, m) \
+  (a_tile + mma_mn_offset((k), (m) >> 2, MMA_BM * 4u) + (((m) & 3u) << 2))
+  const uint k0 = ks * 8u + t;
+  frag[0] = mma_lds(MMA_A_AT(k0, base + g) MMA_SCRATCH);
+  frag[1] = mma_lds(MMA_A_AT(k0, base + g + 8u) MMA_SCRATCH);
+  frag[2] = mma_lds(MMA_A_AT(k0 + 4u, base + g) MMA_SCRATCH);
+  frag[3] = mma_lds(MMA_A_AT(k0 + 4u, base + g + 8u) MMA_SCRATCH);
+#undef MMA_A_AT
+#endif
+}
+
+// B fragments of n8 tiles j and j + 1 (columns base .. base + 15 of the block tile) for k-step
+// ks: frag[0..1] for tile j, frag[2..3] for tile j + 1.
+inline void mma_load_b(uint b_tile, uint base, uint ks, uint lane, uint* frag MMA_SCRATCH_ARGS) {
+#if MMA_TRANS_B
+  const uint q = lane >> 3;
+  const uint row = base + (q >> 1) * 8u + (lane & 7u);
+  mma_ldmatrix_x4(b_tile + mma_kc_offset(row, ks * 2u + (q & 1u)), frag);
+#elif MMA_ELEM == 2
+  const uint q = lane >> 3;
+  const uint row = ks * 16u + (q & 1u) * 8u + (lane & 7u);
+  mma_ldmatrix_x4_trans(b_tile + mma_mn_offset(row, base / 8u + (q >> 1), MMA_BN * 2u), frag);
+#else
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+#define MMA_B_AT(k, n) \
+  (b_tile + mma_mn_offset((k), (n) >> 2, MMA_BN * 4u) + (((n) & 3u) << 2))
+  const uint k0 = ks * 8u + t;
+  frag[0] = mma_lds(MMA_B_AT(k0, base + g) MMA_SCRATCH);
+  frag[1] = mma_lds(MMA_B_AT(k0 + 4u, base + g) MMA_SCRATCH);
+  frag[2] = mma_lds(MMA_B_AT(k0, base + 8u + g) MMA_SCRATCH);
+  frag[3] = mma_lds(MMA_B_AT(k0 + 4u, base + 8u + g) MMA_SCRATCH);
+#undef MMA_B_AT
+#endif
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------
+inline void mma_store(float value, __global mma_c_t* c, ulong at) {
+#if MMA_C_TYPE == 0
+  c[at] = value;
+#elif MMA_C_TYPE == 1
+  vstore_half_rte(value, at, c);
+#else
+  c[at] = nf_to_bf16(value);
+#endif
+}
+
+inline float mma_load_c(__global const mma_c_t* c, ulong at) {
+#if MMA_C_TYPE == 0
+  return c[at];
+#elif MMA_C_TYPE == 1
+  return vload_half(at, c);
+#else
+  return nf_from_bf16(c[at]);
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void kernel_gemm_mma(
+    __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
+    __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
+    ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
+    float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0) {
+  __local uint4 smem[MMA_STAGES * MMA_STAGE_BYTES / 16];
+  const uint smem_base = MMA_SHARED(smem);
+#if MMA_EMULATE
+  __local uint emulation_scratch[MMA_THREADS * 6];
+  __local uchar* smem_bytes = (__local uchar*)smem;
+  __local uint* scratch = emulation_scratch;
+#endif
+
+  // Output tile: bands of MMA_GROUP_M tile rows, walked column by column.
+  const uint pid = get_group_id(0);
+  const uint band_tiles = MMA_GROUP_M * tiles_n;
+  const uint band = pid / band_tiles;
+  const uint first_m = band * MMA_GROUP_M;
+  const uint band_rows = min(tiles_m - first_m, (uint)MMA_GROUP_M);
+  const uint in_band = pid % band_tiles;
+  const uint tile_m = first_m + in_band % band_rows;
+  const uint tile_n = in_band / band_rows;
+  const uint m0 = tile_m * MMA_BM;
+  const uint n0 = tile_n * MMA_BN;
+
+  const ulong batch = batch0 + get_group_id(2);
+  a += off_a + batch * stride_a;
+  b += off_b + batch * stride_b;
+  c += off_c + batch * stride_c;
+
+  const uint tid = get_local_id(0);
+  const uint lane = tid & 31u;
+  const uint warp = tid >> 5;
+  const uint wm0 = (warp / MMA_WARPS_N) * MMA_WM;  // warp tile within the block tile
+  const uint wn0 = (warp % MMA_WARPS_N) * MMA_WN;
+
+  float acc[MMA_MI][MMA_NI][4];
+MMA_UNROLL
+  for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+    for (int j = 0; j < MMA_NI; ++j)
+MMA_UNROLL
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  const uint k_tiles = (K + MMA_BK - 1) / MMA_BK;
+
+#define MMA_LOAD_STAGE(stage, kt)                                                               \
+  {                                                                                             \
+    const uint a_tile = smem_base + (stage) * MMA_STAGE_BYTES;                                  \
+    const uint b_tile = a_tile + MMA_A_BYTES;                                                   \
+    const uint k0 = (kt) * MMA_BK;                                                              \
+    if (MMA_TRANS_A)                                                                            \
+      mma_load_tile(a_tile, a, lda, k0, m0, K, M, MMA_BK, MMA_BM / MMA_UNIT_ELEMS, 0, tid MMA_SCRATCH);\
+    else                                                                                        \
+      mma_load_tile(a_tile, a, lda, m0, k0, M, K, MMA_BM, 4, 1, tid MMA_SCRATCH);                \
+    if (MMA_TRANS_B)                                                                            \
+      mma_load_tile(b_tile, b, ldb, n0, k0, N, K, MMA_BN, 4, 1, tid MMA_SCRATCH);                \
+    else                                                                                        \
+      mma_load_tile(b_tile, b, ldb, k0, n0, K, N, MMA_BK, MMA_BN / MMA_UNIT_ELEMS, 0, tid MMA_SCRATCH);\
+  }
+
+MMA_UNROLL
+  for (uint s = 0; s < MMA_STAGES - 1; ++s) {
+    if (s < k_tiles) MMA_LOAD_STAGE(s, s)
+    mma_cp_async_commit();
+  }
+
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    mma_cp_async_wait();              // this work-item's copies of tile kt have landed
+    barrier(CLK_LOCAL_MEM_FENCE);     // everyone's have, and stage (kt - 1) is free again
+    const uint next = kt + MMA_STAGES - 1;
+    if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
+    mma_cp_async_commit();            // possibly empty: keeps the group count uniform
+
+    const uint a_tile = smem_base + (kt % MMA_STAGES) * MMA_STAGE_BYTES;
+    const uint b_tile = a_tile + MMA_A_BYTES;
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {
+      uint a_frag[MMA_MI][4];
+      uint b_frag[MMA_NI][2];
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i) mma_load_a(a_tile, wm0 + i * 16, ks, lane, a_frag[i] MMA_SCRATCH);
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; j += 2) {
+        uint pair[4];
+        mma_load_b(b_tile, wn0 + j * 8, ks, lane, pair MMA_SCRATCH);
+        b_frag[j][0] = pair[0];
+        b_frag[j][1] = pair[1];
+        b_frag[j + 1][0] = pair[2];
+        b_frag[j + 1][1] = pair[3];
+      }
+#if MMA_KIND == 1
+      uint a_lo[MMA_MI][4];
+      uint b_lo[MMA_NI][2];
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int e = 0; e < 4; ++e) mma_split_tf32(a_frag[i][e], &a_frag[i][e], &a_lo[i][e]);
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j)
+MMA_UNROLL
+        for (int e = 0; e < 2; ++e) mma_split_tf32(b_frag[j][e], &b_frag[j][e], &b_lo[j][e]);
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int j = 0; j < MMA_NI; ++j) {
+          mma_tile(acc[i][j], a_lo[i], b_frag[j]);
+          mma_tile(acc[i][j], a_frag[i], b_lo[j]);
+          mma_tile(acc[i][j], a_frag[i], b_frag[j]);
+        }
+#else
+#if MMA_KIND == 0
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int e = 0; e < 4; ++e) a_frag[i][e] = mma_round_tf32(a_frag[i][e]);
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j)
+MMA_UNROLL
+        for (int e = 0; e < 2; ++e) b_frag[j][e] = mma_round_tf32(b_frag[j][e]);
+#endif
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int j = 0; j < MMA_NI; ++j) mma_tile(acc[i][j], a_frag[i], b_frag[j]);
+#endif
+    }
+  }
+#undef MMA_LOAD_STAGE
+
+  // Epilogue: each work-item holds rows g and g + 8, columns 2t and 2t + 1 of every mma tile.
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+MMA_UNROLL
+  for (int i = 0; i < MMA_MI; ++i) {
+MMA_UNROLL
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      const uint row = m0 + wm0 + i * 16 + g + half_row * 8;
+      if (row >= M) continue;
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j) {
+        const uint col = n0 + wn0 + j * 8 + 2 * t;
+        const ulong at = (ulong)row * ldc + col;
+        float v0 = alpha * acc[i][j][half_row * 2];
+        float v1 = alpha * acc[i][j][half_row * 2 + 1];
+#if MMA_C_TYPE == 0 && MMA_C_PAIRS
+        if (col + 1 < N) {
+          __global float2* pair = (__global float2*)(c + at);
+          if (beta != 0.0f) {
+            const float2 old = *pair;
+            v0 += beta * old.x;
+            v1 += beta * old.y;
+          }
+          *pair = (float2)(v0, v1);
+          continue;
+        }
+#endif
+        if (col < N) {
+          if (beta != 0.0f) v0 += beta * mma_load_c(c, at);
+          mma_store(v0, c, at);
+        }
+        if (col + 1 < N) {
+          if (beta != 0.0f) v1 += beta * mma_load_c(c, at + 1);
+          mma_store(v1, c, at + 1);
+        }
+      }
+    }
+  }
+}
