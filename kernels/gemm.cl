@@ -1,7 +1,7 @@
 // The portable GEMM: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] with float32 accumulation,
 // tiled (GPUs) or direct (CPUs), for every storage type and compute mode on every device.
 //
-// Build options (driver/ops/gemm_params.cpp chooses them per device; see that file for ranges):
+// Build options (driver/gemm/params.cpp chooses them per device; see that file for ranges):
 //   GEMM_AB_TYPE, GEMM_C_TYPE storage of A and B (the same) and of C: 0 float32, 1 float16,
 //                             2 bfloat16 (16-bit patterns, converted here; numeric_formats.cl)
 //   GEMM_ROUND                what the inputs are rounded to before they are multiplied:
@@ -343,16 +343,16 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
   }
 }
 
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nn(GEMM_KERNEL_ARGS) {
   gemm_direct(0, 0, GEMM_TILE_ARGS);
 }
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
   gemm_direct(0, 1, GEMM_TILE_ARGS);
 }
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   gemm_direct(1, 0, GEMM_TILE_ARGS);
 }
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
   gemm_direct(1, 1, GEMM_TILE_ARGS);
 }
 
@@ -660,25 +660,25 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
 #define GEMM_TILES (__local float*)a_tile, (__local float*)b_tile
 
 // C = A @ B (forward products).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nn(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(0, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A @ B^T (input gradients: dA = dC @ W^T).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(0, 1, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A^T @ B (weight gradients: dW = A^T @ dC).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(1, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A^T @ B^T.
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(1, 1, GEMM_TILE_ARGS, GEMM_TILES);
 }

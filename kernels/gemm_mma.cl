@@ -67,6 +67,9 @@
 #if MMA_BM < 64 || MMA_BN < 64
 #error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
 #endif
+#if (MMA_BM * 4) % MMA_THREADS || (MMA_BN * 4) % MMA_THREADS
+#error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / 4)"
+#endif
 #if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
 #error "MMA_CHUNK must be 16, 8 or 4"
 #endif
@@ -243,21 +246,24 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 
 #endif  // MMA_EMULATE
 
-// ---- TF32 rounding (the rules of numeric_formats.cl; the tensor core drops the low 13 bits) -----
+// ---- TF32 rounding (the tensor core reads the upper 19 bits and drops the low 13) --------------
+// MMA_TF32_ROUND 1: adding half a TF32 unit before the tensor core drops the low bits rounds to
+// nearest with ties away from zero, numeric_formats.cl's rule for every finite value and
+// infinity; a NaN becomes the canonical NaN (its payload could otherwise carry into the sign or
+// be dropped). 0: the tensor core's truncation alone.
 inline uint mma_round_tf32(uint u) {
 #if MMA_TF32_ROUND
-  const uint special = (u & 0x7fffffu) != 0u ? (u | 0x400000u) : u;  // NaN stays NaN
-  return (u & 0x7f800000u) == 0x7f800000u ? special : u + 0x1000u;
+  return as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu;
 #else
   return u;
 #endif
 }
 
-// 3xTF32: the TF32 part of u (exact, low bits cleared) and the TF32 residual.
+// 3xTF32: the TF32 part of u (exact: low bits cleared) and the rounded TF32 residual; a residual
+// of 0 where the part is infinite or NaN (no inf - inf).
 inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
-  const uint special = (u & 0x7fffffu) != 0u ? (u | 0x400000u) : u;
-  const uint big = ((u & 0x7f800000u) == 0x7f800000u ? special : u + 0x1000u) & 0xffffe000u;
-  const uint small = mma_round_tf32(as_uint(as_float(u) - as_float(big)));
+  const uint big = (as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu) & 0xffffe000u;
+  const uint small = as_uint(as_float(u) - as_float(big)) + 0x1000u;
   *hi = big;
   *lo = (big & 0x7f800000u) == 0x7f800000u ? 0u : small;
 }
@@ -275,30 +281,60 @@ inline uint mma_mn_offset(uint row, uint unit, uint row_bytes) {
 #endif
 }
 
-// Copies one K-tile of an operand into local memory at `tile` (a shared address). The tile has
-// `rows` rows of `units` 16-byte units; row r is stored row `row0 + r` of the operand, from column
-// `col0`, with `row_limit` rows and `col_limit` columns in the operand. Units beyond the operand
-// are zero-filled. `kc` selects the K-contiguous swizzle.
-inline void mma_load_tile(uint tile, __global const mma_elem_t* x, ulong ld, uint row0, uint col0,
-                          uint row_limit, uint col_limit, const uint rows, const uint units,
-                          const int kc, uint tid MMA_SCRATCH_ARGS) {
-  const uint row_bytes = units * 16u;
-  for (uint id = tid; id < rows * units; id += MMA_THREADS) {
-    const uint r = id / units;
-    const uint u = id % units;
-    const uint dst = tile + (kc ? mma_kc_offset(r, u) : mma_mn_offset(r, u, row_bytes));
-    const uint grow = row0 + r;
+// Copying K-tiles of an operand into local memory. Work-item tid copies MMA_COPIES(rows, units)
+// 16-byte units of each K-tile (`rows` rows of `units` units): the first is unit u = tid % units of
+// tile row r0 = tid / units, the next ones MMA_ROW_STEP(units) rows further each. The swizzle of a
+// row depends on its row modulo 8, which these steps (multiples of 8, or of 4 for 32-bit
+// MN-contiguous tiles) keep, so the local offsets advance by a constant too. Only the operand row
+// and column of the first unit, its global address and its local offset are kept per operand.
+#define MMA_ROW_STEP(units) (MMA_THREADS / (units))
+#define MMA_COPIES(rows, units) ((rows) * (units) / MMA_THREADS)
+
+typedef struct {
+  ulong src;  // element offset of the first unit at K-tile 0 (row * ld + column)
+  uint dst;   // its byte offset in the stage tile
+  uint row;   // its operand row and column at K-tile 0
+  uint col;
+} mma_copier;
+
+// kc: K-contiguous tile (rows are m or n, columns k); else rows are k, columns m or n.
+inline mma_copier mma_copier_init(ulong ld, uint row0, uint col0, const uint units, const int kc,
+                                  uint tid) {
+  mma_copier c;
+  const uint r0 = tid / units;
+  const uint u = tid % units;
+  c.row = row0 + r0;
+  c.col = col0 + u * MMA_UNIT_ELEMS;
+  c.src = (ulong)c.row * ld + c.col;
+  c.dst = kc ? mma_kc_offset(r0, u) : mma_mn_offset(r0, u, units * 16u);
+  return c;
+}
+
+// Issues the cp.async copies of K-tile kt into the stage tile at `tile`. Units outside the
+// operand (row_limit rows, col_limit columns) are zero-filled; a unit across the column limit is
+// copied in part.
+inline void mma_copy_tile(const mma_copier* c, uint tile, uint kt, __global const mma_elem_t* x,
+                          ulong ld, uint row_limit, uint col_limit, const uint rows,
+                          const uint units, const int kc MMA_SCRATCH_ARGS) {
+  const uint k0 = kt * MMA_BK;
+  ulong src = c->src + (kc ? (ulong)k0 : (ulong)k0 * ld);
+  uint row = c->row + (kc ? 0u : k0);
+  const uint col = c->col + (kc ? k0 : 0u);
+  uint dst = tile + c->dst;
+MMA_UNROLL
+  for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
 MMA_UNROLL
     for (uint part = 0; part < 16u / MMA_CHUNK; ++part) {
-      const uint gcol = col0 + u * MMA_UNIT_ELEMS + part * (MMA_CHUNK / MMA_ELEM);
-      uint bytes = 0;
-      __global const mma_elem_t* src = x;
-      if (grow < row_limit && gcol < col_limit) {
-        bytes = min((uint)MMA_CHUNK, (col_limit - gcol) * (uint)MMA_ELEM);
-        src = x + (ulong)grow * ld + gcol;
-      }
-      mma_cp_async(dst + part * MMA_CHUNK, src, bytes MMA_SCRATCH);
+      const uint gcol = col + part * (MMA_CHUNK / MMA_ELEM);
+      const uint bytes = row < row_limit && gcol < col_limit
+                             ? min((uint)MMA_CHUNK, (col_limit - gcol) * (uint)MMA_ELEM)
+                             : 0u;
+      mma_cp_async(dst + part * MMA_CHUNK, bytes ? x + src + part * (MMA_CHUNK / MMA_ELEM) : x,
+                   bytes MMA_SCRATCH);
     }
+    src += (ulong)MMA_ROW_STEP(units) * ld;
+    row += MMA_ROW_STEP(units);
+    dst += MMA_ROW_STEP(units) * units * 16u;
   }
 }
 
@@ -374,7 +410,7 @@ inline float mma_load_c(__global const mma_c_t* c, ulong at) {
 #endif
 }
 
-__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void kernel_gemm_mma(
+__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void gemm_mma_product(
     __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
     __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
     ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
@@ -420,19 +456,31 @@ MMA_UNROLL
 
   const uint k_tiles = (K + MMA_BK - 1) / MMA_BK;
 
-#define MMA_LOAD_STAGE(stage, kt)                                                               \
-  {                                                                                             \
-    const uint a_tile = smem_base + (stage) * MMA_STAGE_BYTES;                                  \
-    const uint b_tile = a_tile + MMA_A_BYTES;                                                   \
-    const uint k0 = (kt) * MMA_BK;                                                              \
-    if (MMA_TRANS_A)                                                                            \
-      mma_load_tile(a_tile, a, lda, k0, m0, K, M, MMA_BK, MMA_BM / MMA_UNIT_ELEMS, 0, tid MMA_SCRATCH);\
-    else                                                                                        \
-      mma_load_tile(a_tile, a, lda, m0, k0, M, K, MMA_BM, 4, 1, tid MMA_SCRATCH);                \
-    if (MMA_TRANS_B)                                                                            \
-      mma_load_tile(b_tile, b, ldb, n0, k0, N, K, MMA_BN, 4, 1, tid MMA_SCRATCH);                \
-    else                                                                                        \
-      mma_load_tile(b_tile, b, ldb, k0, n0, K, N, MMA_BK, MMA_BN / MMA_UNIT_ELEMS, 0, tid MMA_SCRATCH);\
+  // A tile: BM rows of 4 units (K-contiguous), or BK rows of BM / UNIT_ELEMS units; B likewise.
+#if MMA_TRANS_A
+#define MMA_A_SHAPE MMA_BK, MMA_BM / MMA_UNIT_ELEMS, 0
+  const mma_copier a_copier = mma_copier_init(lda, 0, m0, MMA_BM / MMA_UNIT_ELEMS, 0, tid);
+#define MMA_A_LIMITS K, M
+#else
+#define MMA_A_SHAPE MMA_BM, 4, 1
+  const mma_copier a_copier = mma_copier_init(lda, m0, 0, 4, 1, tid);
+#define MMA_A_LIMITS M, K
+#endif
+#if MMA_TRANS_B
+#define MMA_B_SHAPE MMA_BN, 4, 1
+  const mma_copier b_copier = mma_copier_init(ldb, n0, 0, 4, 1, tid);
+#define MMA_B_LIMITS N, K
+#else
+#define MMA_B_SHAPE MMA_BK, MMA_BN / MMA_UNIT_ELEMS, 0
+  const mma_copier b_copier = mma_copier_init(ldb, 0, n0, MMA_BN / MMA_UNIT_ELEMS, 0, tid);
+#define MMA_B_LIMITS K, N
+#endif
+#define MMA_LOAD_STAGE(stage, kt)                                                         \
+  {                                                                                       \
+    const uint a_tile = smem_base + (stage) * MMA_STAGE_BYTES;                            \
+    mma_copy_tile(&a_copier, a_tile, (kt), a, lda, MMA_A_LIMITS, MMA_A_SHAPE MMA_SCRATCH); \
+    mma_copy_tile(&b_copier, a_tile + MMA_A_BYTES, (kt), b, ldb, MMA_B_LIMITS,            \
+                  MMA_B_SHAPE MMA_SCRATCH);                                               \
   }
 
 MMA_UNROLL
@@ -467,23 +515,28 @@ MMA_UNROLL
       }
 #if MMA_KIND == 1
       uint a_lo[MMA_MI][4];
-      uint b_lo[MMA_NI][2];
 MMA_UNROLL
       for (int i = 0; i < MMA_MI; ++i)
 MMA_UNROLL
         for (int e = 0; e < 4; ++e) mma_split_tf32(a_frag[i][e], &a_frag[i][e], &a_lo[i][e]);
+      // The three products of each k-step are summed on the tensor core from zero, then added
+      // to the accumulator with a rounding float32 addition: tensor cores truncate the low bits
+      // of their float32 sums, an error that would otherwise grow linearly with k.
 MMA_UNROLL
-      for (int j = 0; j < MMA_NI; ++j)
+      for (int j = 0; j < MMA_NI; ++j) {
+        uint b_lo[2];
 MMA_UNROLL
-        for (int e = 0; e < 2; ++e) mma_split_tf32(b_frag[j][e], &b_frag[j][e], &b_lo[j][e]);
+        for (int e = 0; e < 2; ++e) mma_split_tf32(b_frag[j][e], &b_frag[j][e], &b_lo[e]);
 MMA_UNROLL
-      for (int i = 0; i < MMA_MI; ++i)
+        for (int i = 0; i < MMA_MI; ++i) {
+          float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_tile(part, a_lo[i], b_frag[j]);
+          mma_tile(part, a_frag[i], b_lo);
+          mma_tile(part, a_frag[i], b_frag[j]);
 MMA_UNROLL
-        for (int j = 0; j < MMA_NI; ++j) {
-          mma_tile(acc[i][j], a_lo[i], b_frag[j]);
-          mma_tile(acc[i][j], a_frag[i], b_lo[j]);
-          mma_tile(acc[i][j], a_frag[i], b_frag[j]);
+          for (int e = 0; e < 4; ++e) acc[i][j][e] += part[e];
         }
+      }
 #else
 #if MMA_KIND == 0
 MMA_UNROLL

@@ -60,9 +60,7 @@ ComputeMode matmul_precision(DeviceCall& call) {
   return *mode;
 }
 
-void apply_compute_mode(ops::GemmProblem& problem, ComputeMode mode) {
-  using ops::GemmRounding;
-  using ops::GemmStorage;
+void apply_compute_mode(GemmProblem& problem, ComputeMode mode) {
   const GemmStorage storage = problem.a.storage;
   problem.tensor_cores = mode != ComputeMode::kFP32 && mode != ComputeMode::kDefault;
   switch (mode) {

@@ -2,7 +2,7 @@
 // (aethercl_set_matmul_precision, AETHERCL_MATMUL_PRECISION) and what a mode means for a product.
 #pragma once
 
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 #include "runtime/device_call.h"
 
 #include <string_view>
@@ -25,6 +25,6 @@ ComputeMode matmul_precision(DeviceCall& call);
 
 // Sets problem.rounding and problem.tensor_cores for mode (not kDefault) and the operands'
 // storage: inputs stored in a format the mode represents exactly need no rounding.
-void apply_compute_mode(ops::GemmProblem& problem, ComputeMode mode);
+void apply_compute_mode(GemmProblem& problem, ComputeMode mode);
 
 }  // namespace aethercl::gemm

@@ -22,6 +22,7 @@ struct GemmDeviceState {
   std::optional<int> matmul_precision;  // AETHERCL_COMPUTE_*; unset: the environment decides
   TensorCoreSupport tensor_cores;
   std::map<int, bool> kind_checked;  // MmaKind -> whether its probe product came out exact
+  std::map<std::string, bool> variant_refused;  // build options -> did not build or launch
 };
 
 // The state of device (created empty on first use; never shared with a later device at the

@@ -3,7 +3,7 @@
 #include "gemm/general_gemm.h"
 
 #include "gemm/compute_mode.h"
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 #include "support/checked.h"
 
 #include <cstring>
@@ -11,11 +11,11 @@
 namespace aethercl::gemm {
 namespace {
 
-ops::GemmStorage storage_of(int dtype, const char* argument) {
+GemmStorage storage_of(int dtype, const char* argument) {
   switch (dtype) {
-    case AETHERCL_F32: return ops::GemmStorage::kF32;
-    case AETHERCL_F16: return ops::GemmStorage::kF16;
-    case AETHERCL_BF16: return ops::GemmStorage::kBF16;
+    case AETHERCL_F32: return GemmStorage::kF32;
+    case AETHERCL_F16: return GemmStorage::kF16;
+    case AETHERCL_BF16: return GemmStorage::kBF16;
     case AETHERCL_F64:
     case AETHERCL_I32:
     case AETHERCL_I64:
@@ -56,8 +56,8 @@ Extent extent_of(const char* name, std::uint64_t offset, long long ld, long long
   return {offset, *end};
 }
 
-std::uint64_t byte_size(const char* name, std::uint64_t elements, ops::GemmStorage storage) {
-  auto bytes = checked_mul(elements, ops::storage_bytes(storage));
+std::uint64_t byte_size(const char* name, std::uint64_t elements, GemmStorage storage) {
+  auto bytes = checked_mul(elements, storage_bytes(storage));
   if (!bytes) fail(Status::kInvalidArgument, "operand {} spans more bytes than 64 bits hold", name);
   return *bytes;
 }
@@ -112,9 +112,9 @@ void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
     fail(Status::kInvalidArgument, "desc->stride_c = 0 with batch = {}: every batch item would "
          "write the same C", d.batch);
   }
-  const ops::GemmStorage storage_a = storage_of(d.dtype_a, "desc->dtype_a");
-  const ops::GemmStorage storage_b = storage_of(d.dtype_b, "desc->dtype_b");
-  const ops::GemmStorage storage_c = storage_of(d.dtype_c, "desc->dtype_c");
+  const GemmStorage storage_a = storage_of(d.dtype_a, "desc->dtype_a");
+  const GemmStorage storage_b = storage_of(d.dtype_b, "desc->dtype_b");
+  const GemmStorage storage_c = storage_of(d.dtype_c, "desc->dtype_c");
   if (storage_a != storage_b) {
     fail(Status::kInvalidArgument, "desc->dtype_a = {} and desc->dtype_b = {} differ: A and B "
          "must have the same dtype", d.dtype_a, d.dtype_b);
@@ -135,14 +135,14 @@ void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
   BufferView a = call.buffer(d.a, "desc->a", byte_size("a", a_extent.end, storage_a));
   BufferView b = call.buffer(d.b, "desc->b", byte_size("b", b_extent.end, storage_b));
   BufferView c = call.buffer(d.c, "desc->c", byte_size("c", c_extent.end, storage_c));
-  const std::uint64_t ab_bytes = ops::storage_bytes(storage_a);
-  const std::uint64_t c_bytes = ops::storage_bytes(storage_c);
+  const std::uint64_t ab_bytes = storage_bytes(storage_a);
+  const std::uint64_t c_bytes = storage_bytes(storage_c);
   require_no_overlap(d.c, c_extent, c_bytes, d.a, a_extent, ab_bytes, "a");
   require_no_overlap(d.c, c_extent, c_bytes, d.b, b_extent, ab_bytes, "b");
   if (mode == ComputeMode::kDefault) mode = matmul_precision(call);
   if (!work) return;
 
-  ops::GemmProblem problem;
+  GemmProblem problem;
   problem.trans_a = d.trans_a != 0;
   problem.trans_b = d.trans_b != 0;
   problem.m = m;
@@ -158,7 +158,7 @@ void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
   problem.alpha = d.alpha;
   problem.beta = d.beta;
   apply_compute_mode(problem, mode);
-  ops::enqueue_gemm(call, problem);
+  enqueue_gemm(call, problem);
 }
 
 }  // namespace aethercl::gemm

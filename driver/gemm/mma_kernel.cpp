@@ -1,7 +1,7 @@
 // Tensor-core kernel selection, build options and launch geometry.
 #include "gemm/mma_kernel.h"
 
-#include "runtime/kernel_args.h"
+#include "runtime/launch.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -14,7 +14,7 @@ namespace aethercl::gemm {
 namespace {
 
 constexpr const char* kFamily = "gemm_mma";
-constexpr const char* kKernel = "kernel_gemm_mma";
+constexpr const char* kKernel = "gemm_mma_product";
 constexpr const char* kParamsVariable = "AETHERCL_MMA_PARAMS";
 // Groups per launch along the batch dimension (CUDA's grid z limit).
 constexpr std::uint64_t kMaxBatchGroups = 65535;
@@ -77,9 +77,7 @@ const char* mma_kind_name(MmaKind kind) {
   return "?";
 }
 
-std::optional<MmaKind> mma_kind_for(const ops::GemmProblem& p) {
-  using ops::GemmRounding;
-  using ops::GemmStorage;
+std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
   switch (p.a.storage) {
     case GemmStorage::kF32:
       if (p.rounding == GemmRounding::kTF32) return MmaKind::kTF32;
@@ -100,7 +98,7 @@ std::string MmaConfig::to_string() const {
                      tf32_round);
 }
 
-MmaConfig mma_config(const ops::GemmProblem& p, std::uint32_t compute_units, bool emulated) {
+MmaConfig mma_config(const GemmProblem& p, std::uint32_t compute_units, bool emulated) {
   MmaConfig config;
   if (emulated) {
     config = {64, 64, 32, 32, 2, 1};
@@ -113,10 +111,10 @@ MmaConfig mma_config(const ops::GemmProblem& p, std::uint32_t compute_units, boo
   return config;
 }
 
-int mma_chunk_bytes(const ops::GemmProblem& p) {
-  const std::uint64_t bytes = ops::storage_bytes(p.a.storage);
-  const std::uint64_t lda = ops::leading_dimension(p.a, p.trans_a ? p.m : p.k);
-  const std::uint64_t ldb = ops::leading_dimension(p.b, p.trans_b ? p.k : p.n);
+int mma_chunk_bytes(const GemmProblem& p) {
+  const std::uint64_t bytes = storage_bytes(p.a.storage);
+  const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
+  const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
   for (int chunk : {16, 8, 4}) {
     if (aligned(lda, bytes, chunk) && aligned(ldb, bytes, chunk) &&
         aligned(p.a.offset, bytes, chunk) && aligned(p.b.offset, bytes, chunk) &&
@@ -127,46 +125,49 @@ int mma_chunk_bytes(const ops::GemmProblem& p) {
   return 0;
 }
 
-void enqueue_mma_gemm(Device& device, const ops::GemmProblem& p, MmaKind kind,
-                      const MmaConfig& config, int chunk, bool emulated) {
-  const std::uint64_t lda = ops::leading_dimension(p.a, p.trans_a ? p.m : p.k);
-  const std::uint64_t ldb = ops::leading_dimension(p.b, p.trans_b ? p.k : p.n);
-  const std::uint64_t ldc = ops::leading_dimension(p.c, p.n);
-  const bool c_pairs = p.c.storage == ops::GemmStorage::kF32 && ldc % 2 == 0 &&
+std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
+                              int chunk, bool emulated) {
+  const std::uint64_t ldc = leading_dimension(p.c, p.n);
+  const bool c_pairs = p.c.storage == GemmStorage::kF32 && ldc % 2 == 0 &&
                        p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
-  const std::string options = fmt::format(
+  return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
       "-DMMA_TF32_ROUND={} -DMMA_EMULATE={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, emulated ? 1 : 0);
-  cl_kernel kernel = device.programs().kernel(kFamily, kKernel, options);
+}
+
+void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+                      const std::string& options) {
+  const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
+  const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
+  const std::uint64_t ldc = leading_dimension(p.c, p.n);
+  Kernel& kernel = device.programs().kernel(kFamily, kKernel, options);
 
   const std::uint64_t tiles_m = (p.m + config.bm - 1) / config.bm;
   const std::uint64_t tiles_n = (p.n + config.bn - 1) / config.bn;
   const auto threads = static_cast<std::size_t>(config.threads());
   if (log().should_log(spdlog::level::trace)) {
-    log().trace("GEMM {}x{}x{} batch {} on tensor cores ({}, {} -> {}): {}, chunk {}", p.m, p.n,
-                p.k, p.batch, mma_kind_name(kind), ops::storage_name(p.a.storage),
-                ops::storage_name(p.c.storage), config.to_string(), chunk);
+    log().trace("GEMM {}x{}x{} batch {} on tensor cores ({} -> {}): {}", p.m, p.n, p.k,
+                p.batch, storage_name(p.a.storage), storage_name(p.c.storage),
+                options);
   }
   for (std::uint64_t batch0 = 0; batch0 < p.batch; batch0 += kMaxBatchGroups) {
     const std::uint64_t groups_b = std::min(p.batch - batch0, kMaxBatchGroups);
-    set_kernel_args(kernel, p.a.buffer.mem, p.b.buffer.mem, p.c.buffer.mem,
-                    static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
-                    static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda),
-                    static_cast<cl_ulong>(ldb), static_cast<cl_ulong>(ldc),
-                    static_cast<cl_ulong>(p.a.offset), static_cast<cl_ulong>(p.b.offset),
-                    static_cast<cl_ulong>(p.c.offset), static_cast<cl_ulong>(p.a.batch_stride),
-                    static_cast<cl_ulong>(p.b.batch_stride),
-                    static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta,
-                    static_cast<cl_uint>(tiles_m), static_cast<cl_uint>(tiles_n),
-                    static_cast<cl_ulong>(batch0));
     const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
                                    static_cast<std::size_t>(groups_b)};
     const std::size_t local[3] = {threads, 1, 1};
-    device.launch(kernel, 3, global, local);
+    device.enqueue(make_launch(
+        kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
+        p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
+        static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
+        static_cast<cl_ulong>(ldc), static_cast<cl_ulong>(p.a.offset),
+        static_cast<cl_ulong>(p.b.offset), static_cast<cl_ulong>(p.c.offset),
+        static_cast<cl_ulong>(p.a.batch_stride), static_cast<cl_ulong>(p.b.batch_stride),
+        static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta, static_cast<cl_uint>(tiles_m),
+        static_cast<cl_uint>(tiles_n), static_cast<cl_ulong>(batch0)));
   }
 }
 

@@ -2,7 +2,7 @@
 // options and tile configuration, and its launch.
 #pragma once
 
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 #include "runtime/device.h"
 
 #include <optional>
@@ -16,7 +16,7 @@ const char* mma_kind_name(MmaKind kind);
 
 // The kind that computes p exactly as its compute mode says, or nullopt (other combinations of
 // storage and rounding run on the portable kernel).
-std::optional<MmaKind> mma_kind_for(const ops::GemmProblem& p);
+std::optional<MmaKind> mma_kind_for(const GemmProblem& p);
 
 // Tile configuration: work-group tile bm x bn, warp tile wm x wn, K-tiles in flight.
 struct MmaConfig {
@@ -34,15 +34,20 @@ struct MmaConfig {
 // ("bm=128,bn=128,wm=64,wn=64,stages=3,tf32_round=1", any subset) overrides it (tuning). With
 // emulation (AETHERCL_TENSOR_CORES=emulate) the tiles are small. Throws kInvalidArgument for a
 // malformed override.
-MmaConfig mma_config(const ops::GemmProblem& p, std::uint32_t compute_units, bool emulated);
+MmaConfig mma_config(const GemmProblem& p, std::uint32_t compute_units, bool emulated);
 
 // The cp.async width (16, 8 or 4 bytes) A and B allow: offsets, leading dimensions and batch
 // strides in bytes must be multiples of it; 0 when not even 4 works.
-int mma_chunk_bytes(const ops::GemmProblem& p);
+int mma_chunk_bytes(const GemmProblem& p);
 
-// Builds (or finds) the kernel for p and enqueues it. Preconditions: kind == mma_kind_for(p),
-// chunk == mma_chunk_bytes(p) > 0. Throws kBuildFailed when the kernel does not build.
-void enqueue_mma_gemm(Device& device, const ops::GemmProblem& p, MmaKind kind,
-                      const MmaConfig& config, int chunk, bool emulated);
+// The build options of the kernel for p (they name the kernel variant).
+std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
+                              int chunk, bool emulated);
+
+// Builds (or finds) the kernel with those options and enqueues it. Preconditions: kind ==
+// mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0. Throws kBuildFailed when the kernel does not
+// build, kDeviceError when the runtime refuses the launch.
+void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+                      const std::string& options);
 
 }  // namespace aethercl::gemm

@@ -72,7 +72,7 @@ std::string probe_kind(Device& device, MmaKind kind, bool emulated) {
     for (std::uint64_t j = 0; j < n; ++j)
       for (std::uint64_t l = 0; l < k; ++l) expected[i * n + j] += a[i * k + l] * b[l * n + j];
 
-  ops::GemmProblem p;
+  GemmProblem p;
   p.m = m;
   p.n = n;
   p.k = k;
@@ -92,12 +92,12 @@ std::string probe_kind(Device& device, MmaKind kind, bool emulated) {
   };
   pack(a, a_bytes);
   pack(b, b_bytes);
-  ops::GemmStorage storage = kind == MmaKind::kBF16  ? ops::GemmStorage::kBF16
-                             : kind == MmaKind::kFP16 ? ops::GemmStorage::kF16
-                                                      : ops::GemmStorage::kF32;
-  p.rounding = kind == MmaKind::kTF32    ? ops::GemmRounding::kTF32
-               : kind == MmaKind::k3xTF32 ? ops::GemmRounding::k3xTF32
-                                          : ops::GemmRounding::kNone;
+  GemmStorage storage = kind == MmaKind::kBF16  ? GemmStorage::kBF16
+                             : kind == MmaKind::kFP16 ? GemmStorage::kF16
+                                                      : GemmStorage::kF32;
+  p.rounding = kind == MmaKind::kTF32    ? GemmRounding::kTF32
+               : kind == MmaKind::k3xTF32 ? GemmRounding::k3xTF32
+                                          : GemmRounding::kNone;
 
   MemoryPool& pool = device.pool();
   PoolBlock blocks[3] = {pool.acquire(a_bytes.size()), pool.acquire(b_bytes.size()),
@@ -108,9 +108,10 @@ std::string probe_kind(Device& device, MmaKind kind, bool emulated) {
     device.write(blocks[1].mem, 0, b_bytes.size(), b_bytes.data());
     p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
-    p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, ops::GemmStorage::kF32};
-    const MmaConfig config = mma_config(p, 0, emulated);
-    enqueue_mma_gemm(device, p, kind, config, mma_chunk_bytes(p), emulated);
+    p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
+    const MmaConfig config{64, 64, 32, 32, 2, 1};  // small: checks the instructions, not a tuning
+    enqueue_mma_gemm(device, p, config,
+                     mma_build_options(p, kind, config, mma_chunk_bytes(p), emulated));
     std::vector<float> result(m * n);
     device.read(blocks[2].mem, 0, result.size() * 4, result.data());
     for (std::size_t i = 0; i < result.size() && problem.empty(); ++i) {
@@ -160,7 +161,7 @@ bool kind_available(Device& device, MmaKind kind, bool emulated) {
 
 }  // namespace
 
-bool enqueue_tensor_core_gemm(DeviceCall& call, const ops::GemmProblem& p) {
+bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   const TensorCoreMode mode = tensor_core_mode();
   if (mode == TensorCoreMode::kOff || p.k == 0) return false;
   const std::optional<MmaKind> kind = mma_kind_for(p);
@@ -181,13 +182,19 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const ops::GemmProblem& p) {
     return false;
   }
   if (!kind_available(device, *kind, emulated)) return false;
+  const std::string options = mma_build_options(p, *kind, config, chunk, emulated);
+  auto& refused = device_state(device).variant_refused;
+  if (refused.count(options)) return false;
   try {
-    enqueue_mma_gemm(device, p, *kind, config, chunk, emulated);
+    enqueue_mma_gemm(device, p, config, options);
   } catch (const Error& error) {
-    if (error.status() != Status::kBuildFailed) throw;
-    log().warn("device {}: a {} tensor-core GEMM kernel did not build; the portable kernels take "
-               "over for it: {}", device.index(), mma_kind_name(*kind), error.what());
-    device_state(device).kind_checked[static_cast<int>(*kind)] = false;
+    // A variant the probe did not cover (layout, tile configuration) that does not build or
+    // launch: the portable kernel runs the product, and every later one of this variant.
+    if (error.status() != Status::kBuildFailed && error.status() != Status::kDeviceError) throw;
+    log().warn("device {}: a {} tensor-core GEMM variant was refused; the portable kernels take "
+               "over for it ({}): {}", device.index(), mma_kind_name(*kind), options,
+               error.what());
+    refused.emplace(options, true);
     return false;
   }
   return true;

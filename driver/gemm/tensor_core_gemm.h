@@ -2,7 +2,7 @@
 // the probe that decides whether a device can run them, and the dispatch of a product onto them.
 #pragma once
 
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 #include "runtime/device_call.h"
 
 namespace aethercl::gemm {
@@ -10,7 +10,7 @@ namespace aethercl::gemm {
 // Enqueues p on tensor cores and returns true when the device has them (probed at first use:
 // one warning when the probe fails) and a kernel handles p's storage, rounding and layout;
 // returns false, having done nothing, otherwise (the caller runs the portable kernel).
-// Preconditions: those of ops::enqueue_gemm, already checked.
-bool enqueue_tensor_core_gemm(DeviceCall& call, const ops::GemmProblem& p);
+// Preconditions: those of enqueue_gemm, already checked.
+bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p);
 
 }  // namespace aethercl::gemm

@@ -1,15 +1,14 @@
-// GEMM engine: hands reduced-precision products to the tensor-core kernels where the device has
-// them (gemm/tensor_core_gemm.h); otherwise picks parameters for the device and shape
-// (ops/gemm_params.h), the global-load widths the operands allow, checks the operands' extents
-// and launches kernels/gemm.cl over (N tiles, M tiles, batch), split into several launches where
-// a grid would exceed the per-dimension group limit.
-#include "ops/gemm.h"
+// GEMM routine: hands reduced-precision products to the tensor-core kernels where the device
+// has them (gemm/tensor_core_gemm.h); otherwise picks parameters for the device and shape
+// (gemm/params.h), the global-load widths the operands allow, checks the operands' extents and
+// launches kernels/gemm.cl over (N tiles, M tiles, batch), split into several launches where a
+// grid would exceed the per-dimension group limit.
+#include "gemm/gemm.h"
 
+#include "gemm/database.h"
+#include "gemm/params.h"
 #include "gemm/tensor_core_gemm.h"
-#include "ops/gemm_params.h"
-#include "ops/gemm_tuning.h"
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "runtime/launch.h"
 #include "support/checked.h"
 #include "support/env.h"
 #include "support/log.h"
@@ -18,7 +17,7 @@
 #include <aethercl/driver.h>
 #include <numeric>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 std::uint64_t storage_bytes(GemmStorage storage) {
   return storage == GemmStorage::kF32 ? 4 : 2;
@@ -55,8 +54,8 @@ constexpr const char* kFamily = "gemm";
 constexpr std::uint64_t kMaxGroupsPerDimension = 65535;
 
 const char* kernel_name(bool trans_a, bool trans_b) {
-  if (!trans_a) return trans_b ? "kernel_gemm_nt" : "kernel_gemm_nn";
-  return trans_b ? "kernel_gemm_tt" : "kernel_gemm_tn";
+  if (!trans_a) return trans_b ? "gemm_nt" : "gemm_nn";
+  return trans_b ? "gemm_tt" : "gemm_tn";
 }
 
 // rows x cols as stored, with its leading dimension, offset and batch stride.
@@ -82,7 +81,7 @@ void check_extent(const char* operand, const GemmOperand& op, std::uint64_t batc
   }
 }
 
-// The global-load width of an operand stored rows x cols (ops/gemm_params.h): the leading
+// The global-load width of an operand stored rows x cols (gemm/params.h): the leading
 // dimension, the columns, the offset and the batch stride must all be multiples of it.
 int operand_load_width(const GemmParams& params, const GemmOperand& op, std::uint64_t cols,
                        int tile_rows, int tile_cols) {
@@ -96,7 +95,7 @@ std::string type_options(const GemmProblem& p) {
                      static_cast<int>(p.rounding));
 }
 
-// Where the parameters of the device come from (ops/gemm_params.h: GemmParamSources).
+// Where the parameters of the device come from (gemm/params.h: GemmParamSources).
 GemmParamSources param_sources(const DeviceInfo& info) {
   GemmParamSources sources;
   sources.override_text = env::get(env::kGemmParams);
@@ -109,7 +108,7 @@ GemmParamSources param_sources(const DeviceInfo& info) {
 }
 
 struct KernelChoice {
-  cl_kernel kernel;
+  Kernel* kernel;
   GemmParams params;
 };
 
@@ -129,16 +128,16 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
                                    params.tile_k);
     int vec_b = operand_load_width(params, p.b, p.trans_b ? p.k : p.n, params.tile_k,
                                    params.tile_n);
-    cl_kernel kernel = device.programs().kernel(
+    Kernel& kernel = device.programs().kernel(
         kFamily, name, params.build_options(vec_a, vec_b) + type_options(p));
-    std::size_t kernel_limit = kernel_max_work_group_size(device, kernel);
+    std::size_t kernel_limit = kernel.max_work_group_size;
     if (params.work_group_size() <= kernel_limit) {
       if (log().should_log(spdlog::level::trace)) {
         log().trace("GEMM {} {}x{}x{} batch {} {}->{} {}: {} ({}), vec_a={} vec_b={}", name,
                     p.m, p.n, p.k, p.batch, storage_name(p.a.storage), storage_name(p.c.storage),
                     rounding_name(p.rounding), params.to_string(), choice.source, vec_a, vec_b);
       }
-      return {kernel, params};
+      return {&kernel, params};
     }
     if (sources.override_text) {
       fail(Status::kInvalidArgument, "AETHERCL_GEMM_PARAMS '{}': {} supports work-groups of at "
@@ -163,7 +162,7 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
   check_extent("A", p.a, p.batch, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k);
   check_extent("B", p.b, p.batch, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n);
   check_extent("C", p.c, p.batch, p.m, p.n);
-  if (p.tensor_cores && gemm::enqueue_tensor_core_gemm(call, p)) return;
+  if (p.tensor_cores && enqueue_tensor_core_gemm(call, p)) return;
 
   Device& device = call.device();
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
@@ -181,23 +180,23 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
       std::uint64_t groups_m = std::min(tiles_m - tile_m0, kMaxGroupsPerDimension);
       for (std::uint64_t tile_n0 = 0; tile_n0 < tiles_n; tile_n0 += kMaxGroupsPerDimension) {
         std::uint64_t groups_n = std::min(tiles_n - tile_n0, kMaxGroupsPerDimension);
-        set_kernel_args(kernel, p.a.buffer.mem, p.b.buffer.mem, p.c.buffer.mem,
-                        static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
-                        static_cast<cl_ulong>(p.k), static_cast<cl_ulong>(lda),
-                        static_cast<cl_ulong>(ldb), static_cast<cl_ulong>(ldc),
-                        static_cast<cl_ulong>(p.a.offset), static_cast<cl_ulong>(p.b.offset),
-                        static_cast<cl_ulong>(p.c.offset), static_cast<cl_ulong>(p.a.batch_stride),
-                        static_cast<cl_ulong>(p.b.batch_stride),
-                        static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta,
-                        static_cast<cl_ulong>(tile_m0), static_cast<cl_ulong>(tile_n0),
-                        static_cast<cl_ulong>(batch0));
         const std::size_t global[3] = {static_cast<std::size_t>(groups_n) * local[0],
                                        static_cast<std::size_t>(groups_m) * local[1],
                                        static_cast<std::size_t>(groups_b)};
-        device.launch(kernel, 3, global, local);
+        call.launch(*kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem,
+                    p.b.buffer.mem, p.c.buffer.mem, static_cast<cl_ulong>(p.m),
+                    static_cast<cl_ulong>(p.n), static_cast<cl_ulong>(p.k),
+                    static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
+                    static_cast<cl_ulong>(ldc), static_cast<cl_ulong>(p.a.offset),
+                    static_cast<cl_ulong>(p.b.offset), static_cast<cl_ulong>(p.c.offset),
+                    static_cast<cl_ulong>(p.a.batch_stride),
+                    static_cast<cl_ulong>(p.b.batch_stride),
+                    static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta,
+                    static_cast<cl_ulong>(tile_m0), static_cast<cl_ulong>(tile_n0),
+                    static_cast<cl_ulong>(batch0));
       }
     }
   }
 }
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

@@ -1,13 +1,13 @@
 // The GEMM engine: one tiled, register-blocked kernel family (kernels/gemm.cl) behind every
-// matrix product (DESIGN.md decisions 6 and 18), with the tensor-core kernels of gemm/ taking the
-// products they can run where the device has them.
+// matrix product (docs/ARCHITECTURE.md decisions 6 and 18), with the tensor-core kernels
+// (gemm/tensor_core_gemm.h) taking the products they can run where the device has them.
 #pragma once
 
 #include "runtime/device_call.h"
 
 #include <cstdint>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 // How an operand is stored (the kernels' GEMM_AB_TYPE / GEMM_C_TYPE codes).
 enum class GemmStorage : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
@@ -59,4 +59,4 @@ std::uint64_t leading_dimension(const GemmOperand& operand, std::uint64_t cols);
 // extent (offset + (batch - 1) * stride + (rows - 1) * ld + cols elements) within its buffer.
 void enqueue_gemm(DeviceCall& call, const GemmProblem& problem);
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm
