@@ -49,8 +49,21 @@
 #endif
 #define MMA_BK (64 / MMA_ELEM)            // k per K-tile: 64 bytes per row
 #define MMA_UNIT_ELEMS (16 / MMA_ELEM)    // elements per 16-byte unit
+#ifndef MMA_WGMMA
+#define MMA_WGMMA 0
+#endif
+#if MMA_WGMMA
+// Warpgroup MMA: a warpgroup of 4 warps per 64 rows, each warpgroup the whole BN columns.
+#undef MMA_WM
+#undef MMA_WN
+#define MMA_WM 16
+#define MMA_WN MMA_BN
+#define MMA_WARPS_M (MMA_BM / 16)
+#define MMA_WARPS_N 1
+#else
 #define MMA_WARPS_M (MMA_BM / MMA_WM)
 #define MMA_WARPS_N (MMA_BN / MMA_WN)
+#endif
 #define MMA_THREADS (MMA_WARPS_M * MMA_WARPS_N * 32)
 #define MMA_MI (MMA_WM / 16)              // m16 tiles per warp
 #define MMA_NI (MMA_WN / 8)               // n8 tiles per warp
@@ -63,6 +76,10 @@
 
 #if MMA_WM % 16 || MMA_WN % 16 || MMA_BM % MMA_WM || MMA_BN % MMA_WN
 #error "warp tiles must be multiples of 16 and divide the block tile"
+#endif
+#if MMA_WGMMA && (MMA_BM % 64 || MMA_TRANS_A || !MMA_TRANS_B || MMA_KIND == 1 || \
+                  (MMA_BN != 64 && MMA_BN != 128 && MMA_BN != 256))
+#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256, A and B K-contiguous, no 3xTF32"
 #endif
 #if MMA_BM < 64 || MMA_BN < 64
 #error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
@@ -175,6 +192,43 @@ inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH
 }
 #define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
 
+// Warpgroup MMA from local memory: both tiles K-contiguous with 64-byte rows and the swizzle of
+// mma_kc_offset (PTX's 64-byte swizzle mode); k-step ks starts ks * 32 bytes into each row.
+// Each work-item sums its own accumulators (no exchange needed: both operands are in memory).
+inline float mma_wg_input(__local const uchar* smem_bytes, uint tile, uint row, uint kbyte) {
+  const uint at = tile + row * 64u + ((((kbyte >> 4) ^ ((row >> 1) & 3u))) << 4) + (kbyte & 15u);
+#if MMA_KIND <= 1
+  return as_float(*(__local const uint*)(smem_bytes + at) & 0xffffe000u);
+#else
+  const ushort bits = *(__local const ushort*)(smem_bytes + at);
+#if MMA_KIND == 2
+  return nf_from_bf16(bits);
+#else
+  return vload_half(0, (__private const half*)&bits);
+#endif
+#endif
+}
+#define MMA_WG_FENCE()
+#define MMA_WG_COMMIT_WAIT()
+#define mma_fence_proxy_async()
+// acc += A (64 rows at a_tile) x B^T (BN rows at b_tile) over one k-step.
+#define MMA_WG_STEP(a_tile, b_tile, ks)                                                       \
+  {                                                                                           \
+    const uint q_ = (tid & 127u) >> 5;                                                        \
+    for (uint j_ = 0; j_ < MMA_NI; ++j_)                                                      \
+      for (uint e_ = 0; e_ < 4; ++e_) {                                                       \
+        const uint row_ = q_ * 16u + (lane >> 2) + (e_ >> 1) * 8u;                            \
+        const uint col_ = j_ * 8u + 2u * (lane & 3u) + (e_ & 1u);                             \
+        float sum_ = acc[0][j_][e_];                                                          \
+        for (uint k_ = 0; k_ < MMA_KSTEP; ++k_) {                                             \
+          const uint kbyte_ = (ks) * 32u + k_ * MMA_ELEM;                                     \
+          sum_ += mma_wg_input(smem_bytes, (a_tile), row_, kbyte_) *                          \
+                  mma_wg_input(smem_bytes, (b_tile), col_, kbyte_);                           \
+        }                                                                                     \
+        acc[0][j_][e_] = sum_;                                                                \
+      }                                                                                       \
+  }
+
 #else
 // ---- PTX wrappers -------------------------------------------------------------------------------
 // Local addresses as 32-bit shared-window addresses, as PTX's .shared state space wants them.
@@ -245,6 +299,133 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 }
 
 #endif  // MMA_EMULATE
+
+#if MMA_WGMMA && !MMA_EMULATE
+// ---- warpgroup MMA through PTX retargeted to sm_90a ---------------------------------------------
+// NVIDIA's OpenCL compiler targets sm_90, which has no wgmma. These instructions are therefore
+// written as PTX comments starting with MMA_SM90A; the driver (gemm/wgmma.cpp) takes the built
+// program's PTX, removes that prefix, retargets it to sm_90a and loads it as a program binary.
+// The register operands are filled in by the compiler as for any inline PTX.
+#define MMA_SM90A "//AECL_SM90A "
+#define MMA_WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define MMA_WG_ACC64 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
+#define MMA_WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define MMA_WG_ACC128 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
+  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
+  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
+  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
+  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
+  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
+  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
+  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
+  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3])
+#define MMA_WG_D256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define MMA_WG_ACC256 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
+  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
+  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
+  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
+  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
+  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
+  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
+  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
+  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3]),  \
+  "+f"(acc[0][16][0]), "+f"(acc[0][16][1]), "+f"(acc[0][16][2]), "+f"(acc[0][16][3]),  \
+  "+f"(acc[0][17][0]), "+f"(acc[0][17][1]), "+f"(acc[0][17][2]), "+f"(acc[0][17][3]),  \
+  "+f"(acc[0][18][0]), "+f"(acc[0][18][1]), "+f"(acc[0][18][2]), "+f"(acc[0][18][3]),  \
+  "+f"(acc[0][19][0]), "+f"(acc[0][19][1]), "+f"(acc[0][19][2]), "+f"(acc[0][19][3]),  \
+  "+f"(acc[0][20][0]), "+f"(acc[0][20][1]), "+f"(acc[0][20][2]), "+f"(acc[0][20][3]),  \
+  "+f"(acc[0][21][0]), "+f"(acc[0][21][1]), "+f"(acc[0][21][2]), "+f"(acc[0][21][3]),  \
+  "+f"(acc[0][22][0]), "+f"(acc[0][22][1]), "+f"(acc[0][22][2]), "+f"(acc[0][22][3]),  \
+  "+f"(acc[0][23][0]), "+f"(acc[0][23][1]), "+f"(acc[0][23][2]), "+f"(acc[0][23][3]),  \
+  "+f"(acc[0][24][0]), "+f"(acc[0][24][1]), "+f"(acc[0][24][2]), "+f"(acc[0][24][3]),  \
+  "+f"(acc[0][25][0]), "+f"(acc[0][25][1]), "+f"(acc[0][25][2]), "+f"(acc[0][25][3]),  \
+  "+f"(acc[0][26][0]), "+f"(acc[0][26][1]), "+f"(acc[0][26][2]), "+f"(acc[0][26][3]),  \
+  "+f"(acc[0][27][0]), "+f"(acc[0][27][1]), "+f"(acc[0][27][2]), "+f"(acc[0][27][3]),  \
+  "+f"(acc[0][28][0]), "+f"(acc[0][28][1]), "+f"(acc[0][28][2]), "+f"(acc[0][28][3]),  \
+  "+f"(acc[0][29][0]), "+f"(acc[0][29][1]), "+f"(acc[0][29][2]), "+f"(acc[0][29][3]),  \
+  "+f"(acc[0][30][0]), "+f"(acc[0][30][1]), "+f"(acc[0][30][2]), "+f"(acc[0][30][3]),  \
+  "+f"(acc[0][31][0]), "+f"(acc[0][31][1]), "+f"(acc[0][31][2]), "+f"(acc[0][31][3])
+
+#define MMA_WG_STR_(x) #x
+#define MMA_WG_STR(x) MMA_WG_STR_(x)
+#if MMA_KIND == 0
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k8.f32.tf32.tf32 "
+#define MMA_WG_IMM ", p, 1, 1;\n"
+#elif MMA_KIND == 2
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k16.f32.bf16.bf16 "
+#define MMA_WG_IMM ", p, 1, 1, 0, 0;\n"
+#else
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k16.f32.f16.f16 "
+#define MMA_WG_IMM ", p, 1, 1, 0, 0;\n"
+#endif
+#define MMA_WG_D_(n) MMA_WG_D##n
+#define MMA_WG_D(n) MMA_WG_D_(n)
+#define MMA_WG_ACC_(n) MMA_WG_ACC##n
+#define MMA_WG_ACC(n) MMA_WG_ACC_(n)
+
+// Shared-memory matrix descriptor: start address, leading byte offset 16 (unused with
+// swizzling), stride byte offset 512 (8 rows of 64 bytes), 64-byte swizzle.
+inline ulong mma_wg_desc(uint address) {
+  return (ulong)((address & 0x3ffffu) >> 4) | ((ulong)1 << 16) | ((ulong)(512 >> 4) << 32) |
+         ((ulong)2 << 62);
+}
+
+inline void mma_fence_proxy_async(void) {
+  __asm__ __volatile__("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The accumulators are operands of the fence and the wait too, so the compiler keeps every
+// other access to them outside the asynchronous window.
+#define MMA_WG_FENCE() \
+  __asm__ __volatile__(MMA_SM90A "wgmma.fence.sync.aligned;\n" : MMA_WG_ACC(MMA_BN) :: "memory")
+#define MMA_WG_COMMIT_WAIT()                                                              \
+  __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
+                       "wgmma.wait_group.sync.aligned 0;\n"                               \
+                       : MMA_WG_ACC(MMA_BN)::"memory")
+// acc += A (64 rows at shared address a_tile) x B^T (BN rows at b_tile) over k-step ks.
+#define MMA_WG_STEP(a_tile, b_tile, ks)                                                        \
+  __asm__ __volatile__(MMA_SM90A "{\n" MMA_SM90A ".reg .pred p;\n" MMA_SM90A               \
+                       "setp.ne.b32 p, %" MMA_WG_LAST ", 0;\n" MMA_SM90A                      \
+                       MMA_WG_SHAPE(MMA_BN) MMA_WG_D(MMA_BN) ", " MMA_WG_IN_AB MMA_WG_IMM     \
+                       MMA_SM90A "}\n"                                                         \
+                       : MMA_WG_ACC(MMA_BN)                                                   \
+                       : "l"(mma_wg_desc((a_tile) + (ks) * 32u)),                               \
+                         "l"(mma_wg_desc((b_tile) + (ks) * 32u)), "r"(1))
+#if MMA_BN == 64
+#define MMA_WG_IN_AB "%32, %33"
+#define MMA_WG_LAST "34"
+#elif MMA_BN == 128
+#define MMA_WG_IN_AB "%64, %65"
+#define MMA_WG_LAST "66"
+#else
+#define MMA_WG_IN_AB "%128, %129"
+#define MMA_WG_LAST "130"
+#endif
+#endif  // MMA_WGMMA && !MMA_EMULATE
 
 // ---- TF32 rounding (the tensor core reads the upper 19 bits and drops the low 13) --------------
 // MMA_TF32_ROUND 1: adding half a TF32 unit before the tensor core drops the low bits rounds to
@@ -338,6 +519,24 @@ MMA_UNROLL
   }
 }
 
+// Rounds the 16-byte units mma_copy_tile copied for this work-item (tile at byte offset `tile`) to
+// TF32 in place, as mma_round_tf32 rounds fragments.
+inline void mma_round_copies(__local uchar* smem_bytes, uint tile, const mma_copier* c,
+                             const uint rows, const uint units) {
+  uint at = tile + c->dst;
+MMA_UNROLL
+  for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
+    __local uint4* unit = (__local uint4*)(smem_bytes + at);
+    uint4 v = *unit;
+    v.x = mma_round_tf32(v.x);
+    v.y = mma_round_tf32(v.y);
+    v.z = mma_round_tf32(v.z);
+    v.w = mma_round_tf32(v.w);
+    *unit = v;
+    at += MMA_ROW_STEP(units) * units * 16u;
+  }
+}
+
 // ---- fragments ----------------------------------------------------------------------------------
 // A fragments of m16 tile i (rows base .. base + 15 of the block tile) for k-step ks.
 inline void mma_load_a(uint a_tile, uint base, uint ks, uint lane, uint* frag MMA_SCRATCH_ARGS) {
@@ -415,11 +614,14 @@ __kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void gemm_mma_
     __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
     ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
     float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0) {
-  __local uint4 smem[MMA_STAGES * MMA_STAGE_BYTES / 16];
+  // 1024-byte aligned: the swizzle of the warpgroup MMA's descriptors is anchored there.
+  __local uint4 smem[MMA_STAGES * MMA_STAGE_BYTES / 16] __attribute__((aligned(1024)));
   const uint smem_base = MMA_SHARED(smem);
+#if MMA_EMULATE || MMA_WGMMA
+  __local uchar* smem_bytes = (__local uchar*)smem;
+#endif
 #if MMA_EMULATE
   __local uint emulation_scratch[MMA_THREADS * 6];
-  __local uchar* smem_bytes = (__local uchar*)smem;
   __local uint* scratch = emulation_scratch;
 #endif
 
@@ -489,6 +691,30 @@ MMA_UNROLL
     mma_cp_async_commit();
   }
 
+#if MMA_WGMMA
+  const uint wg_row = (tid >> 7) * 64u;  // the warpgroup's first row of the block tile
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    mma_cp_async_wait();  // this work-item's copies of tile kt have landed
+    const uint stage = (kt % MMA_STAGES) * MMA_STAGE_BYTES;
+#if MMA_KIND == 0 && MMA_TF32_ROUND
+    // The tensor cores read TF32 inputs from local memory: each work-item rounds what it copied.
+    mma_round_copies(smem_bytes, stage, &a_copier, MMA_BM, 4);
+    mma_round_copies(smem_bytes, stage + MMA_A_BYTES, &b_copier, MMA_BN, 4);
+#endif
+    mma_fence_proxy_async();        // copies and roundings visible to the tensor cores
+    barrier(CLK_LOCAL_MEM_FENCE);   // everyone's, and stage (kt - 1) is free again
+    const uint next = kt + MMA_STAGES - 1;
+    if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
+    mma_cp_async_commit();
+
+    const uint a_tile = smem_base + stage + wg_row * 64u;
+    const uint b_tile = smem_base + stage + MMA_A_BYTES;
+    MMA_WG_FENCE();
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) MMA_WG_STEP(a_tile, b_tile, ks);
+    MMA_WG_COMMIT_WAIT();
+  }
+#else
   for (uint kt = 0; kt < k_tiles; ++kt) {
     mma_cp_async_wait();              // this work-item's copies of tile kt have landed
     barrier(CLK_LOCAL_MEM_FENCE);     // everyone's have, and stage (kt - 1) is free again
@@ -555,6 +781,7 @@ MMA_UNROLL
 #endif
     }
   }
+#endif  // MMA_WGMMA
 #undef MMA_LOAD_STAGE
 
   // Epilogue: each work-item holds rows g and g + 8, columns 2t and 2t + 1 of every mma tile.

@@ -27,7 +27,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
   constexpr Field kFields[] = {{"bm", &MmaConfig::bm},       {"bn", &MmaConfig::bn},
                                {"wm", &MmaConfig::wm},       {"wn", &MmaConfig::wn},
                                {"stages", &MmaConfig::stages},
-                               {"tf32_round", &MmaConfig::tf32_round}};
+                               {"tf32_round", &MmaConfig::tf32_round},
+                               {"wgmma", &MmaConfig::wgmma}};
   std::string_view rest(text);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -46,18 +47,23 @@ void apply_override(MmaConfig& config, const std::string& text) {
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (field == nullptr || error != std::errc() || end != digits.data() + digits.size()) {
       fail(Status::kInvalidArgument, "{}='{}': '{}' is not one of bm, bn, wm, wn, stages, "
-           "tf32_round = integer", kParamsVariable, text, item);
+           "tf32_round, wgmma = integer", kParamsVariable, text, item);
     }
     config.*field->member = value;
   }
-  const bool shape_ok = config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
-                        config.wn % 16 == 0 && config.bm >= 64 && config.bn >= 64 &&
-                        config.bm % config.wm == 0 && config.bn % config.wn == 0 &&
-                        config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8;
+  const bool warp_ok = config.wgmma
+                           ? config.bm % 64 == 0 && (config.bn == 64 || config.bn == 128 ||
+                                                     config.bn == 256)
+                           : config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
+                                 config.wn % 16 == 0 && config.bm % config.wm == 0 &&
+                                 config.bn % config.wn == 0;
+  const bool shape_ok = warp_ok && config.bm >= 64 && config.bn >= 64 &&
+                        config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8 &&
+                        (config.wgmma == 0 || config.wgmma == 1);
   if (!shape_ok) {
     fail(Status::kInvalidArgument, "{}='{}' is not a valid tile configuration (warp tiles of "
-         "multiples of 16 dividing block tiles of at least 64, at most 32 warps, 2-8 stages)",
-         kParamsVariable, text);
+         "multiples of 16 dividing block tiles of at least 64, or wgmma=1 with bm a multiple of "
+         "64 and bn 64, 128 or 256; at most 32 warps, 2-8 stages)", kParamsVariable, text);
   }
 }
 
@@ -93,21 +99,33 @@ std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
   return std::nullopt;
 }
 
-std::string MmaConfig::to_string() const {
-  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={}", bm, bn, wm, wn, stages,
-                     tf32_round);
+std::uint64_t MmaConfig::local_bytes() const {
+  return static_cast<std::uint64_t>(stages) * static_cast<std::uint64_t>(bm + bn) * 64;
 }
 
-MmaConfig mma_config(const GemmProblem& p, std::uint32_t compute_units, bool emulated) {
+std::string MmaConfig::to_string() const {
+  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={}", bm, bn, wm, wn,
+                     stages, tf32_round, wgmma);
+}
+
+MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
+                     bool warpgroup, MmaMode mode) {
   MmaConfig config;
-  if (emulated) {
-    config = {64, 64, 32, 32, 2, 1};
-  } else {
+  const std::uint64_t tiles = ((p.m + 127) / 128) * ((p.n + 127) / 128) * p.batch;
+  const bool big = tiles * 2 >= compute_units && p.k >= 64;
+  if (mode == MmaMode::kEmulated) {
+    config = {64, 64, 32, 32, 2, 1, 0};
+  } else if (mode == MmaMode::kEmulatedWarpgroup) {
+    config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
+    if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
+  } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
+    config = {128, 128, 16, 128, 3, 1, 1};
+  } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
-    const std::uint64_t tiles = ((p.m + 127) / 128) * ((p.n + 127) / 128) * p.batch;
-    if (tiles < compute_units) config = {64, 64, 32, 32, 4, 1};
+    config = {64, 64, 32, 32, 4, 1, 0};
   }
   if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
+  if (config.wgmma && kind == MmaKind::k3xTF32) config.wgmma = 0;  // mma.sync only
   return config;
 }
 
@@ -126,25 +144,26 @@ int mma_chunk_bytes(const GemmProblem& p) {
 }
 
 std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
-                              int chunk, bool emulated) {
+                              int chunk, MmaMode mode) {
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
   const bool c_pairs = p.c.storage == GemmStorage::kF32 && ldc % 2 == 0 &&
                        p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
   return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
-      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={}",
+      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
-      c_pairs ? 1 : 0, config.tf32_round, emulated ? 1 : 0);
+      c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma);
 }
 
 void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
-                      const std::string& options) {
+                      const std::string& options, const BinaryPatch* patch) {
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
-  Kernel& kernel = device.programs().kernel(kFamily, kKernel, options);
+  Kernel& kernel = patch ? device.programs().kernel(kFamily, kKernel, options, *patch)
+                         : device.programs().kernel(kFamily, kKernel, options);
 
   const std::uint64_t tiles_m = (p.m + config.bm - 1) / config.bm;
   const std::uint64_t tiles_n = (p.n + config.bn - 1) / config.bn;

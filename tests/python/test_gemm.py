@@ -348,12 +348,14 @@ EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16"
 
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
+@pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
 def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypatch, mode, ab,
-                                      trans):
-    """kernels/gemm_mma.cl with MMA_EMULATE=1: the fragment layouts, swizzles, zero-filled edges
-    and the pipeline, checked on the device under test (on NVIDIA the real instructions run in
-    the other tests)."""
-    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+                                      trans, instructions):
+    """kernels/gemm_mma.cl with MMA_EMULATE=1, mma.sync and warpgroup-MMA kernels (with the
+    transposed operand copies of kernels/gemm_pack.cl): the fragment and accumulator layouts,
+    swizzles, zero-filled edges and the pipeline, checked on the device under test (on NVIDIA the
+    real instructions run in the other tests)."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67,
              k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
