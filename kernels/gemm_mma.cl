@@ -52,6 +52,9 @@
 #ifndef MMA_WGMMA
 #define MMA_WGMMA 0
 #endif
+#ifndef MMA_WG_INFLIGHT
+#define MMA_WG_INFLIGHT 1
+#endif
 #if MMA_WGMMA
 // Warpgroup MMA: a warpgroup of 4 warps per 64 rows, each warpgroup the whole BN columns.
 #undef MMA_WM
@@ -210,6 +213,7 @@ inline float mma_wg_input(__local const uchar* smem_bytes, uint tile, uint row, 
 }
 #define MMA_WG_FENCE()
 #define MMA_WG_COMMIT_WAIT()
+#define MMA_WG_COMMIT_WAIT_ONE()
 #define mma_fence_proxy_async()
 // acc += A (64 rows at a_tile) x B^T (BN rows at b_tile) over one k-step.
 #define MMA_WG_STEP(a_tile, b_tile, ks)                                                       \
@@ -405,6 +409,11 @@ inline void mma_fence_proxy_async(void) {
 #define MMA_WG_COMMIT_WAIT()                                                              \
   __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
                        "wgmma.wait_group.sync.aligned 0;\n"                               \
+                       : MMA_WG_ACC(MMA_BN)::"memory")
+// Commits the k-steps just issued and waits for all but them: the previous K-tile's MMAs.
+#define MMA_WG_COMMIT_WAIT_ONE()                                                          \
+  __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
+                       "wgmma.wait_group.sync.aligned 1;\n"                               \
                        : MMA_WG_ACC(MMA_BN)::"memory")
 // acc += A (64 rows at shared address a_tile) x B^T (BN rows at b_tile) over k-step ks.
 #define MMA_WG_STEP(a_tile, b_tile, ks)                                                        \
@@ -692,6 +701,10 @@ MMA_UNROLL
   }
 
 #if MMA_WGMMA
+  // MMA_WG_INFLIGHT 1: the MMAs of K-tile kt run while the work-group waits for, rounds and
+  // releases the next tiles; a stage is refilled only after every warpgroup's MMAs on it ended
+  // (wait_group 1 at iteration kt + 1, then the second barrier). 0: each K-tile's MMAs end before
+  // the next copies are issued.
   const uint wg_row = (tid >> 7) * 64u;  // the warpgroup's first row of the block tile
   for (uint kt = 0; kt < k_tiles; ++kt) {
     mma_cp_async_wait();  // this work-item's copies of tile kt have landed
@@ -702,18 +715,30 @@ MMA_UNROLL
     mma_round_copies(smem_bytes, stage + MMA_A_BYTES, &b_copier, MMA_BN, 4);
 #endif
     mma_fence_proxy_async();        // copies and roundings visible to the tensor cores
-    barrier(CLK_LOCAL_MEM_FENCE);   // everyone's, and stage (kt - 1) is free again
+    barrier(CLK_LOCAL_MEM_FENCE);   // everyone's
+#if !MMA_WG_INFLIGHT
     const uint next = kt + MMA_STAGES - 1;
     if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
     mma_cp_async_commit();
-
+#endif
     const uint a_tile = smem_base + stage + wg_row * 64u;
     const uint b_tile = smem_base + stage + MMA_A_BYTES;
     MMA_WG_FENCE();
 MMA_UNROLL
     for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) MMA_WG_STEP(a_tile, b_tile, ks);
+#if MMA_WG_INFLIGHT
+    MMA_WG_COMMIT_WAIT_ONE();       // this warpgroup's MMAs of tile kt - 1 have ended
+    barrier(CLK_LOCAL_MEM_FENCE);   // everyone's: stage (kt - 1) is free
+    const uint next = kt + MMA_STAGES - 1;
+    if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
+    mma_cp_async_commit();
+#else
     MMA_WG_COMMIT_WAIT();
+#endif
   }
+#if MMA_WG_INFLIGHT
+  MMA_WG_COMMIT_WAIT();             // the last tile's MMAs (an empty group is committed first)
+#endif
 #else
   for (uint kt = 0; kt < k_tiles; ++kt) {
     mma_cp_async_wait();              // this work-item's copies of tile kt have landed

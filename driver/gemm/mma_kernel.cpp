@@ -28,7 +28,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
                                {"wm", &MmaConfig::wm},       {"wn", &MmaConfig::wn},
                                {"stages", &MmaConfig::stages},
                                {"tf32_round", &MmaConfig::tf32_round},
-                               {"wgmma", &MmaConfig::wgmma}};
+                               {"wgmma", &MmaConfig::wgmma},
+                               {"inflight", &MmaConfig::inflight}};
   std::string_view rest(text);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -47,7 +48,7 @@ void apply_override(MmaConfig& config, const std::string& text) {
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (field == nullptr || error != std::errc() || end != digits.data() + digits.size()) {
       fail(Status::kInvalidArgument, "{}='{}': '{}' is not one of bm, bn, wm, wn, stages, "
-           "tf32_round, wgmma = integer", kParamsVariable, text, item);
+           "tf32_round, wgmma, inflight = integer", kParamsVariable, text, item);
     }
     config.*field->member = value;
   }
@@ -59,7 +60,9 @@ void apply_override(MmaConfig& config, const std::string& text) {
                                  config.bn % config.wn == 0;
   const bool shape_ok = warp_ok && config.bm >= 64 && config.bn >= 64 &&
                         config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8 &&
-                        (config.wgmma == 0 || config.wgmma == 1);
+                        (config.wgmma == 0 || config.wgmma == 1) &&
+                        (config.inflight == 0 || config.inflight == 1) &&
+                        (config.tf32_round == 0 || config.tf32_round == 1);
   if (!shape_ok) {
     fail(Status::kInvalidArgument, "{}='{}' is not a valid tile configuration (warp tiles of "
          "multiples of 16 dividing block tiles of at least 64, or wgmma=1 with bm a multiple of "
@@ -104,8 +107,8 @@ std::uint64_t MmaConfig::local_bytes() const {
 }
 
 std::string MmaConfig::to_string() const {
-  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={}", bm, bn, wm, wn,
-                     stages, tf32_round, wgmma);
+  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={}", bm,
+                     bn, wm, wn, stages, tf32_round, wgmma, inflight);
 }
 
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
@@ -151,10 +154,11 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
   return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
-      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={}",
+      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
-      c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma);
+      c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma,
+      config.wgmma ? config.inflight : 0);
 }
 
 void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,

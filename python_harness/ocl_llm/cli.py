@@ -37,6 +37,11 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
     p.add_argument("--sample_length", type=int, default=defaults["sample_length"])
     p.add_argument("--checkpoint_filename", default=defaults["checkpoint_filename"])
     p.add_argument("--plot", default=None, help="write the loss curve PNG here")
+    p.add_argument("--matmul_precision", default=defaults.get("matmul_precision", "fp32"),
+                   choices=("fp32", "tf32", "3xtf32", "bf16", "fp16"),
+                   help="compute mode of the matrix products: fp32 exact, or inputs rounded to "
+                        "TF32 / split into 3 TF32 products / rounded to bf16 / fp16 (tensor cores "
+                        "where the device has them); weights and activations stay float32")
     return p
 
 
@@ -47,7 +52,8 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
                   lr=args.lr, wd=args.wd, eval_every=args.eval_every,
                   eval_batches=args.eval_batches, seed=args.seed, causal=not args.no_causal,
                   sample_length=args.sample_length,
-                  checkpoint_filename=args.checkpoint_filename)
+                  checkpoint_filename=args.checkpoint_filename,
+                  matmul_precision=args.matmul_precision)
     for name in ("embed_dim", "num_layers", "num_heads", "d_ff", "max_len", "batch_size"):
         config[name] = getattr(args, name)
     return config

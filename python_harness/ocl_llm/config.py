@@ -22,6 +22,8 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "eval_every": 500, "eval_batches": 8, "sample_length": 200, "temperature": 0.8,
     "data_file": "input.txt", "checkpoint_filename": "test_model.npz",
     "time_limit_s": None,
+    # numerics: the compute mode of the matrix products (ocl_llm.runtime.set_matmul_precision)
+    "matmul_precision": "fp32",
 }
 
 

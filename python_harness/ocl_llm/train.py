@@ -16,7 +16,7 @@ from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optim import AdamOptimizer
 from .report import ProgressBar, plot_losses
-from .runtime import ocl_initialize, ocl_shutdown
+from .runtime import ocl_initialize, ocl_shutdown, set_matmul_precision
 from .tensor import OclTensor
 from .text import TextData, TinyTokenizer, read_corpus
 
@@ -84,13 +84,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
     ocl_initialize(gpu_id)
     model = optimizer = None
     try:
+        set_matmul_precision(config.get("matmul_precision", "fp32"))
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
                                     "best_val_loss": None, "history": {"train": [], "val": []}}
         if load_checkpoint_path and Path(load_checkpoint_path).is_file():
             model, optimizer, tokenizer, saved_config, progress = load_checkpoint(
                 load_checkpoint_path)
             keep = ("max_steps", "num_epochs", "eval_every", "eval_batches", "sample_length",
-                    "temperature", "data_file", "checkpoint_filename", "time_limit_s")
+                    "temperature", "data_file", "checkpoint_filename", "time_limit_s",
+                    "matmul_precision")
             config = dict(saved_config, **{k: config[k] for k in keep if k in config})
             print(f"[ocl] resumed {load_checkpoint_path} at step {progress['global_step']} "
                   f"(epoch {progress['epoch']}, Adam t={optimizer.t})", file=out)
@@ -168,7 +170,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "first_val_loss": history["val"][0][1], "last_val_loss": history["val"][-1][1],
             "best_val_loss": best, "last_train_loss": loss,
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
-            "config": config, "time_limited": time_limited,
+            "config": config, "time_limited": time_limited, "history": history,
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")
