@@ -35,13 +35,16 @@ std::string memory_stats_json(DeviceCall& call) {
       "\"bytes_reserved\": {}, \"bytes_cached\": {}, \"peak_bytes_reserved\": {}, "
       "\"pool_hits\": {}, \"pool_misses\": {}, \"device_allocations\": {}, "
       "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
-      "\"staging_cached_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
+      "\"staging_cached_bytes\": {}, \"streams\": {}, \"submission_thread\": {}, "
+      "\"pinned_host_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
       "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"labelled_buffers\": [{}]}}",
       device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
       buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
       pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
-      pool.device_releases, pool.trims, device.staging().pending_bytes(),
-      device.staging().cached_bytes(), programs.programs, programs.kernels,
+      pool.device_releases, pool.trims, device.staging_used_bytes(),
+      device.staging_capacity_bytes(), device.stream_count() - 1,
+      device.submission_thread() ? "true" : "false",
+      call.runtime().host_memory().bytes(device.index()), programs.programs, programs.kernels,
       programs.source_builds, programs.disk_hits, labelled);
 }
 

@@ -94,6 +94,15 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   return program;
 }
 
+Kernel& ProgramCache::literal_kernel(const char* family, const char* name) {
+  auto key = std::make_pair(family, name);
+  auto it = literals_.find(key);
+  if (it != literals_.end()) return *it->second;
+  Kernel& built = kernel(family, name);
+  literals_.emplace(key, &built);
+  return built;
+}
+
 Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
                              const std::string& extra_options) {
   std::string options =

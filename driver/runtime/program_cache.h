@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 namespace aethercl {
 
@@ -33,6 +35,9 @@ class ProgramCache {
   // Throws Error(kBuildFailed) with the build log when the family does not build.
   Kernel& kernel(const std::string& family, const std::string& name,
                  const std::string& extra_options = "");
+  // kernel(family, name) for string literals: after the first call the addresses are the key,
+  // so the per-call cost is one hash lookup. Only for arguments with static storage.
+  Kernel& literal_kernel(const char* family, const char* name);
 
   // The on-disk cache key of a family built with extra_options (exposed for tests).
   std::string cache_key(const std::string& source, const std::string& options) const;
@@ -55,6 +60,12 @@ class ProgramCache {
   BinaryCache disk_;
   std::string base_options_;
   std::map<std::string, Built> programs_;  // family + '|' + options
+  struct LiteralKeyHash {
+    std::size_t operator()(const std::pair<const char*, const char*>& key) const noexcept {
+      return std::hash<const void*>()(key.first) * 31 + std::hash<const void*>()(key.second);
+    }
+  };
+  std::unordered_map<std::pair<const char*, const char*>, Kernel*, LiteralKeyHash> literals_;
   ProgramStats stats_;
 };
 

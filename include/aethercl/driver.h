@@ -18,10 +18,13 @@
  *    return NULL / 0 on failure. After any failure aethercl_last_error() explains it; the library
  *    keeps working after every refused call. No function aborts, throws or exits the process.
  *  - Tensors are dense row-major float32 (int32 for ids and targets) unless stated otherwise.
- *  - Ordering: every call observes the results of all earlier calls on the same device. Compute
- *    calls may return before the device has finished (AETHERCL_SYNC=1 finishes after every call);
- *    reads, aethercl_synchronize and shutdown_driver wait and report deferred device errors.
- *    Host memory passed to any call may be reused or freed as soon as the call returns.
+ *  - Ordering: every call observes the results of all earlier calls on the same stream (see
+ *    "Streams and events"; a program that creates no stream has one stream per device, so every
+ *    call observes all earlier calls on the device). Compute calls may return before the device
+ *    has finished (AETHERCL_SYNC=1 finishes after every call); read_gpu_to_host_blocking,
+ *    aethercl_synchronize and shutdown_driver wait for every stream of the device and report
+ *    deferred device errors. Host memory passed to any call may be reused or freed as soon as the
+ *    call returns, except pinned memory given to aethercl_write_async / aethercl_read_async.
  *  - Thread-safety: every function may be called from any thread; calls on one device are
  *    serialised by the driver. The last error is per thread.
  */
@@ -35,7 +38,7 @@
 #define AETHERCL_VERSION_PATCH 0
 #define AETHERCL_VERSION_STRING "0.1.0"
 /* Bumped whenever exported symbols are added; matches aethercl_abi_version(). */
-#define AETHERCL_ABI_VERSION 2
+#define AETHERCL_ABI_VERSION 3
 
 #if defined(_WIN32)
 #  if defined(AETHERCL_BUILDING_DRIVER)
@@ -329,6 +332,129 @@ AETHERCL_API int aethercl_trace_stop(void);
 /* Writes the per-kernel totals of the running trace as JSON ({"active", "pending", "kernels":
  * [{"name", "calls", "total_ns", "bytes"}]}), with the buffer rules of aethercl_device_info. */
 AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
+
+/* ===================================================================================== */
+/* Streams and events (ABI version 3)                                                      */
+/* ===================================================================================== */
+/* A stream is an in-order sequence of work on one device. Each device has a default stream (the
+ * one every call used before streams existed) and any number of streams made with
+ * aethercl_stream_create. Every function without a stream argument (all the seed functions)
+ * runs on the calling thread's current stream of its device, the default stream until
+ * aethercl_stream_set_current says otherwise, as PyTorch's current stream. Work on different
+ * streams is ordered only by events (aethercl_event_record + aethercl_stream_wait_event) and by
+ * the calls that wait for every stream (read_gpu_to_host_blocking, aethercl_synchronize,
+ * shutdown_driver).
+ *
+ * Streams and events are opaque tokens of their own type: a token of another type (a buffer
+ * handle where a stream is expected, say), a destroyed, unknown or made-up one, or a stream of
+ * another device is refused with AETHERCL_INVALID_HANDLE and a message naming the argument.
+ * Token values are never reused. A `stream` argument of NULL means the device's default stream.
+ *
+ * Memory follows streams: a buffer freed while work on other streams may still use it is handed
+ * out again only after that work (the driver notes every stream a buffer is used on; events
+ * recorded at the free decide when the memory can be reused), so freeing a buffer is always safe
+ * as soon as the freeing thread no longer needs it.
+ *
+ * Where enqueueing work costs the calling thread microseconds (GPUs), a submission thread per
+ * device enqueues on the caller's behalf: every call still validates its arguments and reports
+ * refusals at once; a failure while enqueueing is reported by the next call that waits
+ * (read_gpu_to_host_blocking, aethercl_synchronize, aethercl_stream_synchronize,
+ * aethercl_event_synchronize), like a kernel that failed on the device. AETHERCL_SUBMIT_THREAD=0
+ * or 1 turns it off or on for every device. */
+
+#define AETHERCL_STREAM_TIMING 1u /* aethercl_stream_create: events on it record device times */
+
+/* A new stream on device gpu_index; flags is 0 or AETHERCL_STREAM_TIMING (other bits are
+ * refused). Returns NULL on failure. */
+AETHERCL_API void* aethercl_stream_create(int gpu_index, unsigned int flags);
+
+/* Destroys a stream of the device. Work already issued on it still completes (this returns
+ * without waiting for it); events recorded on it stay valid. A thread whose current stream it
+ * was uses the default stream afterwards. NULL (the default stream) is refused. */
+AETHERCL_API int aethercl_stream_destroy(int gpu_index, void* stream);
+
+/* Makes stream the calling thread's current stream of the device (NULL: the default stream).
+ * Other threads keep theirs. */
+AETHERCL_API int aethercl_stream_set_current(int gpu_index, void* stream);
+
+/* The calling thread's current stream of the device: NULL for the default stream, and NULL with
+ * aethercl_last_error() set on failure (an uninitialised device), so check the last error. */
+AETHERCL_API void* aethercl_stream_current(int gpu_index);
+
+/* Waits on the host until all work issued on stream so far has finished (other threads may keep
+ * issuing work meanwhile). Returns 0 with a message for a deferred error of the device. */
+AETHERCL_API int aethercl_stream_synchronize(int gpu_index, void* stream);
+
+/* A new event marking the current end of stream's work (NULL: the default stream): it completes
+ * when everything issued on the stream before it has. Destroy it with aethercl_event_destroy.
+ * Returns NULL on failure. */
+AETHERCL_API void* aethercl_event_record(int gpu_index, void* stream);
+
+/* Makes later work on stream (of device gpu_index) wait until event has completed, without
+ * blocking the calling thread. The event may belong to another device: the wait then goes
+ * through the host (OpenCL's event callback completes a stand-in event of this device), still
+ * without blocking the caller. */
+AETHERCL_API int aethercl_stream_wait_event(int gpu_index, void* stream, void* event);
+
+/* Sets *done to 1 when the event has completed, 0 when not yet; never blocks. Returns 0 (with
+ * *done untouched) for a bad token or NULL done, and when the work before the event failed on
+ * the device. */
+AETHERCL_API int aethercl_event_query(void* event, int* done);
+
+/* Waits on the host until the event has completed. Returns 0 when the work before it failed or
+ * the device reports a deferred error. */
+AETHERCL_API int aethercl_event_synchronize(void* event);
+
+/* *ms = device time from start to end in milliseconds (negative when end was recorded first),
+ * with the resolution of the device's profiling clock. Both events must come from streams made
+ * with AETHERCL_STREAM_TIMING on the same device; waits for both to complete first. */
+AETHERCL_API int aethercl_event_elapsed_ms(void* start, void* end, float* ms);
+
+/* Releases an event token. Waits and queries already started are unaffected. */
+AETHERCL_API int aethercl_event_destroy(void* event);
+
+/* ===================================================================================== */
+/* Host memory and transfers (ABI version 3)                                               */
+/* ===================================================================================== */
+
+/* size bytes of page-locked host memory (a mapped CL_MEM_ALLOC_HOST_PTR allocation in device
+ * gpu_index's context), usable with any device and any host code. Transfers between it and
+ * buffers of that device are asynchronous DMA (aethercl_write_async / aethercl_read_async); with
+ * other devices it behaves as ordinary memory. shutdown_driver frees it. NULL on failure (size 0
+ * is refused). */
+AETHERCL_API void* aethercl_host_alloc(int gpu_index, size_t size);
+
+/* Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it waits
+ * for every stream of its device, as cudaFreeHost does). NULL is a no-op; any other pointer
+ * (including one inside an allocation) is refused with AETHERCL_INVALID_HANDLE. */
+AETHERCL_API int aethercl_host_free(void* host_ptr);
+
+/* Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
+ * stream). With source in pinned memory of this device (aethercl_host_alloc) it returns once the
+ * copy is issued and source must stay untouched until the stream has passed this point (an event
+ * or aethercl_stream_synchronize says when). With any other memory it copies source before
+ * returning (the copy to the device still runs asynchronously), so source is free at once. Size 0
+ * does nothing; offset + size beyond the buffer is refused with AETHERCL_OUT_OF_RANGE. */
+AETHERCL_API int aethercl_write_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                      const void* source, void* stream);
+
+/* Copies size bytes of buffer at byte offset to destination, ordered on stream (NULL: the
+ * default stream). Into pinned memory of this device it returns once issued: the bytes are there
+ * when the stream has passed this point. Into any other memory it returns after the bytes have
+ * arrived (waiting for that stream only). */
+AETHERCL_API int aethercl_read_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                     void* destination, void* stream);
+
+/* Copies size bytes from src at src_offset to dst at dst_offset on the device, ordered on stream
+ * (NULL: the default stream). Overlapping ranges of one buffer are refused; each range must lie
+ * within its buffer. */
+AETHERCL_API int aethercl_copy(int gpu_index, void* dst, size_t dst_offset, void* src,
+                               size_t src_offset, size_t size, void* stream);
+
+/* Sets size bytes of buffer from byte offset to (unsigned char)value, ordered on stream (NULL: the
+ * default stream), as C's memset. */
+AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, size_t size,
+                                 int value, void* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

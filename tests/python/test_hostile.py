@@ -158,6 +158,8 @@ def call_everything(phase, handle):
                 args.append(b"label")
             elif p.c_type == "int*":
                 args.append(shape)
+            elif p.c_type == "float*":
+                args.append(ctypes.byref(ctypes.c_float()))
             else:
                 args.append(DEFAULTS[p.c_type])
         result = getattr(lib, s.name)(*args)
