@@ -27,6 +27,14 @@
  *    call returns, except pinned memory given to aethercl_write_async / aethercl_read_async.
  *  - Thread-safety: every function may be called from any thread; calls on one device are
  *    serialised by the driver. The last error is per thread.
+ *  - In place (one handle passed as several buffer arguments): each section below says which
+ *    pairings its functions accept. An accepted pairing computes exactly what separate buffers
+ *    with the same contents would give (inputs are read as they were before the call; where an
+ *    output is smaller than the input sharing its buffer, the bytes past the output keep their
+ *    contents). Every other pairing is refused with AETHERCL_INVALID_ARGUMENT and a message
+ *    naming both arguments, before anything is written. Two inputs may always share a buffer.
+ *  - fork(): see "Processes and fork()" below; a child forked after the first device call
+ *    cannot use devices.
  */
 #ifndef AETHERCL_DRIVER_H
 #define AETHERCL_DRIVER_H
@@ -64,13 +72,34 @@ enum aethercl_status {
   AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
   AETHERCL_OUT_OF_MEMORY = 4,    /* device or host memory exhausted (after releasing the pool) */
-  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, or called after shutdown_driver */
+  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, called after shutdown_driver, or in a
+                                    child forked after the first device call */
   AETHERCL_NO_DEVICE = 6,        /* no OpenCL platform/device, or gpu_index out of range */
   AETHERCL_BUILD_FAILED = 7,     /* a kernel program failed to build; the message has the log */
   AETHERCL_DEVICE_ERROR = 8,     /* an OpenCL call failed; the message names it and the code */
   AETHERCL_NOT_IMPLEMENTED = 9,  /* the entry point exists but is not available in this build */
   AETHERCL_INTERNAL = 10         /* a bug in the driver; please report the message */
 };
+
+/* ===================================================================================== */
+/* Processes and fork()                                                                   */
+/* ===================================================================================== */
+
+/* OpenCL state (contexts, queues, buffers, and the threads of the OpenCL runtime) cannot cross
+ * fork(): a child that used it would hang in its first call that waits for the device. The first
+ * call that touches OpenCL (aethercl_device_count, aethercl_device_info, initialize_gpu, ...)
+ * therefore arms a fork handler (pthread_atfork), and in a child forked without exec after it,
+ * and in that child's own children, every function that needs a device fails at once, without
+ * waiting and without taking any lock a parent thread may have held: it returns its failure value
+ * (0 or NULL; 16 from simulated_get_compute_unit_count; shutdown_driver and free_gpu_memory do
+ * nothing) with AETHERCL_NOT_INITIALIZED and a message that says why. initialize_gpu is refused
+ * too: the child cannot start afresh, because the OpenCL runtime's own process-wide state is the
+ * parent's. The parent's objects are neither used nor released in the child, and the parent
+ * keeps working. In the child, simulated_kernel_allocate/free/write/read (host memory) and the
+ * version, error and status-name functions keep working, and leaving it by exit() or _exit() is
+ * safe. What to do instead: start worker processes with the multiprocessing "spawn" or
+ * "forkserver" start method, exec a new program after fork(), or fork before the first device
+ * call (a child of a process that never touched OpenCL initialises and works normally). */
 
 /* ===================================================================================== */
 /* Lifecycle                                                                              */
@@ -122,6 +151,7 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
 
 /* ===================================================================================== */
 /* Matrix products (float32, docs/ABI.md section 4.4). Argument order is B, M, N, K.      */
+/* In place: never. An output that is an input, or dA == dB, is refused.                  */
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
@@ -149,6 +179,8 @@ AETHERCL_API int execute_matmul_batched_backward_on_gpu(int gpu_index, void* buf
 
 /* ===================================================================================== */
 /* Elementwise (docs/ABI.md section 4.5): num_elements 0 returns 1, negative returns 0.   */
+/* In place: any output may be any input. dA == dB is refused, and so is a mul_backward   */
+/* whose dA is dC or A while its dB is dC or B (each would overwrite the other's input).  */
 /* ===================================================================================== */
 
 /* c = a + b. */
@@ -171,6 +203,8 @@ AETHERCL_API int execute_gelu_backward_on_gpu(int gpu_index, void* buffer_input,
 
 /* ===================================================================================== */
 /* Row-wise (docs/ABI.md section 4.6): one work-group per row, deterministic reductions.  */
+/* In place: softmax, log-softmax, LayerNorm and their backward passes accept an output   */
+/* that is any input. Cross-entropy refuses an output that is an input or the other one.  */
 /* ===================================================================================== */
 
 /* y = (x - mean) / sqrt(var + eps) per row, biased two-pass variance; eps <= 0 means 1e-5. */
@@ -197,6 +231,7 @@ AETHERCL_API int execute_cross_entropy_loss_grad_gpu(int gpu_index, void* log_pr
 
 /* ===================================================================================== */
 /* Layout (docs/ABI.md section 4.7): exact copies.                                        */
+/* In place: never (input == output is refused).                                          */
 /* ===================================================================================== */
 
 /* out(cols, rows) = in(rows, cols)^T. */
@@ -215,6 +250,10 @@ AETHERCL_API int execute_transpose_12_batched_gpu(int gpu_index, void* buffer_in
 
 /* ===================================================================================== */
 /* Reductions, broadcasts, embeddings, optimiser (docs/ABI.md sections 4.8, 4.9)          */
+/* In place: the broadcast adds accept output == the full-size input (c == a, output ==   */
+/* input) and refuse the broadcast operand as output; reduce_sum and both embedding       */
+/* functions refuse an output that is an input; Adam accepts grad == param, m or v and    */
+/* refuses param, m and v sharing a buffer.                                               */
 /* ===================================================================================== */
 
 /* out[n] = sum over b, m of in[b,m,n]. */
@@ -316,7 +355,11 @@ AETHERCL_API int aethercl_synchronize(int gpu_index);
 AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t capacity);
 
 /* Attaches a label (copied, at most 63 bytes kept) to a buffer; error messages and memory
- * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
+ * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle.
+ * The label is read up to its NUL; ill-formed UTF-8 (overlong forms, surrogates, code points above
+ * U+10FFFF, bytes C0, C1, F5-FF, stray or missing continuation bytes) is replaced by U+FFFD, one
+ * per maximal ill-formed subpart as Unicode recommends, and the result is cut to 63 bytes without
+ * splitting a character. Every JSON text the library writes is well-formed UTF-8. */
 AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
 
 /* Starts tracing every kernel launch and transfer on every device, with device timestamps from
