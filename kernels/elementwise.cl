@@ -1,6 +1,6 @@
 // Elementwise float32 kernels: add, mul, gelu and gelu_backward over n elements.
 // Each work-item walks a grid-stride range, so any n works with a bounded launch; indices are
-// 64-bit. mul_backward is two launches of elementwise_mul (a NULL output is simply not launched).
+// 64-bit. erf/exp are ACL_ERF/ACL_EXP of kernels/fastmath.cl (branch-free on CPUs). mul_backward is two launches of elementwise_mul (a NULL output is simply not launched).
 
 #define GRID_STRIDE_LOOP(i, n) \
   for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
@@ -22,7 +22,7 @@ __kernel void elementwise_mul(__global const float* a, __global const float* b, 
 __kernel void elementwise_gelu(__global const float* x, __global float* y, ulong n) {
   GRID_STRIDE_LOOP(i, n) {
     float v = x[i];
-    y[i] = 0.5f * v * (1.0f + erf(v * INV_SQRT2));
+    y[i] = 0.5f * v * (1.0f + ACL_ERF(v * INV_SQRT2));
   }
 }
 
@@ -31,8 +31,8 @@ __kernel void elementwise_gelu_backward(__global const float* x, __global const 
                                    __global float* dx, ulong n) {
   GRID_STRIDE_LOOP(i, n) {
     float v = x[i];
-    float cdf = 0.5f * (1.0f + erf(v * INV_SQRT2));
-    float pdf = exp(-0.5f * v * v) * INV_SQRT_2PI;
+    float cdf = 0.5f * (1.0f + ACL_ERF(v * INV_SQRT2));
+    float pdf = ACL_EXP(-0.5f * v * v) * INV_SQRT_2PI;
     dx[i] = dy[i] * (cdf + v * pdf);
   }
 }
