@@ -12,11 +12,11 @@
 // type of the same width, AS_F/CVT_I its bit cast and conversion, SUF the name suffix ("" or N).
 #define ACL_DEFINE_MATH(F, I, AS_F, CVT_I, SUF)                                                 \
   /* 2^k as a float for k in [-126, 127], built from the exponent bits. */                      \
-  inline F acl_pow2i##SUF(I k) { return AS_F((k + 127) << 23); }                                 \
+  F acl_pow2i##SUF(I k) { return AS_F((k + 127) << 23); }                                 \
                                                                                                   \
   /* exp(x): x = n ln2 + r, |r| <= ln2/2 (two-part ln2), exp(r) = 1 + r + r^2 s(r) with s a     \
      degree-5 minimax fit, scaled by 2^n in two steps so subnormal results round once. */       \
-  inline F acl_exp##SUF(F x) {                                                                   \
+  F acl_exp##SUF(F x) {                                                                   \
     F xc = fmin(fmax(x, (F)(-104.0f)), (F)(89.0f));                                              \
     F n = rint(xc * 1.44269504088896341f);                                                       \
     F r = fma(n, (F)(-0.693145751953125f), xc);                                                  \
@@ -36,7 +36,7 @@
                                                                                                   \
   /* tanh(x): |x| < 0.625 uses x + x^3 q(x^2) (degree-5 minimax q); above, 1 - 2/(exp(2|x|)+1), \
      whose cancellation is harmless there (tanh >= 0.55); exp overflowing gives exactly 1. */  \
-  inline F acl_tanh##SUF(F x) {                                                                  \
+  F acl_tanh##SUF(F x) {                                                                  \
     F a = fabs(x);                                                                               \
     F t = x * x;                                                                                 \
     F q = (F)(2.1429614616105632e-3f);                                                           \
@@ -54,7 +54,7 @@
   /* erf(x): |x| < 0.875 uses x p(x^2) (degree-6 minimax p); above, 1 - exp(q(|x| - 2.3975))    \
      with q a degree-10 fit of log(erfc) on [0.875, 3.92]; |x| is clamped at 3.92, where erf     \
      rounds to 1. */                                                                             \
-  inline F acl_erf##SUF(F x) {                                                                   \
+  F acl_erf##SUF(F x) {                                                                   \
     F a = fabs(x);                                                                               \
     F t = x * x;                                                                                 \
     F p = (F)(8.67551153262841e-5f);                                                             \
