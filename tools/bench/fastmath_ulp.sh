@@ -4,4 +4,4 @@
 # Usage: tools/bench/fastmath_ulp.sh [build-dir]   (minutes on 2 cores; the unit test is strided)
 set -euo pipefail
 build=${1:-build}
-AETHERCL_ULP_STRIDE=1 "$build/unit_tests" -tc="fastmath*" 2>&1 | grep -E "stride|Status"
+AETHERCL_ULP_STRIDE=1 "$build/unit_tests" -tc="fastmath*" 2>&1 | grep --line-buffered -E "stride|Status"
