@@ -20,7 +20,10 @@ struct EmbeddedKernel {
 extern const EmbeddedKernel kEmbeddedKernels[];
 extern const unsigned long kEmbeddedKernelCount;
 
-std::string kernel_source(std::string_view family) {
+namespace {
+
+// The named family's own text (override directory first, then the embedded table).
+std::string family_text(std::string_view family) {
   if (auto dir = env::get(env::kKernelDir)) {
     std::filesystem::path path = std::filesystem::path(*dir) / (std::string(family) + ".cl");
     std::ifstream file(path, std::ios::binary);
@@ -37,6 +40,14 @@ std::string kernel_source(std::string_view family) {
     }
   }
   fail(Status::kBuildFailed, "no kernel family '{}' in this build", family);
+}
+
+}  // namespace
+
+std::string kernel_source(std::string_view family) {
+  if (family == kSharedMathFamily) return family_text(family);
+  // Every family sees the shared math functions (acl_exp, acl_erf, ...) ahead of its own text.
+  return family_text(kSharedMathFamily) + "\n" + family_text(family);
 }
 
 std::vector<std::string> embedded_kernel_families() {

@@ -32,6 +32,7 @@ inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing:
 inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-kernel group size
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
+inline constexpr const char* kFastMath = "AETHERCL_FAST_MATH";  // 0/1: force kernels' math
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
 inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
