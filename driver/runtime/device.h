@@ -48,6 +48,9 @@ class Device {
   ~Device();
 
   int index() const { return index_; }
+  // Unique in the process (never reused, unlike index and address): keys per-device state kept
+  // outside this class, which a later device at the same index must not inherit.
+  std::uint64_t serial() const { return serial_; }
   const DeviceInfo& info() const { return info_; }
   std::mutex& mutex() { return mutex_; }
 
@@ -146,6 +149,7 @@ class Device {
   PinnedRing& ring();
 
   int index_;
+  std::uint64_t serial_;
   DeviceInfo info_;
   std::mutex mutex_;
   cl::Context context_;
