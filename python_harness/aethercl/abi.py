@@ -20,7 +20,21 @@ C_TYPES = {
     "char*": ctypes.c_char_p,
     "const char*": ctypes.c_char_p,
     "int*": ctypes.POINTER(ctypes.c_int),
+    "const int*": ctypes.POINTER(ctypes.c_int),
+    "const size_t*": ctypes.POINTER(ctypes.c_size_t),
+    "void* const*": ctypes.POINTER(ctypes.c_void_p),
 }
+# Pointers to descriptor structs of the header ("const aethercl_<name>_desc*") pass as addresses.
+DESCRIPTOR_POINTER = ctypes.c_void_p
+
+
+def c_type(spelling: str):
+    """The ctypes type of a manifest C type spelling; unknown spellings raise KeyError."""
+    if spelling in C_TYPES:
+        return C_TYPES[spelling]
+    if spelling.startswith("const aethercl_") and spelling.endswith("_desc*"):
+        return DESCRIPTOR_POINTER
+    raise KeyError(f"no ctypes mapping for the C type {spelling!r}")
 
 
 @dataclass(frozen=True)
@@ -38,11 +52,11 @@ class Symbol:
 
     @property
     def restype(self):
-        return C_TYPES[self.return_type]
+        return c_type(self.return_type)
 
     @property
     def argtypes(self) -> list:
-        return [C_TYPES[p.c_type] for p in self.parameters]
+        return [c_type(p.c_type) for p in self.parameters]
 
     def prototype(self) -> str:
         params = ", ".join(f"{p.c_type} {p.name}" for p in self.parameters) or "void"

@@ -363,4 +363,8 @@ def sim_compute_unit_count(dev: DeviceLike = 0) -> int:
     return int(lib.simulated_get_compute_unit_count(index))
 
 
-__all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]
+# The version-3 training ops live in train_ops (registered in ENTRY_POINTS on import).
+from .train_ops import *  # noqa: E402,F401,F403
+from . import train_types  # noqa: E402,F401
+
+__all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device", "train_types"]
