@@ -99,11 +99,11 @@ BINARY(add, a + b, g, g)
 BINARY(sub, a - b, g, -g)
 BINARY(mul, a * b, g * b, g * a)
 BINARY(div, a / b, g / b, -g * a / (b * b))
-BINARY(max, isnan(a) || a > b ? a : b, a > b ? g : (a == b ? 0.5f * g : 0.0f),
+BINARY(maximum, isnan(a) || a > b ? a : b, a > b ? g : (a == b ? 0.5f * g : 0.0f),
        b > a ? g : (a == b ? 0.5f * g : 0.0f))
-BINARY(min, isnan(a) || a < b ? a : b, a < b ? g : (a == b ? 0.5f * g : 0.0f),
+BINARY(minimum, isnan(a) || a < b ? a : b, a < b ? g : (a == b ? 0.5f * g : 0.0f),
        b < a ? g : (a == b ? 0.5f * g : 0.0f))
-BINARY(pow, pow(a, b), g * b * pow(a, b - 1.0f), g * pow(a, b) * log(a))
+BINARY(power, pow(a, b), g * b * pow(a, b - 1.0f), g * pow(a, b) * log(a))
 
 // Gradients of an operand when the output is empty: sums over nothing.
 __kernel void fill_zero(__global float* out, ulong n) {

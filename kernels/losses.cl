@@ -112,18 +112,9 @@ __kernel void ce_rows(__global const float* logits, __global const int* targets,
     __global const float* x = logits + r * classes;
     __global float* gr = grad + r * classes;
     const int target = targets[r];
-    if (target == ignore_index) {
-      if (get_local_id(0) == 0) row_loss[r] = 0.0f;
-      if (has_grad)
-        for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) gr[j] = 0.0f;
-      continue;
-    }
-    if (target < 0 || (ulong)target >= classes) {
-      if (get_local_id(0) == 0) row_loss[r] = NAN;
-      if (has_grad)
-        for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) gr[j] = NAN;
-      continue;
-    }
+    const bool ignored = target == ignore_index;
+    const bool invalid = !ignored && (target < 0 || (ulong)target >= classes);
+    // Every item reaches every barrier (no barrier in a branch), whatever the target.
     float local_max = -INFINITY;
     for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) local_max = fmax(local_max, x[j]);
     const float row_max = group_max(scratch_max, local_max);
@@ -137,7 +128,11 @@ __kernel void ce_rows(__global const float* logits, __global const int* targets,
     const acc_t lse = (acc_t)row_max + log(sum_exp);
     const acc_t s = (acc_t)smoothing;
     if (get_local_id(0) == 0) {
-      row_loss[r] = (float)(((acc_t)1 - s) * (lse - (acc_t)x[target]) + s * (lse - mean_x));
+      float loss = 0.0f;
+      if (invalid) loss = NAN;
+      else if (!ignored)
+        loss = (float)(((acc_t)1 - s) * (lse - (acc_t)x[target]) + s * (lse - mean_x));
+      row_loss[r] = loss;
     }
     if (has_grad) {
       const acc_t scale = use_counts ? (acc_t)1 / counts[0] : (acc_t)1;
@@ -145,7 +140,10 @@ __kernel void ce_rows(__global const float* logits, __global const int* targets,
       for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) {
         const acc_t p = exp((acc_t)x[j] - lse);
         const acc_t q = ((ulong)target == j ? (acc_t)1 - s : (acc_t)0) + uniform;
-        gr[j] = (float)((p - q) * scale);
+        float value = (float)((p - q) * scale);
+        if (ignored) value = 0.0f;
+        if (invalid) value = NAN;
+        gr[j] = value;
       }
     }
   }

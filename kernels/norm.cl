@@ -31,12 +31,11 @@ acc_t group_sum(__local acc_t* scratch, acc_t value) {
 // mean (0 for RMS) and rstd of one row.
 void row_stats(__global const float* x, ulong cols, float eps, int rms, __local acc_t* scratch,
                acc_t* mean_out, acc_t* rstd_out) {
-  acc_t mean = 0;
-  if (!rms) {
-    acc_t partial = 0;
-    FOR_EACH_COL(j, cols) partial += (acc_t)x[j];
-    mean = group_sum(scratch, partial) / (acc_t)cols;
-  }
+  // Every item reaches every barrier: the LayerNorm mean is computed for RMS too, then unused.
+  acc_t partial = 0;
+  FOR_EACH_COL(j, cols) partial += (acc_t)x[j];
+  const acc_t total = group_sum(scratch, partial);
+  const acc_t mean = rms ? (acc_t)0 : total / (acc_t)cols;
   acc_t partial_sq = 0;
   FOR_EACH_COL(j, cols) {
     const acc_t d = (acc_t)x[j] - mean;
@@ -81,7 +80,8 @@ __kernel void norm_backward_rows(__global const float* x, __global const float* 
       stats[2 * row] = (float)mean;
       stats[2 * row + 1] = (float)rstd;
     }
-    if (!has_dx) continue;
+    // Computed even without dx: no barrier may sit in a branch (PoCL miscompiles such kernels
+    // even when the branch is uniform); only the stores are conditional.
     acc_t partial_g = 0, partial_gx = 0;
     FOR_EACH_COL(j, cols) {
       const acc_t g = (acc_t)dyr[j] * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
@@ -89,13 +89,14 @@ __kernel void norm_backward_rows(__global const float* x, __global const float* 
       partial_g += g;
       partial_gx += g * xhat;
     }
-    const acc_t mean_g = rms ? (acc_t)0 : group_sum(scratch, partial_g) / (acc_t)cols;
+    const acc_t sum_g = group_sum(scratch, partial_g);
+    const acc_t mean_g = rms ? (acc_t)0 : sum_g / (acc_t)cols;
     const acc_t mean_gx = group_sum(scratch, partial_gx) / (acc_t)cols;
     __global float* dxr = dx + row * cols;
     FOR_EACH_COL(j, cols) {
       const acc_t g = (acc_t)dyr[j] * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
       const acc_t xhat = ((acc_t)xr[j] - mean) * rstd;
-      dxr[j] = (float)(rstd * (g - mean_g - xhat * mean_gx));
+      if (has_dx) dxr[j] = (float)(rstd * (g - mean_g - xhat * mean_gx));
     }
   }
 }

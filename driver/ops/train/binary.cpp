@@ -12,7 +12,8 @@ namespace aethercl::ops::train {
 namespace {
 
 constexpr const char* kFamily = "broadcast";
-constexpr const char* kOpNames[] = {"add", "sub", "mul", "div", "max", "min", "pow"};
+// Kernel suffixes (OpenCL builtin names such as max are avoided).
+constexpr const char* kOpNames[] = {"add", "sub", "mul", "div", "maximum", "minimum", "power"};
 
 using Shape = std::array<std::uint64_t, 4>;
 
