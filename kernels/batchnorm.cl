@@ -35,7 +35,7 @@ inline acc_t rstd_of(__global const float* stat, ulong c, int from_var, float ep
 
 // Batch mean and biased variance per channel; save_mean/save_rstd receive mean and rstd; running
 // statistics move towards the batch ones (unbiased variance) when has_running.
-__kernel void bn_stats(__global const float* x, __global float* save_mean,
+__kernel void batchnorm_stats(__global const float* x, __global float* save_mean,
                        __global float* save_rstd, __global float* running_mean,
                        __global float* running_var, ulong n, ulong channels, ulong spatial,
                        float eps, float momentum, int has_running, __local acc_t* scratch) {
@@ -66,7 +66,7 @@ __kernel void bn_stats(__global const float* x, __global float* save_mean,
 }
 
 // y = (x - mean) * rstd * gamma + beta.
-__kernel void bn_apply(__global const float* x, __global const float* mean,
+__kernel void batchnorm_apply(__global const float* x, __global const float* mean,
                        __global const float* stat, __global const float* gamma,
                        __global const float* beta, __global float* y, ulong count,
                        ulong channels, ulong spatial, int from_var, float eps, int has_gamma,
@@ -81,7 +81,7 @@ __kernel void bn_apply(__global const float* x, __global const float* mean,
 }
 
 // Per channel: sums[2c] = sum dy, sums[2c + 1] = sum dy * xhat; dgamma / dbeta from them.
-__kernel void bn_backward_sums(__global const float* x, __global const float* dy,
+__kernel void batchnorm_backward_sums(__global const float* x, __global const float* dy,
                                __global const float* mean, __global const float* stat,
                                __global float* sums, __global float* dgamma,
                                __global float* dbeta, ulong n, ulong channels, ulong spatial,
@@ -110,7 +110,7 @@ __kernel void bn_backward_sums(__global const float* x, __global const float* dy
 }
 
 // Training: dx = gamma rstd / M (M dy - sum dy - xhat sum(dy xhat)); evaluation: dy gamma rstd.
-__kernel void bn_backward_dx(__global const float* x, __global const float* dy,
+__kernel void batchnorm_backward_dx(__global const float* x, __global const float* dy,
                              __global const float* mean, __global const float* stat,
                              __global const float* gamma, __global const float* sums,
                              __global float* dx, ulong count, ulong channels, ulong spatial,

@@ -17,7 +17,7 @@ typedef struct {
   ulong c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } conv_geometry;
 
-__kernel void im2col(__global const float* x, __global float* cols, ulong n0, ulong nc,
+__kernel void conv_im2col(__global const float* x, __global float* cols, ulong n0, ulong nc,
                      conv_geometry g) {
   const ulong positions = g.oh * g.ow, width = nc * positions;
   const ulong count = g.c * g.kh * g.kw * width;
@@ -39,7 +39,7 @@ __kernel void im2col(__global const float* x, __global float* cols, ulong n0, ul
 
 // dx for the chunk: each input element sums the column entries that read it, kernel positions
 // in ascending order (deterministic, no atomics).
-__kernel void col2im(__global const float* cols, __global float* dx, ulong n0, ulong nc,
+__kernel void conv_col2im(__global const float* cols, __global float* dx, ulong n0, ulong nc,
                      conv_geometry g) {
   const ulong positions = g.oh * g.ow, width = nc * positions;
   const ulong count = nc * g.c * g.h * g.w;
@@ -68,7 +68,7 @@ __kernel void col2im(__global const float* cols, __global float* dx, ulong n0, u
 }
 
 // y[n0 + n, co, p] = mat[co, n * positions + p] (+ bias[co]).
-__kernel void matrix_to_nchw(__global const float* mat, __global const float* bias,
+__kernel void conv_matrix_to_nchw(__global const float* mat, __global const float* bias,
                              int has_bias, __global float* y, ulong n0, ulong nc,
                              ulong channels, ulong positions) {
   const ulong count = nc * channels * positions;
@@ -81,7 +81,7 @@ __kernel void matrix_to_nchw(__global const float* mat, __global const float* bi
 }
 
 // mat[co, n * positions + p] = t[n0 + n, co, p].
-__kernel void nchw_to_matrix(__global const float* t, __global float* mat, ulong n0, ulong nc,
+__kernel void conv_nchw_to_matrix(__global const float* t, __global float* mat, ulong n0, ulong nc,
                              ulong channels, ulong positions) {
   const ulong count = nc * channels * positions;
   for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
@@ -90,7 +90,7 @@ __kernel void nchw_to_matrix(__global const float* t, __global float* mat, ulong
   }
 }
 
-__kernel void accumulate(__global float* dst, __global const float* src, ulong n) {
+__kernel void conv_accumulate(__global float* dst, __global const float* src, ulong n) {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) dst[i] += src[i];
 }
 
@@ -108,7 +108,7 @@ acc_t group_sum(__local acc_t* scratch, acc_t value) {
 }
 
 // out[c] = sum over n, p of t[n, c, p] (one work-group per channel).
-__kernel void channel_sum(__global const float* t, __global float* out, ulong n, ulong channels,
+__kernel void conv_channel_sum(__global const float* t, __global float* out, ulong n, ulong channels,
                           ulong positions, __local acc_t* scratch) {
   const ulong m = n * positions;
   for (ulong c = get_group_id(0); c < channels; c += get_num_groups(0)) {

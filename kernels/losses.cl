@@ -40,7 +40,7 @@ float group_max(__local float* scratch, float value) {
   for (ulong c = get_group_id(0); c < (chunks); c += get_num_groups(0))
 
 // partials[c] = sum over chunk c of (p - t)^2; grad = grad_scale * (p - t) when has_grad.
-__kernel void mse_chunks(__global const float* p, __global const float* t, __global float* grad,
+__kernel void losses_mse_chunks(__global const float* p, __global const float* t, __global float* grad,
                          int has_grad, float grad_scale, ulong n, ulong chunk, ulong chunks,
                          __global acc_t* partials, __local acc_t* scratch) {
   FOR_EACH_CHUNK(c, chunks) {
@@ -57,7 +57,7 @@ __kernel void mse_chunks(__global const float* p, __global const float* t, __glo
 }
 
 // partials[c] = sum of x over chunk c.
-__kernel void sum_chunks(__global const float* x, ulong n, ulong chunk, ulong chunks,
+__kernel void losses_sum_chunks(__global const float* x, ulong n, ulong chunk, ulong chunks,
                          __global acc_t* partials, __local acc_t* scratch) {
   FOR_EACH_CHUNK(c, chunks) {
     const ulong begin = c * chunk, end = min(n, begin + chunk);
@@ -69,7 +69,7 @@ __kernel void sum_chunks(__global const float* x, ulong n, ulong chunk, ulong ch
 }
 
 // partials[c] = number of targets in chunk c that are not ignore_index.
-__kernel void count_valid_chunks(__global const int* targets, ulong rows, int ignore_index,
+__kernel void losses_count_valid_chunks(__global const int* targets, ulong rows, int ignore_index,
                                  ulong chunk, ulong chunks, __global acc_t* partials,
                                  __local acc_t* scratch) {
   FOR_EACH_CHUNK(c, chunks) {
@@ -84,7 +84,7 @@ __kernel void count_valid_chunks(__global const int* targets, ulong rows, int ig
 
 // One work-item: out[0] = (sum of partials in order) / divisor, divisor = counts[0] when
 // use_counts, else the integer divisor.
-__kernel void finish_sum(__global const acc_t* partials, ulong chunks, ulong divisor,
+__kernel void losses_finish_sum(__global const acc_t* partials, ulong chunks, ulong divisor,
                          __global const acc_t* counts, int use_counts, __global float* out) {
   if (get_global_id(0) != 0) return;
   acc_t sum = 0;
@@ -93,7 +93,7 @@ __kernel void finish_sum(__global const acc_t* partials, ulong chunks, ulong div
 }
 
 // One work-item: counts[0] = sum of partials.
-__kernel void finish_count(__global const acc_t* partials, ulong chunks, __global acc_t* counts) {
+__kernel void losses_finish_count(__global const acc_t* partials, ulong chunks, __global acc_t* counts) {
   if (get_global_id(0) != 0) return;
   acc_t sum = 0;
   for (ulong c = 0; c < chunks; ++c) sum += partials[c];
@@ -103,7 +103,7 @@ __kernel void finish_count(__global const acc_t* partials, ulong chunks, __globa
 // One work-group per row: row_loss[r] = (1 - s)(lse - x_t) + s (lse - mean x) and
 // grad[r, j] = (softmax_j - (1 - s)[j == t] - s / classes) * scale, scale = 1 / counts[0] for
 // MEAN (use_counts) else 1. Ignored rows: 0; a target outside [0, classes): NaN.
-__kernel void ce_rows(__global const float* logits, __global const int* targets,
+__kernel void losses_cross_entropy_rows(__global const float* logits, __global const int* targets,
                       __global float* row_loss, __global float* grad, int has_grad, ulong rows,
                       ulong classes, int ignore_index, float smoothing,
                       __global const acc_t* counts, int use_counts, __local acc_t* scratch,

@@ -10,7 +10,7 @@ typedef float acc_t;
 #endif
 
 // PyTorch's SGD step. first_step initialises the momentum buffer with the gradient.
-__kernel void sgd_step(__global float* p, __global const float* g, __global float* buf, ulong n,
+__kernel void optim_sgd(__global float* p, __global const float* g, __global float* buf, ulong n,
                        float lr, float weight_decay, float momentum, float dampening,
                        int nesterov, int first_step, int has_momentum) {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -28,7 +28,7 @@ __kernel void sgd_step(__global float* p, __global const float* g, __global floa
 
 // AdamW: decoupled decay, then Adam with bias correction; step_size = lr / (1 - beta1^t) and
 // inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t) come from the host (double, rounded to float).
-__kernel void adamw_step(__global float* p, __global const float* g, __global float* m,
+__kernel void optim_adamw(__global float* p, __global const float* g, __global float* m,
                          __global float* v, ulong n, float decay_factor, float beta1, float beta2,
                          float eps, float step_size, float inv_sqrt_bc2) {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -57,7 +57,7 @@ acc_t group_sum(__local acc_t* scratch, acc_t value) {
 }
 
 // partials[first + c] = sum of x^2 over chunk c = [c * chunk, min(n, (c + 1) * chunk)).
-__kernel void sum_squares_chunks(__global const float* x, ulong n, ulong chunk, ulong chunks,
+__kernel void optim_sum_squares_chunks(__global const float* x, ulong n, ulong chunk, ulong chunks,
                                  __global acc_t* partials, ulong first, __local acc_t* scratch) {
   for (ulong c = get_group_id(0); c < chunks; c += get_num_groups(0)) {
     const ulong begin = c * chunk, end = min(n, begin + chunk);
@@ -73,7 +73,7 @@ __kernel void sum_squares_chunks(__global const float* x, ulong n, ulong chunk, 
 
 // One work-item: total = sqrt(sum of partials, in order); coefficient min(1, max / (total + 1e-6)),
 // 1 when total is not finite.
-__kernel void clip_coefficient(__global const acc_t* partials, ulong count, float max_norm,
+__kernel void optim_clip_coefficient(__global const acc_t* partials, ulong count, float max_norm,
                                __global float* coefficient, __global float* total_norm,
                                int has_total) {
   if (get_global_id(0) != 0) return;
@@ -86,7 +86,7 @@ __kernel void clip_coefficient(__global const acc_t* partials, ulong count, floa
   if (has_total) total_norm[0] = (float)total;
 }
 
-__kernel void scale_by_coefficient(__global float* x, ulong n,
+__kernel void optim_scale_by_coefficient(__global float* x, ulong n,
                                    __global const float* coefficient) {
   const float coef = coefficient[0];
   if (coef == 1.0f) return;

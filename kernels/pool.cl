@@ -7,7 +7,7 @@ typedef struct {
 } pool_geometry;
 
 // Window [start, start + k) in padded coordinates; input index = padded - pad.
-__kernel void max_pool_forward(__global const float* x, __global float* y, __global int* indices,
+__kernel void pool_max_forward(__global const float* x, __global float* y, __global int* indices,
                                int has_indices, ulong planes, pool_geometry g) {
   const ulong count = planes * g.oh * g.ow;
   for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
@@ -35,7 +35,7 @@ __kernel void max_pool_forward(__global const float* x, __global float* y, __glo
   }
 }
 
-__kernel void avg_pool_forward(__global const float* x, __global float* y, ulong planes,
+__kernel void pool_avg_forward(__global const float* x, __global float* y, ulong planes,
                                pool_geometry g, int count_include_pad) {
   const ulong count = planes * g.oh * g.ow;
   for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
@@ -64,7 +64,7 @@ inline void window_range(ulong padded, ulong k, ulong s, ulong out, ulong* first
   *last = min(padded / s, out - 1);  // may be < first: no window
 }
 
-__kernel void max_pool_backward(__global const float* dy, __global const int* indices,
+__kernel void pool_max_backward(__global const float* dy, __global const int* indices,
                                 __global float* dx, ulong planes, pool_geometry g) {
   const ulong count = planes * g.h * g.w;
   for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
@@ -83,7 +83,7 @@ __kernel void max_pool_backward(__global const float* dy, __global const int* in
   }
 }
 
-__kernel void avg_pool_backward(__global const float* dy, __global float* dx, ulong planes,
+__kernel void pool_avg_backward(__global const float* dy, __global float* dx, ulong planes,
                                 pool_geometry g, int count_include_pad) {
   const ulong count = planes * g.h * g.w;
   for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {

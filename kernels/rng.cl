@@ -99,7 +99,7 @@ __kernel void rng_normal(__global float* out, ulong count, ulong seed, ulong off
 }
 
 // y = keep ? x * scale : 0 with keep = uniform >= p; mask gets 1/0 when has_mask.
-__kernel void dropout_forward(__global const float* x, __global float* y, __global uchar* mask,
+__kernel void rng_dropout(__global const float* x, __global float* y, __global uchar* mask,
                               int has_mask, ulong count, float p, float scale, ulong seed,
                               ulong offset) {
   FOR_EACH_BLOCK(b, offset, count) {
@@ -116,7 +116,7 @@ __kernel void dropout_forward(__global const float* x, __global float* y, __glob
   }
 }
 
-__kernel void dropout_backward(__global const float* dy, __global const uchar* mask,
+__kernel void rng_dropout_backward(__global const float* dy, __global const uchar* mask,
                                __global float* dx, ulong count, float scale) {
   for (ulong i = get_global_id(0); i < count; i += get_global_size(0)) {
     dx[i] = mask[i] ? dy[i] * scale : 0.0f;

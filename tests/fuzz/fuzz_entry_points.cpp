@@ -139,6 +139,8 @@ void check_void(const char* function) {
   if (aethercl_last_error_code() == AETHERCL_INTERNAL) violation(function, "internal error");
 }
 
+#include "fuzz_train_ops.inc"
+
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
   const int gpu = gpu_arg(in);
@@ -148,7 +150,7 @@ void step(State& s, Input& in) {
   for (auto& x : d) x = dim(in);
   float f[5];
   for (auto& x : f) x = float_arg(in);
-  switch (op % 44) {
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -270,6 +272,7 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
+    case 44: train_step(in, gpu, h, d, f); break;
   }
 }
 

@@ -128,6 +128,8 @@ def call_everything(phase, handle):
                 args.append(b"label")
             elif p.c_type == "int*":
                 args.append(shape)
+            elif p.c_type.endswith("*"):  # arrays and descriptors of the version-3 functions
+                args.append(None)
             else:
                 args.append(DEFAULTS[p.c_type])
         result = getattr(lib, s.name)(*args)
@@ -148,7 +150,7 @@ assert lib.initialize_gpu(0) == 1
 h = Harness(lib, 0)
 stale = lib.allocate_gpu_memory(0, 256)
 h.roundtrip()
-block = lib.simulated_kernel_allocate(0, 64)   # host blocks survive shutdown (ABI.md 3.1)
+block = lib.simulated_kernel_allocate(0, 64)   # host blocks survive shutdown (docs/ABI.md §3.1)
 if block:
     lib.simulated_kernel_write(0, block, 64, b"s" * 64)
 elif lib.last_error_code() != 9:
@@ -209,6 +211,28 @@ for s in lib.symbols:
         if (result != 0 or code != 2 or "belongs to device 1" not in message
                 or buffer not in message):
             problems.append(f"{s.name}/{buffer}: {result} {code} {message!r}")
+# version-3 training ops: each buffer argument in turn from the other device
+from hostile_train_cases import Call, alloc_buffers, clip_buffers
+from op_specs import TRAIN_SPECS
+for s in lib.symbols:
+    if s.name not in TRAIN_SPECS:
+        continue
+    spec = TRAIN_SPECS[s.name]
+    clip = s.name == "aethercl_clip_grad_norm"
+    names = ["grads[0]", "total_norm"] if clip else list(spec.buffers)
+    for buffer in names:
+        make = (lambda h: clip_buffers(h, spec.values)) if clip else (
+            lambda h: alloc_buffers(h, spec, spec.values))
+        buffers = make(h0)
+        buffers[buffer] = make(h1)[buffer]
+        call = Call(h0, s, spec)
+        result = call.run(spec.values, buffers)
+        tried += 1
+        message, code = lib.last_error(), lib.last_error_code()
+        h0.cleanup(); h1.cleanup()
+        if (result != 0 or code != 2 or "belongs to device 1" not in message
+                or call.name_of(buffer) not in message):
+            problems.append(f"{s.name}/{buffer}: {result} {code} {message!r}")
 # memory entry points, labels, and a free on the wrong device (must not free it)
 mine, theirs = lib.allocate_gpu_memory(0, 64), lib.allocate_gpu_memory(1, 64)
 host = ctypes.create_string_buffer(64)
@@ -226,7 +250,7 @@ if "belongs to device 1" not in lib.last_error():
     problems.append(f"free_gpu_memory on the wrong device: {lib.last_error()!r}")
 if lib.write_host_to_gpu_blocking(1, theirs, 0, 64, host) != 1:
     problems.append("a free on the wrong device released the buffer")
-# with two devices initialised an index that names neither is an error (ABI.md 3.2)
+# with two devices initialised an index that names neither is an error (docs/ABI.md §3.2)
 tried += 1
 if lib.allocate_gpu_memory(5, 16) is not None or lib.last_error_code() != 5:
     problems.append(f"gpu_index 5 with two devices: {lib.last_error()!r}")

@@ -65,7 +65,7 @@ void batchnorm_forward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
   if (s.count == 0) return;
   Device& device = call.device();
   if (!training) {
-    launch_linear(device, kFamily, "bn_apply", s.count, x, running_mean->mem, running_var->mem,
+    launch_linear(call, kFamily, "batchnorm_apply", s.count, x, running_mean->mem, running_var->mem,
                   gamma ? gamma->mem : x, beta ? beta->mem : x, y, ul(s.count), ul(s.channels),
                   ul(s.spatial), flag(true), d.eps, flag(bool(gamma)), flag(bool(beta)));
     return;
@@ -81,11 +81,11 @@ void batchnorm_forward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
   if (!save_rstd) rstd_scratch.emplace(device, channel_bytes);
   cl_mem mean_mem = save_mean ? save_mean->mem : mean_scratch->mem();
   cl_mem rstd_mem = save_rstd ? save_rstd->mem : rstd_scratch->mem();
-  launch_slices(device, kFamily, "bn_stats", s.channels, per_channel, acc_bytes(device), x,
+  launch_slices(call, kFamily, "batchnorm_stats", s.channels, per_channel, acc_bytes(device), x,
                 mean_mem, rstd_mem, running_mean ? running_mean->mem : mean_mem,
                 running_var ? running_var->mem : rstd_mem, ul(s.n), ul(s.channels), ul(s.spatial),
                 d.eps, d.momentum, flag(bool(running_mean)));
-  launch_linear(device, kFamily, "bn_apply", s.count, x, mean_mem, rstd_mem,
+  launch_linear(call, kFamily, "batchnorm_apply", s.count, x, mean_mem, rstd_mem,
                 gamma ? gamma->mem : x, beta ? beta->mem : x, y, ul(s.count), ul(s.channels),
                 ul(s.spatial), flag(false), d.eps, flag(bool(gamma)), flag(bool(beta)));
 }
@@ -120,7 +120,7 @@ void batchnorm_backward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
   if (s.count == 0) {
     if (s.channels > 0) {
       for (auto& view : {dgamma, dbeta}) {
-        if (view) launch_linear(device, "broadcast", "fill_zero", s.channels, view->mem, ul(s.channels));
+        if (view) launch_linear(call, "fill", "fill_zero", s.channels, view->mem, ul(s.channels));
       }
     }
     return;
@@ -128,14 +128,14 @@ void batchnorm_backward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
   const cl_int from_var = flag(!training);
   Scratch sums(device, bytes_of(s.channels, 2 * sizeof(float)));
   if (training || dgamma || dbeta) {
-    launch_slices(device, kFamily, "bn_backward_sums", s.channels, s.n * s.spatial,
+    launch_slices(call, kFamily, "batchnorm_backward_sums", s.channels, s.n * s.spatial,
                   acc_bytes(device), x, dy, mean.mem, stat.mem, sums.mem(),
                   dgamma ? dgamma->mem : sums.mem(), dbeta ? dbeta->mem : sums.mem(), ul(s.n),
                   ul(s.channels), ul(s.spatial), from_var, d.eps, flag(bool(dgamma)),
                   flag(bool(dbeta)));
   }
   if (dx) {
-    launch_linear(device, kFamily, "bn_backward_dx", s.count, x, dy, mean.mem, stat.mem,
+    launch_linear(call, kFamily, "batchnorm_backward_dx", s.count, x, dy, mean.mem, stat.mem,
                   gamma ? gamma->mem : x, sums.mem(), dx->mem, ul(s.count), ul(s.channels),
                   ul(s.spatial), flag(training), from_var, d.eps, flag(bool(gamma)));
   }

@@ -11,7 +11,7 @@
 namespace aethercl::ops::train {
 namespace {
 
-constexpr const char* kFamily = "broadcast";
+constexpr const char* kFamily = "binary";
 // Kernel suffixes (OpenCL builtin names such as max are avoided).
 constexpr const char* kOpNames[] = {"add", "sub", "mul", "div", "maximum", "minimum", "power"};
 
@@ -98,7 +98,7 @@ Addressing addressing_of(const Shape& shape, std::uint64_t count, const Layout& 
   return {2, 1, vec(broadcast_strides(shape, l.out))};
 }
 
-void launch_grad(Device& device, const char* op, const char* side, cl_mem x, cl_mem y, cl_mem dc,
+void launch_grad(DeviceCall& call, const char* op, const char* side, cl_mem x, cl_mem y, cl_mem dc,
                  cl_mem dx, std::uint64_t count_x, const Shape& x_shape, const Shape& y_shape,
                  const Layout& l) {
   Shape reduced{1, 1, 1, 1};
@@ -108,7 +108,7 @@ void launch_grad(Device& device, const char* op, const char* side, cl_mem x, cl_
     red_count *= reduced[d];
   }
   const std::string name = fmt::format("binary_{}_grad_{}", op, side);
-  launch_linear(device, kFamily, name.c_str(), count_x, x, y, dc, dx, ul(count_x), vec(x_shape),
+  launch_linear(call, kFamily, name.c_str(), count_x, x, y, dc, dx, ul(count_x), vec(x_shape),
                 vec(strides_of(l.out)), vec(broadcast_strides(y_shape, l.out)), vec(reduced),
                 ul(red_count));
 }
@@ -128,7 +128,7 @@ void binary(DeviceCall& call, int op, const aethercl_broadcast_desc& desc) {
   const Addressing at_a = addressing_of(l.a, l.count_a, l);
   const Addressing at_b = addressing_of(l.b, l.count_b, l);
   const std::string kernel = fmt::format("binary_{}", name);
-  launch_linear(call.device(), kFamily, kernel.c_str(), l.count_out, a, b, c, ul(l.count_out),
+  launch_linear(call, kFamily, kernel.c_str(), l.count_out, a, b, c, ul(l.count_out),
                 vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode, at_b.period,
                 at_b.strides);
 }
@@ -161,21 +161,20 @@ void binary_backward(DeviceCall& call, int op, const aethercl_broadcast_desc& de
   // ADD and SUB never read the inputs; dc stands in for a missing one (in bounds, unread).
   cl_mem a_mem = a_view ? a_view->mem : dc_mem;
   cl_mem b_mem = b_view ? b_view->mem : dc_mem;
-  Device& device = call.device();
   if (l.count_out == 0) {  // nothing broadcast into the gradients: they are sums of nothing
     if (da_view && l.count_a > 0) {
-      launch_linear(device, kFamily, "fill_zero", l.count_a, da_view->mem, ul(l.count_a));
+      launch_linear(call, "fill", "fill_zero", l.count_a, da_view->mem, ul(l.count_a));
     }
     if (db_view && l.count_b > 0) {
-      launch_linear(device, kFamily, "fill_zero", l.count_b, db_view->mem, ul(l.count_b));
+      launch_linear(call, "fill", "fill_zero", l.count_b, db_view->mem, ul(l.count_b));
     }
     return;
   }
   if (da_view && l.count_a > 0) {
-    launch_grad(device, name, "a", a_mem, b_mem, dc_mem, da_view->mem, l.count_a, l.a, l.b, l);
+    launch_grad(call, name, "a", a_mem, b_mem, dc_mem, da_view->mem, l.count_a, l.a, l.b, l);
   }
   if (db_view && l.count_b > 0) {
-    launch_grad(device, name, "b", b_mem, a_mem, dc_mem, db_view->mem, l.count_b, l.b, l.a, l);
+    launch_grad(call, name, "b", b_mem, a_mem, dc_mem, db_view->mem, l.count_b, l.b, l.a, l);
   }
 }
 

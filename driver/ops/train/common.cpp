@@ -1,7 +1,6 @@
 // Training-op plumbing: argument checks, scratch memory and slice launch geometry.
 #include "ops/train/common.h"
 
-#include "ops/row_launch.h"
 #include "support/checked.h"
 
 #include <algorithm>
@@ -68,11 +67,5 @@ Scratch::Scratch(Device& device, std::uint64_t bytes)
       bytes_(std::max<std::uint64_t>(bytes, 4)) {}
 
 Scratch::~Scratch() { device_.pool().release(block_); }
-
-SliceGeometry slice_geometry(Device& device, cl_kernel kernel, std::uint64_t slices,
-                             std::uint64_t slice_length, std::size_t scratch_bytes) {
-  RowGeometry geometry = row_geometry(device, kernel, slices, slice_length, scratch_bytes);
-  return SliceGeometry{geometry.global, geometry.local};
-}
 
 }  // namespace aethercl::ops::train

@@ -2,9 +2,8 @@
 // float hyper-parameters, scratch device memory and the 1-D launch.
 #pragma once
 
-#include "ops/kernel_limits.h"
+#include "ops/launch.h"
 #include "runtime/device_call.h"
-#include "runtime/kernel_args.h"
 #include "support/error.h"
 
 #include <cmath>
@@ -70,45 +69,36 @@ class Scratch {
   std::uint64_t bytes_;
 };
 
-// Builds (once) and returns kernel `name` of the kernel family `family`.
-inline cl_kernel kernel_of(Device& device, const char* family, const char* name) {
-  return device.programs().kernel(family, name);
-}
-
-// Launches a grid-stride kernel over n items: arguments are bound in order.
+// Launches a grid-stride kernel of `family` over n items (ops/launch.h geometry); arguments are
+// bound in order.
 template <typename... Args>
-void launch_linear(Device& device, const char* family, const char* name, std::uint64_t n,
+void launch_linear(DeviceCall& call, const char* family, const char* name, std::uint64_t n,
                    const Args&... args) {
-  cl_kernel kernel = kernel_of(device, family, name);
-  set_kernel_args(kernel, args...);
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, n);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, family, name);
+  call.launch(kernel, linear_geometry(call.device(), kernel, n), args...);
 }
 
-// Launch shape for one-work-group-per-slice reductions (a row, a channel): a power-of-two local
-// size (1 on CPU devices, where one item reducing serially is fastest), one group per slice up to
-// 64 per compute unit (kernels walk the rest). The kernel gets local-size scratch elements of
-// scratch_bytes each as its last argument.
-struct SliceGeometry {
-  std::size_t global;
-  std::size_t local;
-};
-SliceGeometry slice_geometry(Device& device, cl_kernel kernel, std::uint64_t slices,
-                             std::uint64_t slice_length, std::size_t scratch_bytes);
-
+// Launches a kernel that reduces slices (a row, a channel, a chunk) with one work-group each:
+// the row-kernel geometry of ops/launch.h (a power-of-two local size, 1 on CPU devices; at most
+// 64 groups per compute unit, the kernel walks the rest). A local scratch of local-size elements
+// of scratch_bytes each is bound after args.
 template <typename... Args>
-void launch_slices(Device& device, const char* family, const char* name, std::uint64_t slices,
+void launch_slices(DeviceCall& call, const char* family, const char* name, std::uint64_t slices,
                    std::uint64_t slice_length, std::size_t scratch_bytes, const Args&... args) {
-  cl_kernel kernel = kernel_of(device, family, name);
-  SliceGeometry geometry = slice_geometry(device, kernel, slices, slice_length, scratch_bytes);
-  set_kernel_args(kernel, args..., LocalBytes{geometry.local * scratch_bytes});
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, family, name);
+  RowGeometry geometry = row_geometry(call.device(), kernel, slices, slice_length, scratch_bytes);
+  call.launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,
+              LocalBytes{geometry.local * scratch_bytes});
+}
+
+// Launches a kernel as one work-item (ordered final sums of a few partial values).
+template <typename... Args>
+void launch_single(DeviceCall& call, const char* family, const char* name, const Args&... args) {
+  call.launch(family_kernel(call, family, name), LaunchGeometry::linear(1, 1), args...);
 }
 
 // Bytes of the kernels' acc_t (double on FP64 devices, else float).
-inline std::size_t acc_bytes(const Device& device) {
-  return device.info().fp64 ? sizeof(double) : sizeof(float);
-}
+inline std::size_t acc_bytes(const Device& device) { return accumulator_bytes(device); }
 
 inline cl_ulong ul(std::uint64_t value) { return static_cast<cl_ulong>(value); }
 

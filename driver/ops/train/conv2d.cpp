@@ -9,7 +9,7 @@
 #include "ops/train/conv2d.h"
 
 #include "ops/aliasing.h"
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 #include "ops/train/common.h"
 #include "support/env.h"
 
@@ -18,6 +18,10 @@
 
 namespace aethercl::ops::train {
 namespace {
+
+using gemm::enqueue_gemm;
+using gemm::GemmOperand;
+using gemm::GemmProblem;
 
 constexpr const char* kFamily = "conv";
 constexpr std::uint64_t kColsBudget = 64ull << 20;
@@ -97,10 +101,10 @@ std::uint64_t chunk_images(const Device& device, const ConvShape& s) {
   return std::clamp<std::uint64_t>(budget / per_image, 1, s.n);
 }
 
-void im2col(Device& device, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
+void im2col(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
             std::uint64_t nc) {
   const std::uint64_t count = s.c_in * s.kh * s.kw * nc * s.positions();
-  launch_linear(device, kFamily, "im2col", count, x, cols, ul(n0), ul(nc), s.kernel());
+  launch_linear(call, kFamily, "conv_im2col", count, x, cols, ul(n0), ul(nc), s.kernel());
 }
 
 GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
@@ -127,7 +131,7 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
     if (k > 0) {
-      im2col(device, s, x, cols.mem(), n0, nc);
+      im2col(call, s, x, cols.mem(), n0, nc);
       GemmProblem p;
       p.m = m;
       p.n = width;
@@ -139,10 +143,10 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       enqueue_gemm(call, p);
     } else {
       // No input channels: the products are empty sums.
-      launch_linear(device, "broadcast", "fill_zero", s.c_out * width, mat.mem(),
+      launch_linear(call, "fill", "fill_zero", s.c_out * width, mat.mem(),
                     ul(s.c_out * width));
     }
-    launch_linear(device, kFamily, "matrix_to_nchw", nc * s.c_out * s.positions(), mat.mem(),
+    launch_linear(call, kFamily, "conv_matrix_to_nchw", nc * s.c_out * s.positions(), mat.mem(),
                   bias ? bias->mem : mat.mem(), static_cast<cl_int>(bool(bias)), y, ul(n0),
                   ul(nc), ul(s.c_out), ul(s.positions()));
   }
@@ -167,7 +171,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   Device& device = call.device();
   const std::uint64_t k = s.k_group(), m = s.out_group();
   if (dbias && s.c_out > 0) {
-    launch_slices(device, kFamily, "channel_sum", s.c_out, s.n * s.positions(), acc_bytes(device),
+    launch_slices(call, kFamily, "conv_channel_sum", s.c_out, s.n * s.positions(), acc_bytes(device),
                   dy, dbias->mem, ul(s.n), ul(s.c_out), ul(s.positions()));
   }
   // With no images or no input channels: dweight is an empty sum, dx is empty or has no output
@@ -175,10 +179,10 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   const bool no_products = s.n == 0 || k == 0 || m == 0;
   if (no_products) {
     if (dweight && s.w_count > 0) {
-      launch_linear(device, "broadcast", "fill_zero", s.w_count, dweight->mem, ul(s.w_count));
+      launch_linear(call, "fill", "fill_zero", s.w_count, dweight->mem, ul(s.w_count));
     }
     if (dx && s.x_count > 0) {
-      launch_linear(device, "broadcast", "fill_zero", s.x_count, dx->mem, ul(s.x_count));
+      launch_linear(call, "fill", "fill_zero", s.x_count, dx->mem, ul(s.x_count));
     }
     return;
   }
@@ -190,11 +194,11 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   if (dweight && nc_max < s.n) partial_dw.emplace(device, bytes_of(s.w_count, 4));
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
-    launch_linear(device, kFamily, "nchw_to_matrix", nc * s.c_out * s.positions(), dy,
+    launch_linear(call, kFamily, "conv_nchw_to_matrix", nc * s.c_out * s.positions(), dy,
                   dmat.mem(), ul(n0), ul(nc), ul(s.c_out), ul(s.positions()));
     const GemmOperand dmat_op = operand(dmat.mem(), dmat.view().size, m * width);
     if (dweight) {
-      im2col(device, s, x, cols.mem(), n0, nc);
+      im2col(call, s, x, cols.mem(), n0, nc);
       GemmProblem p;
       p.trans_b = true;
       p.m = m;
@@ -208,7 +212,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
                   : operand(partial_dw->mem(), partial_dw->view().size, m * k);
       enqueue_gemm(call, p);
       if (!first) {
-        launch_linear(device, kFamily, "accumulate", s.w_count, dweight->mem, partial_dw->mem(),
+        launch_linear(call, kFamily, "conv_accumulate", s.w_count, dweight->mem, partial_dw->mem(),
                       ul(s.w_count));
       }
     }
@@ -224,7 +228,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.b = dmat_op;
       p.c = operand(cols.mem(), cols.view().size, k * width);
       enqueue_gemm(call, p);
-      launch_linear(device, kFamily, "col2im", nc * s.c_in * s.h * s.w, cols.mem(), dx->mem,
+      launch_linear(call, kFamily, "conv_col2im", nc * s.c_in * s.h * s.w, cols.mem(), dx->mem,
                     ul(n0), ul(nc), s.kernel());
     }
   }

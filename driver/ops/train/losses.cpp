@@ -14,12 +14,10 @@ constexpr const char* kFamily = "losses";
 
 cl_int flag(bool value) { return value ? 1 : 0; }
 
-void finish(Device& device, cl_mem partials, std::uint64_t chunks, std::uint64_t divisor,
+void finish(DeviceCall& call, cl_mem partials, std::uint64_t chunks, std::uint64_t divisor,
             cl_mem counts, bool use_counts, cl_mem out) {
-  const std::size_t one = 1;
-  cl_kernel kernel = kernel_of(device, kFamily, "finish_sum");
-  set_kernel_args(kernel, partials, ul(chunks), ul(divisor), counts, flag(use_counts), out);
-  device.launch(kernel, 1, &one, &one);
+  launch_single(call, kFamily, "losses_finish_sum", partials, ul(chunks), ul(divisor), counts,
+                flag(use_counts), out);
 }
 
 }  // namespace
@@ -46,11 +44,11 @@ void mse_loss(DeviceCall& call, void* pred, void* target, void* loss, void* grad
   const Chunks c = chunks_of(count);
   Scratch partials(device, bytes_of(c.chunks, acc_bytes(device)));
   const double scale = reduction == AETHERCL_MEAN ? 2.0 / static_cast<double>(count) : 2.0;
-  launch_slices(device, kFamily, "mse_chunks", c.chunks, c.chunk, acc_bytes(device), p, t,
+  launch_slices(call, kFamily, "losses_mse_chunks", c.chunks, c.chunk, acc_bytes(device), p, t,
                 grad_view ? grad_view->mem : p, flag(bool(grad_view)), static_cast<float>(scale),
                 ul(count), ul(c.chunk), ul(c.chunks), partials.mem());
   if (loss_view) {
-    finish(device, partials.mem(), c.chunks, reduction == AETHERCL_MEAN ? count : 1,
+    finish(call, partials.mem(), c.chunks, reduction == AETHERCL_MEAN ? count : 1,
            partials.mem(), false, loss_view->mem);
   }
 }
@@ -81,7 +79,7 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
     // No rows: SUM is 0, MEAN is 0 / 0.
     if (loss && !per_row) {
       Scratch zero(device, acc_bytes(device));
-      finish(device, zero.mem(), 0, d.reduction == AETHERCL_MEAN ? 0 : 1, zero.mem(), false,
+      finish(call, zero.mem(), 0, d.reduction == AETHERCL_MEAN ? 0 : 1, zero.mem(), false,
              loss->mem);
     }
     return;
@@ -92,13 +90,11 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
   Scratch partials(device, bytes_of(c.chunks, acc_bytes(device)));
   Scratch counts(device, acc_bytes(device));
   if (mean) {
-    launch_slices(device, kFamily, "count_valid_chunks", c.chunks, c.chunk, acc_bytes(device),
+    launch_slices(call, kFamily, "losses_count_valid_chunks", c.chunks, c.chunk, acc_bytes(device),
                   targets, ul(rows), static_cast<cl_int>(d.ignore_index), ul(c.chunk),
                   ul(c.chunks), partials.mem());
-    const std::size_t one = 1;
-    cl_kernel kernel = kernel_of(device, kFamily, "finish_count");
-    set_kernel_args(kernel, partials.mem(), ul(c.chunks), counts.mem());
-    device.launch(kernel, 1, &one, &one);
+    launch_single(call, kFamily, "losses_finish_count", partials.mem(), ul(c.chunks),
+                  counts.mem());
   }
   std::optional<Scratch> row_scratch;
   cl_mem row_loss;
@@ -108,17 +104,17 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
     row_scratch.emplace(device, bytes_of(rows, 4));
     row_loss = row_scratch->mem();
   }
-  cl_kernel kernel = kernel_of(device, kFamily, "ce_rows");
-  SliceGeometry g = slice_geometry(device, kernel, rows, classes, acc_bytes(device) + sizeof(float));
-  set_kernel_args(kernel, logits, targets, row_loss, grad ? grad->mem : row_loss,
+  Kernel& kernel = family_kernel(call, kFamily, "losses_cross_entropy_rows");
+  RowGeometry g = row_geometry(device, kernel, rows, classes, acc_bytes(device) + sizeof(float));
+  call.launch(kernel, LaunchGeometry::linear(g.global, g.local), logits, targets, row_loss, grad ? grad->mem : row_loss,
                   flag(bool(grad)), ul(rows), ul(classes), static_cast<cl_int>(d.ignore_index),
                   d.label_smoothing, counts.mem(), flag(mean),
                   LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)});
-  device.launch(kernel, 1, &g.global, &g.local);
+
   if (loss && !per_row) {
-    launch_slices(device, kFamily, "sum_chunks", c.chunks, c.chunk, acc_bytes(device), row_loss,
+    launch_slices(call, kFamily, "losses_sum_chunks", c.chunks, c.chunk, acc_bytes(device), row_loss,
                   ul(rows), ul(c.chunk), ul(c.chunks), partials.mem());
-    finish(device, partials.mem(), c.chunks, 1, counts.mem(), mean, loss->mem);
+    finish(call, partials.mem(), c.chunks, 1, counts.mem(), mean, loss->mem);
   }
 }
 

@@ -40,7 +40,7 @@ void norm_forward(DeviceCall& call, const aethercl_norm_desc& d) {
   require_distinct(d.beta, "desc.beta", d.y, "desc.y");
   if (s.count == 0) return;
   Device& device = call.device();
-  launch_slices(device, kFamily, "norm_forward", s.rows, s.cols, acc_bytes(device), x,
+  launch_slices(call, kFamily, "norm_forward", s.rows, s.cols, acc_bytes(device), x,
                 gamma ? gamma->mem : x, beta ? beta->mem : x, y, ul(s.rows), ul(s.cols), d.eps,
                 static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS), static_cast<cl_int>(bool(gamma)),
                 static_cast<cl_int>(bool(beta)));
@@ -70,19 +70,19 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
     // Parameter gradients over zero rows are zero; with zero columns there is nothing at all.
     if (s.cols > 0) {
       for (auto& view : {dgamma, dbeta}) {
-        if (view) launch_linear(device, "broadcast", "fill_zero", s.cols, view->mem, ul(s.cols));
+        if (view) launch_linear(call, "fill", "fill_zero", s.cols, view->mem, ul(s.cols));
       }
     }
     return;
   }
   Scratch stats(device, bytes_of(s.rows, 2 * sizeof(float)));
   const cl_int rms = d.kind == AETHERCL_NORM_RMS;
-  launch_slices(device, kFamily, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
+  launch_slices(call, kFamily, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
                 gamma ? gamma->mem : x, dy, dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows),
                 ul(s.cols), d.eps, rms, static_cast<cl_int>(bool(gamma)),
                 static_cast<cl_int>(bool(dx)));
   if (dgamma || dbeta) {
-    launch_linear(device, kFamily, "norm_backward_params", s.cols, x, dy, stats.mem(),
+    launch_linear(call, kFamily, "norm_backward_params", s.cols, x, dy, stats.mem(),
                   dgamma ? dgamma->mem : stats.mem(), dbeta ? dbeta->mem : stats.mem(),
                   ul(s.rows), ul(s.cols), static_cast<cl_int>(bool(dgamma)),
                   static_cast<cl_int>(bool(dbeta)));

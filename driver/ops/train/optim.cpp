@@ -45,7 +45,7 @@ void sgd(DeviceCall& call, const aethercl_optimizer_desc& d) {
     require_distinct(d.state1, "desc.state1", d.grad, "desc.grad");
   }
   if (d.count == 0) return;
-  launch_linear(call.device(), kFamily, "sgd_step", d.count, p, g, buf ? buf->mem : p,
+  launch_linear(call, kFamily, "optim_sgd", d.count, p, g, buf ? buf->mem : p,
                 ul(d.count), d.lr, d.weight_decay, d.momentum, d.dampening, flag(d.nesterov),
                 flag(d.step == 1), flag(has_momentum));
 }
@@ -72,7 +72,7 @@ void adamw(DeviceCall& call, const aethercl_optimizer_desc& d) {
   const float decay = static_cast<float>(1.0 - static_cast<double>(d.lr) * d.weight_decay);
   const float step_size = static_cast<float>(d.lr / bc1);
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  launch_linear(call.device(), kFamily, "adamw_step", d.count, p, g, m, v, ul(d.count), decay,
+  launch_linear(call, kFamily, "optim_adamw", d.count, p, g, m, v, ul(d.count), decay,
                 d.beta1, d.beta2, d.eps, step_size, inv_sqrt_bc2);
 }
 
@@ -128,20 +128,18 @@ void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,
   std::uint64_t first = 0;
   for (int t = 0; t < num_tensors; ++t) {
     if (chunking[t].chunks == 0) continue;
-    launch_slices(device, kFamily, "sum_squares_chunks", chunking[t].chunks, chunking[t].chunk,
+    launch_slices(call, kFamily, "optim_sum_squares_chunks", chunking[t].chunks, chunking[t].chunk,
                   acc_bytes(device), mems[t], ul(counts[t]), ul(chunking[t].chunk),
                   ul(chunking[t].chunks), partials.mem(), ul(first));
     first += chunking[t].chunks;
   }
-  const std::size_t one = 1;
-  cl_kernel finish = kernel_of(device, kFamily, "clip_coefficient");
-  set_kernel_args(finish, partials.mem(), ul(slots), max_norm, coefficient.mem(),
-                  total_view ? total_view->mem : coefficient.mem(), flag(bool(total_view)));
-  device.launch(finish, 1, &one, &one);
+  launch_single(call, kFamily, "optim_clip_coefficient", partials.mem(), ul(slots), max_norm,
+                coefficient.mem(), total_view ? total_view->mem : coefficient.mem(),
+                flag(bool(total_view)));
   if (std::isinf(max_norm)) return;  // measuring only
   for (int t = 0; t < num_tensors; ++t) {
     if (counts[t] == 0) continue;
-    launch_linear(device, kFamily, "scale_by_coefficient", counts[t], mems[t], ul(counts[t]),
+    launch_linear(call, kFamily, "optim_scale_by_coefficient", counts[t], mems[t], ul(counts[t]),
                   coefficient.mem());
   }
 }

@@ -79,12 +79,11 @@ void pool2d_forward(DeviceCall& call, const aethercl_pool2d_desc& d) {
     require_distinct(d.indices, "desc.indices", d.y, "desc.y");
   }
   if (s.y_count == 0) return;
-  Device& device = call.device();
   if (max) {
-    launch_linear(device, kFamily, "max_pool_forward", s.y_count, x, y, indices ? indices->mem : y,
+    launch_linear(call, kFamily, "pool_max_forward", s.y_count, x, y, indices ? indices->mem : y,
                   static_cast<cl_int>(bool(indices)), ul(s.planes), s.g);
   } else {
-    launch_linear(device, kFamily, "avg_pool_forward", s.y_count, x, y, ul(s.planes), s.g,
+    launch_linear(call, kFamily, "pool_avg_forward", s.y_count, x, y, ul(s.planes), s.g,
                   static_cast<cl_int>(d.count_include_pad));
   }
 }
@@ -99,12 +98,11 @@ void pool2d_backward(DeviceCall& call, const aethercl_pool2d_desc& d) {
   require_distinct(d.dx, "desc.dx", d.dy, "desc.dy");
   if (max) require_distinct(d.dx, "desc.dx", d.indices, "desc.indices");
   if (s.x_count == 0) return;
-  Device& device = call.device();
   if (max) {
-    launch_linear(device, kFamily, "max_pool_backward", s.x_count, dy, indices->mem, dx,
+    launch_linear(call, kFamily, "pool_max_backward", s.x_count, dy, indices->mem, dx,
                   ul(s.planes), s.g);
   } else {
-    launch_linear(device, kFamily, "avg_pool_backward", s.x_count, dy, dx, ul(s.planes), s.g,
+    launch_linear(call, kFamily, "pool_avg_backward", s.x_count, dy, dx, ul(s.planes), s.g,
                   static_cast<cl_int>(d.count_include_pad));
   }
 }

@@ -66,16 +66,15 @@ void reduce_axis(DeviceCall& call, int op, void* x, void* y, int ndim, const int
   Device& device = call.device();
   const cl_int code = op;
   if (v.inner == 1 && v.len > 1) {
-    cl_kernel kernel = kernel_of(device, kFamily, "reduce_axis_groups");
-    SliceGeometry g = slice_geometry(device, kernel, v.outer, v.len,
-                                     acc_bytes(device) + sizeof(float) + sizeof(cl_int));
-    set_kernel_args(kernel, x_mem, y_mem, y_mem, ul(v.outer), ul(v.len), code,
+    Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_groups");
+    RowGeometry g = row_geometry(device, kernel, v.outer, v.len,
+                                 acc_bytes(device) + sizeof(float) + sizeof(cl_int));
+    call.launch(kernel, LaunchGeometry::linear(g.global, g.local), x_mem, y_mem, y_mem, ul(v.outer), ul(v.len), code,
                     LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)},
                     LocalBytes{g.local * sizeof(cl_int)});
-    device.launch(kernel, 1, &g.global, &g.local);
     return;
   }
-  launch_linear(device, kFamily, "reduce_axis_items", v.outputs(), x_mem, y_mem, y_mem,
+  launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_mem, y_mem, y_mem,
                 ul(v.outer), ul(v.len), ul(v.inner), code);
 }
 
@@ -97,16 +96,16 @@ void reduce_axis_backward(DeviceCall& call, int op, void* x, void* dy, void* dx,
   Device& device = call.device();
   if (!needs_x) {
     // picked is not read for SUM and MEAN: dy stands in.
-    launch_linear(device, kFamily, "reduce_axis_backward", v.count(), dy_mem, dy_mem, dx_mem,
+    launch_linear(call, kFamily, "reduce_axis_backward", v.count(), dy_mem, dy_mem, dx_mem,
                   ul(v.outer), ul(v.len), ul(v.inner), static_cast<cl_int>(op));
     return;
   }
   // The index each output picked, then the routing.
   Scratch picked(device, bytes_of(v.outputs(), sizeof(cl_int)));
-  launch_linear(device, kFamily, "reduce_axis_items", v.outputs(), x_view->mem, picked.mem(),
+  launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_view->mem, picked.mem(),
                 picked.mem(), ul(v.outer), ul(v.len), ul(v.inner),
                 static_cast<cl_int>(op == AETHERCL_MAX ? AETHERCL_ARGMAX : AETHERCL_ARGMIN));
-  launch_linear(device, kFamily, "reduce_axis_backward", v.count(), dy_mem, picked.mem(), dx_mem,
+  launch_linear(call, kFamily, "reduce_axis_backward", v.count(), dy_mem, picked.mem(), dx_mem,
                 ul(v.outer), ul(v.len), ul(v.inner), static_cast<cl_int>(op));
 }
 

@@ -43,17 +43,16 @@ void rng_fill(DeviceCall& call, void* buffer, std::size_t count, int distributio
   cl_mem mem = call.buffer(buffer, "buffer", bytes_of(count, 4)).mem;
   if (count == 0) return;
   const std::uint64_t blocks = blocks_of(count, offset);
-  Device& device = call.device();
   switch (distribution) {
     case AETHERCL_RNG_BITS:
-      launch_linear(device, kFamily, "rng_bits", blocks, mem, ul(count), ul(seed), ul(offset));
+      launch_linear(call, kFamily, "rng_bits", blocks, mem, ul(count), ul(seed), ul(offset));
       break;
     case AETHERCL_RNG_UNIFORM:
-      launch_linear(device, kFamily, "rng_uniform", blocks, mem, ul(count), ul(seed), ul(offset),
+      launch_linear(call, kFamily, "rng_uniform", blocks, mem, ul(count), ul(seed), ul(offset),
                     a, b);
       break;
     default:
-      launch_linear(device, kFamily, "rng_normal", blocks, mem, ul(count), ul(seed), ul(offset),
+      launch_linear(call, kFamily, "rng_normal", blocks, mem, ul(count), ul(seed), ul(offset),
                     a, b);
       break;
   }
@@ -73,7 +72,7 @@ void dropout(DeviceCall& call, void* x, void* y, void* mask, std::size_t count, 
   // A kernel argument cannot be NULL portably: without a mask, y stands in and is never written
   // through it (has_mask = 0).
   cl_mem mask_mem = mask_view ? mask_view->mem : y_mem;
-  launch_linear(call.device(), kFamily, "dropout_forward", blocks, x_mem, y_mem, mask_mem,
+  launch_linear(call, kFamily, "rng_dropout", blocks, x_mem, y_mem, mask_mem,
                 static_cast<cl_int>(mask_view ? 1 : 0), ul(count), p, dropout_scale(p), ul(seed),
                 ul(offset));
 }
@@ -87,7 +86,7 @@ void dropout_backward(DeviceCall& call, void* dy, void* mask, void* dx, std::siz
   cl_mem dx_mem = call.buffer(dx, "dx", bytes).mem;
   require_distinct(mask, "mask", dx, "dx");
   if (count == 0) return;
-  launch_linear(call.device(), kFamily, "dropout_backward", count, dy_mem, mask_mem, dx_mem,
+  launch_linear(call, kFamily, "rng_dropout_backward", count, dy_mem, mask_mem, dx_mem,
                 ul(count), dropout_scale(p));
 }
 

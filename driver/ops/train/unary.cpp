@@ -46,7 +46,7 @@ void unary(DeviceCall& call, int op, void* x, void* y, std::size_t count, float 
   cl_mem x_mem = call.buffer(x, "x", bytes).mem;
   cl_mem y_mem = call.buffer(y, "y", bytes).mem;
   if (count == 0) return;
-  launch_linear(call.device(), "activation", kernel.name, count, x_mem, y_mem, ul(count), alpha);
+  launch_linear(call, "unary", kernel.name, count, x_mem, y_mem, ul(count), alpha);
 }
 
 void unary_backward(DeviceCall& call, int op, void* x, void* dy, void* dx, std::size_t count,
@@ -58,7 +58,7 @@ void unary_backward(DeviceCall& call, int op, void* x, void* dy, void* dx, std::
   cl_mem dx_mem = call.buffer(dx, "dx", bytes).mem;
   if (count == 0) return;
   const std::string name = std::string(kernel.name) + "_backward";
-  launch_linear(call.device(), "activation", name.c_str(), count, x_mem, dy_mem, dx_mem,
+  launch_linear(call, "unary", name.c_str(), count, x_mem, dy_mem, dx_mem,
                 ul(count), alpha);
 }
 

@@ -104,8 +104,3 @@ BINARY(maximum, isnan(a) || a > b ? a : b, a > b ? g : (a == b ? 0.5f * g : 0.0f
 BINARY(minimum, isnan(a) || a < b ? a : b, a < b ? g : (a == b ? 0.5f * g : 0.0f),
        b < a ? g : (a == b ? 0.5f * g : 0.0f))
 BINARY(power, pow(a, b), g * b * pow(a, b - 1.0f), g * pow(a, b) * log(a))
-
-// Gradients of an operand when the output is empty: sums over nothing.
-__kernel void fill_zero(__global float* out, ulong n) {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) out[i] = 0.0f;
-}
