@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .device import handle_of
+from ._calls import pointer as handle_of
 
 # enum aethercl_reduce_op
 SUM, MEAN, MAX, MIN, ARGMAX, ARGMIN, NO_REDUCTION = range(7)

@@ -16,6 +16,7 @@ from op_specs import TRAIN_SPECS
 
 INT_MAX, INT_MIN, SIZE_MAX = 2**31 - 1, -2**31, 2**64 - 1
 C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
+C_NOT_IMPLEMENTED = 9
 BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
 TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
                "freed": "freed", "host_pointer": "not a buffer handle"}
@@ -280,6 +281,12 @@ def train_cases(symbol) -> List[tuple]:
                 h.refused(run(h, values, buffers_for(h, base))[1], 0,
                           {C_INVALID_ARGUMENT, C_OUT_OF_RANGE})
             add(f"{argument}={value}", bad_value)
+
+    for argument, (refused_values, word) in spec.unsupported.items():
+        for value in refused_values:
+            add(f"{argument}={value}_not_in_this_build", lambda h, argument=argument, value=value,
+                word=word: h.refused(run(h, dict(base, **{argument: value}))[1], 0,
+                                     {C_NOT_IMPLEMENTED}, [word]))
 
     for argument, value in base.items():
         is_float = (argument in params and params[argument].c_type == "float") or (

@@ -131,6 +131,9 @@ class TrainSpec:
     positive: Tuple[str, ...] = ()
     bad: Dict[str, tuple] = field(default_factory=dict)
     nan_ok: Tuple[str, ...] = ()
+    # argument -> (values, a word of the message): refused with AETHERCL_NOT_IMPLEMENTED because
+    # this build lacks the feature the value asks for
+    unsupported: Dict[str, tuple] = field(default_factory=dict)
 
 
 _F4, _I4, _U1 = 4, 4, 1
@@ -277,7 +280,8 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
         optional=("bias",), desc="Conv2dDesc", zero_dims=("n", "c_out"),
         positive=("kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
                   "groups"),
-        bad={"groups": (3,), "kernel_h": (9,), "compute": (2, 5)}),
+        bad={"groups": (3,), "kernel_h": (9,), "compute": (-1, 6, 99)},
+        unsupported={"compute": ((2, 3, 4, 5), "FP32 only")}),
     "aethercl_conv2d_backward": TrainSpec(
         dict(_CONV),
         {"x": (lambda v: _prod(v["n"], v["c_in"], v["h"], v["w"]), _F4),
@@ -290,7 +294,8 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
         optional=("dx", "dweight", "dbias"), desc="Conv2dDesc", zero_dims=("n", "c_out"),
         positive=("kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
                   "groups"),
-        bad={"groups": (4,), "pad_w": (-1,)}),
+        bad={"groups": (4,), "pad_w": (-1,), "compute": (-1, 6)},
+        unsupported={"compute": ((2,), "FP32 only")}),
     "aethercl_pool2d_forward": TrainSpec(
         dict(_POOL),
         {"x": (lambda v: _prod(v["n"], v["channels"], v["h"], v["w"]), _F4),

@@ -9,7 +9,7 @@ in float32 by the GEMM engine: error <= K * 2^-24 * sum |terms|, so rtol 1e-5 an
 import numpy as np
 import pytest
 
-from aethercl import ops
+from aethercl import train as ops
 from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison
@@ -106,7 +106,8 @@ def test_conv2d_refusals(scope, device, lib):
     for change, words, code in (
             (dict(groups=3), "desc.groups", 1), (dict(stride_h=0), "desc.stride_h", 1),
             (dict(kernel_w=9), "exceeds the padded input", 1), (dict(pad_h=-1), "negative", 1),
-            (dict(compute=2), "FP32 only", 9), (dict(x=None), "desc.x is NULL", 1),
+            (dict(compute=2), "FP32 only", 9), (dict(compute=7), "compute mode", 1),
+            (dict(x=None), "desc.x is NULL", 1),
             (dict(y=t.handle), "same buffer", 1)):
         desc = conv_desc(base, x=t.handle, weight=t.handle, y=scope.out((100,)).handle)
         for name, value in change.items():

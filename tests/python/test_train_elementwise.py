@@ -11,7 +11,7 @@ Finite differences use h = 1e-6 on the float64 reference (truncation error ~1e-1
 import numpy as np
 import pytest
 
-from aethercl import ops
+from aethercl import train as ops
 from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison

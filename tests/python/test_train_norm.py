@@ -9,7 +9,7 @@ products: rtol 1e-4, atol 1e-4. Running statistics: rtol 1e-5."""
 import numpy as np
 import pytest
 
-from aethercl import ops
+from aethercl import train as ops
 from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison

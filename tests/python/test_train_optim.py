@@ -10,7 +10,7 @@ gradients rtol 1e-5, atol 1e-6 (1e-4 with label smoothing's extra terms)."""
 import numpy as np
 import pytest
 
-from aethercl import ops
+from aethercl import train as ops
 from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison

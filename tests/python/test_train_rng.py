@@ -10,7 +10,7 @@ x * (1 / (1 - p)) in float32."""
 import numpy as np
 import pytest
 
-from aethercl import ops
+from aethercl import train as ops
 from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison

@@ -74,6 +74,9 @@ ConvShape shape_of(const aethercl_conv2d_desc& d) {
     fail(Status::kInvalidArgument, "desc.groups = {} must divide desc.c_in = {} and desc.c_out = "
          "{}", s.groups, s.c_in, s.c_out);
   }
+  if (d.compute < 0 || d.compute > 5) {
+    fail(Status::kInvalidArgument, "desc.compute = {} is not a compute mode (0 to 5)", d.compute);
+  }
   if (d.compute != 0 && d.compute != 1) {
     fail(Status::kNotImplemented, "desc.compute = {}: this build's GEMM engine runs FP32 only "
          "(AETHERCL_COMPUTE_DEFAULT or _FP32)", d.compute);

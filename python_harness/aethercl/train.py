@@ -1,15 +1,35 @@
-"""Wrappers of the version-3 training-op entry points (aethercl_rng_fill ... aethercl_pool2d_*),
-registered in aethercl.ops like every other entry point. Buffer arguments take Buffers, raw
-handles or None; descriptors are the ctypes classes of train_types; stream is None (the current
-stream) or a stream token."""
+"""Convenience layer over the generated wrappers of the version-3 training ops (aethercl.ops):
+op codes by name ("relu", "mul"), defaults for stream (None: the current stream) and rarely used
+arguments, a broadcast descriptor built from two NumPy-style shapes, and Python lists for the
+clipping arrays. Buffer arguments take Buffers, raw handles or None; descriptors are the ctypes
+classes of train_types."""
 from __future__ import annotations
 
 import ctypes
 from typing import Optional, Sequence
 
+from . import ops as _ops
 from . import train_types as T
-from .device import handle_of
-from .ops import DeviceLike, _h, _status, _wraps
+from ._calls import DeviceLike
+from ._calls import pointer as handle_of
+
+_h = handle_of
+
+
+def _status(dev: DeviceLike, c_name: str, *args) -> None:
+    """Calls the generated wrapper of c_name (ops.ENTRY_POINTS) with the C arguments after gpu_index."""
+    python_name = _BY_C_NAME[c_name]
+    getattr(_ops, python_name)(dev, *args)
+
+
+_BY_C_NAME = {c: py for py, c in _ops.ENTRY_POINTS.items()}
+
+
+def _wraps(c_name: str):
+    def mark(function):
+        function.c_name = c_name
+        return function
+    return mark
 
 
 def _desc_address(desc) -> int:
