@@ -17,76 +17,101 @@ typedef struct {
   ulong c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } conv_geometry;
 
-__kernel void conv_im2col(__global const float* x, __global float* cols, ulong n0, ulong nc,
-                     conv_geometry g) {
-  const ulong positions = g.oh * g.ow, width = nc * positions;
-  const ulong count = g.c * g.kh * g.kw * width;
-  for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
-    const ulong column = e % width, row = e / width;
-    const ulong n = column / positions, p = column % positions;
-    const ulong oy = p / g.ow, ox = p % g.ow;
-    const ulong ch = row / (g.kh * g.kw), k = row % (g.kh * g.kw);
-    const ulong ky = k / g.kw, kx = k % g.kw;
-    // Input coordinates, offset by the padding so they stay unsigned.
-    const ulong iy = oy * g.sh + ky * g.dh, ix = ox * g.sw + kx * g.dw;
-    float value = 0.0f;
-    if (iy >= g.ph && iy - g.ph < g.h && ix >= g.pw && ix - g.pw < g.w) {
-      value = x[((n0 + n) * g.c + ch) * g.h * g.w + (iy - g.ph) * g.w + (ix - g.pw)];
+// Index arithmetic type: the host builds the family with CONV_INDEX32 when every index of the
+// call fits 32 bits (64-bit division costs several times more on GPUs and CPUs alike).
+#if CONV_INDEX32
+typedef uint idx_t;
+#else
+typedef ulong idx_t;
+#endif
+
+// Each work-item fills one output row (ow columns) of one (cols row, image) pair: the index
+// decomposition happens once per item, the inner loop writes contiguous columns.
+__kernel void conv_im2col(__global const float* x, __global float* cols, ulong n0_arg,
+                          ulong nc_arg, conv_geometry g) {
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, kw = (idx_t)g.kw, khw = (idx_t)(g.kh * g.kw);
+  const idx_t h = (idx_t)g.h, w = (idx_t)g.w, ph = (idx_t)g.ph, pw = (idx_t)g.pw;
+  const idx_t sh = (idx_t)g.sh, sw = (idx_t)g.sw, dh = (idx_t)g.dh, dw = (idx_t)g.dw;
+  const idx_t c = (idx_t)g.c, n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg;
+  const idx_t width = nc * oh * ow;
+  const idx_t items = c * khw * nc * oh;
+  for (idx_t item = get_global_id(0); item < items; item += get_global_size(0)) {
+    const idx_t oy = item % oh, n = (item / oh) % nc, row = item / (oh * nc);
+    const idx_t ch = row / khw, k = row % khw;
+    const idx_t ky = k / kw, kx = k % kw;
+    __global float* out = cols + row * width + (n * oh + oy) * ow;
+    // Input row, offset by the padding so it stays unsigned.
+    const idx_t iy = oy * sh + ky * dh;
+    if (iy < ph || iy - ph >= h) {
+      for (idx_t ox = 0; ox < ow; ++ox) out[ox] = 0.0f;
+      continue;
     }
-    cols[e] = value;
+    __global const float* in = x + ((n0 + n) * c + ch) * h * w + (iy - ph) * w;
+    for (idx_t ox = 0; ox < ow; ++ox) {
+      const idx_t ix = ox * sw + kx * dw;
+      out[ox] = (ix >= pw && ix - pw < w) ? in[ix - pw] : 0.0f;
+    }
   }
 }
 
-// dx for the chunk: each input element sums the column entries that read it, kernel positions
-// in ascending order (deterministic, no atomics).
-__kernel void conv_col2im(__global const float* cols, __global float* dx, ulong n0, ulong nc,
-                     conv_geometry g) {
-  const ulong positions = g.oh * g.ow, width = nc * positions;
-  const ulong count = nc * g.c * g.h * g.w;
-  for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
-    const ulong ix = e % g.w, iy = (e / g.w) % g.h;
-    const ulong ch = (e / (g.w * g.h)) % g.c, n = e / (g.w * g.h * g.c);
-    acc_t sum = 0;
-    for (ulong ky = 0; ky < g.kh; ++ky) {
-      const ulong ty = iy + g.ph;  // = oy * sh + ky * dh
-      if (ty < ky * g.dh) break;
-      const ulong sy = ty - ky * g.dh;
-      if (sy % g.sh != 0 || sy / g.sh >= g.oh) continue;
-      const ulong oy = sy / g.sh;
-      for (ulong kx = 0; kx < g.kw; ++kx) {
-        const ulong tx = ix + g.pw;
-        if (tx < kx * g.dw) break;
-        const ulong sx = tx - kx * g.dw;
-        if (sx % g.sw != 0 || sx / g.sw >= g.ow) continue;
-        const ulong ox = sx / g.sw;
-        const ulong row = (ch * g.kh + ky) * g.kw + kx;
-        sum += (acc_t)cols[row * width + n * positions + oy * g.ow + ox];
+// dx for the chunk: each work-item owns one input row (w elements) of one (image, channel). It
+// zeroes the row, then adds the column entries that read it, kernel positions (ky, kx) in
+// ascending order, so every element is the same fixed-order float sum (deterministic, no
+// atomics, no division in the inner loop).
+__kernel void conv_col2im(__global const float* cols, __global float* dx, ulong n0_arg,
+                          ulong nc_arg, conv_geometry g) {
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, kh = (idx_t)g.kh, kw = (idx_t)g.kw;
+  const idx_t h = (idx_t)g.h, w = (idx_t)g.w, ph = (idx_t)g.ph, pw = (idx_t)g.pw;
+  const idx_t sh = (idx_t)g.sh, sw = (idx_t)g.sw, dh = (idx_t)g.dh, dw = (idx_t)g.dw;
+  const idx_t c = (idx_t)g.c, n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg;
+  const idx_t width = nc * oh * ow;
+  const idx_t items = nc * c * h;
+  for (idx_t item = get_global_id(0); item < items; item += get_global_size(0)) {
+    const idx_t iy = item % h, ch = (item / h) % c, n = item / (h * c);
+    __global float* out = dx + ((n0 + n) * c + ch) * h * w + iy * w;
+    for (idx_t ix = 0; ix < w; ++ix) out[ix] = 0.0f;
+    const idx_t ty = iy + ph;  // = oy * sh + ky * dh for the windows that read this row
+    for (idx_t ky = 0; ky < kh && ky * dh <= ty; ++ky) {
+      const idx_t sy = ty - ky * dh;
+      if (sy % sh != 0 || sy / sh >= oh) continue;
+      const idx_t oy = sy / sh;
+      for (idx_t kx = 0; kx < kw; ++kx) {
+        __global const float* src = cols + ((ch * kh + ky) * kw + kx) * width + (n * oh + oy) * ow;
+        for (idx_t ox = 0; ox < ow; ++ox) {
+          const idx_t px = ox * sw + kx * dw;  // padded input column
+          if (px >= pw && px - pw < w) out[px - pw] += src[ox];
+        }
       }
     }
-    dx[n0 * g.c * g.h * g.w + e] = (float)sum;
   }
 }
 
-// y[n0 + n, co, p] = mat[co, n * positions + p] (+ bias[co]).
+// y[n0 + n, co, :] = mat[co, n * positions : (n + 1) * positions] (+ bias[co]); one work-item per
+// (image, channel) row.
 __kernel void conv_matrix_to_nchw(__global const float* mat, __global const float* bias,
-                             int has_bias, __global float* y, ulong n0, ulong nc,
-                             ulong channels, ulong positions) {
-  const ulong count = nc * channels * positions;
-  for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
-    const ulong p = e % positions, co = (e / positions) % channels, n = e / (positions * channels);
-    float value = mat[co * nc * positions + n * positions + p];
-    if (has_bias) value += bias[co];
-    y[n0 * channels * positions + e] = value;
+                                  int has_bias, __global float* y, ulong n0_arg, ulong nc_arg,
+                                  ulong channels_arg, ulong positions_arg) {
+  const idx_t n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg, channels = (idx_t)channels_arg;
+  const idx_t positions = (idx_t)positions_arg;
+  for (idx_t item = get_global_id(0); item < nc * channels; item += get_global_size(0)) {
+    const idx_t co = item % channels, n = item / channels;
+    const float b = has_bias ? bias[co] : 0.0f;
+    __global const float* src = mat + (co * nc + n) * positions;
+    __global float* dst = y + ((n0 + n) * channels + co) * positions;
+    for (idx_t p = 0; p < positions; ++p) dst[p] = src[p] + b;
   }
 }
 
-// mat[co, n * positions + p] = t[n0 + n, co, p].
-__kernel void conv_nchw_to_matrix(__global const float* t, __global float* mat, ulong n0, ulong nc,
-                             ulong channels, ulong positions) {
-  const ulong count = nc * channels * positions;
-  for (ulong e = get_global_id(0); e < count; e += get_global_size(0)) {
-    const ulong p = e % positions, co = (e / positions) % channels, n = e / (positions * channels);
-    mat[co * nc * positions + n * positions + p] = t[n0 * channels * positions + e];
+// mat[co, n * positions + p] = t[n0 + n, co, p]; one work-item per (image, channel) row.
+__kernel void conv_nchw_to_matrix(__global const float* t, __global float* mat, ulong n0_arg,
+                                  ulong nc_arg, ulong channels_arg, ulong positions_arg) {
+  const idx_t n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg, channels = (idx_t)channels_arg;
+  const idx_t positions = (idx_t)positions_arg;
+  for (idx_t item = get_global_id(0); item < nc * channels; item += get_global_size(0)) {
+    const idx_t co = item % channels, n = item / channels;
+    __global const float* src = t + ((n0 + n) * channels + co) * positions;
+    __global float* dst = mat + (co * nc + n) * positions;
+    for (idx_t p = 0; p < positions; ++p) dst[p] = src[p];
   }
 }
 

@@ -104,10 +104,28 @@ std::uint64_t chunk_images(const Device& device, const ConvShape& s) {
   return std::clamp<std::uint64_t>(budget / per_image, 1, s.n);
 }
 
+// The layout kernels index with 32-bit arithmetic when every index of the op fits: the
+// tensors, the column matrix of a chunk and the padded input coordinates.
+bool narrow_indices(const ConvShape& s, std::uint64_t nc) {
+  constexpr std::uint64_t kLimit = 1ull << 32;
+  const std::uint64_t cols = s.c_in * s.kh * s.kw * nc * s.positions();
+  return cols < kLimit && s.x_count < kLimit && s.y_count < kLimit &&
+         (s.h + 2 * s.ph + s.dh * s.kh) * (s.w + 2 * s.pw + s.dw * s.kw) < kLimit;
+}
+
+// Launches a kernel of the conv family over `items` work-items (each walks one contiguous row).
+template <typename... Args>
+void launch_conv(DeviceCall& call, const ConvShape& s, std::uint64_t nc, const char* name,
+                 std::uint64_t items, const Args&... args) {
+  Kernel& kernel = family_kernel(call, kFamily, name,
+                                 narrow_indices(s, nc) ? "-DCONV_INDEX32=1" : "-DCONV_INDEX32=0");
+  call.launch(kernel, linear_geometry(call.device(), kernel, items), args...);
+}
+
 void im2col(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
             std::uint64_t nc) {
-  const std::uint64_t count = s.c_in * s.kh * s.kw * nc * s.positions();
-  launch_linear(call, kFamily, "conv_im2col", count, x, cols, ul(n0), ul(nc), s.kernel());
+  launch_conv(call, s, nc, "conv_im2col", s.c_in * s.kh * s.kw * nc * s.oh, x, cols, ul(n0),
+              ul(nc), s.kernel());
 }
 
 GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
@@ -149,7 +167,7 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       launch_linear(call, "fill", "fill_zero", s.c_out * width, mat.mem(),
                     ul(s.c_out * width));
     }
-    launch_linear(call, kFamily, "conv_matrix_to_nchw", nc * s.c_out * s.positions(), mat.mem(),
+    launch_conv(call, s, nc, "conv_matrix_to_nchw", nc * s.c_out, mat.mem(),
                   bias ? bias->mem : mat.mem(), static_cast<cl_int>(bool(bias)), y, ul(n0),
                   ul(nc), ul(s.c_out), ul(s.positions()));
   }
@@ -197,7 +215,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   if (dweight && nc_max < s.n) partial_dw.emplace(device, bytes_of(s.w_count, 4));
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
-    launch_linear(call, kFamily, "conv_nchw_to_matrix", nc * s.c_out * s.positions(), dy,
+    launch_conv(call, s, nc, "conv_nchw_to_matrix", nc * s.c_out, dy,
                   dmat.mem(), ul(n0), ul(nc), ul(s.c_out), ul(s.positions()));
     const GemmOperand dmat_op = operand(dmat.mem(), dmat.view().size, m * width);
     if (dweight) {
@@ -231,8 +249,8 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.b = dmat_op;
       p.c = operand(cols.mem(), cols.view().size, k * width);
       enqueue_gemm(call, p);
-      launch_linear(call, kFamily, "conv_col2im", nc * s.c_in * s.h * s.w, cols.mem(), dx->mem,
-                    ul(n0), ul(nc), s.kernel());
+      launch_conv(call, s, nc, "conv_col2im", nc * s.c_in * s.h, cols.mem(), dx->mem, ul(n0),
+                  ul(nc), s.kernel());
     }
   }
 }
