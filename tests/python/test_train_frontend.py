@@ -122,3 +122,34 @@ def test_digits_cnn_beats_90_percent_on_a_short_run(device):
     result = digits_cnn.train(epochs=2, gpu=device.index, progress=False, shutdown_driver=False)
     assert result["accuracy"] > 0.90, result["accuracy"]
     assert result["confusion"].sum() == result["test_size"]
+
+
+def test_transformer_with_dropout_and_adamw_trains_and_resumes(frontend, tmp_path):
+    import ocl_llm as L
+    from ocl_llm.train import make_optimizer
+    args = L.build_arg_parser().parse_args(["--dropout", "0.1", "--optimizer", "adamw"])
+    cli_config = L.config_from_args(args)
+    assert cli_config["dropout"] == 0.1 and cli_config["optimizer"] == "adamw"
+    tokenizer = L.TinyTokenizer()
+    config = dict(cli_config, embed_dim=16, num_heads=2, d_ff=32, num_layers=1, max_len=24,
+                  batch_size=8, lr=3e-3, wd=0.01, seed=5, vocab_size=tokenizer.vocab_size)
+    model = L.SimpleModel(config)
+    optimizer = make_optimizer(model, config)
+    assert isinstance(optimizer, AdamW)
+    text = L.BUNDLED_CORPUS.read_text(encoding="utf-8")
+    data = L.TextData(np.asarray(tokenizer.encode(text), np.int32), config["max_len"],
+                      config["batch_size"], config["val_split"], config["seed"])
+    losses = [L.train_step(model, optimizer, *data.train_batch(0, s)) for s in range(30)]
+    assert all(np.isfinite(losses)) and np.mean(losses[-5:]) < 0.9 * np.mean(losses[:5])
+    batches = data.val_batches(1)
+    assert L.evaluate(model, batches) == L.evaluate(model, batches)  # no dropout in evaluation
+    progress = {"epoch": 0, "step_in_epoch": 30, "global_step": 30, "best_val_loss": None,
+                "history": {"train": [], "val": []}}
+    path = L.save_checkpoint(tmp_path / "ck.npz", model, optimizer, tokenizer, config, progress)
+    model2, optimizer2, *_ = L.load_checkpoint(path)
+    assert isinstance(optimizer2, AdamW) and optimizer2.t == 30
+    for a, b in zip(optimizer.state_dict()["m"].values(), optimizer2.state_dict()["m"].values()):
+        np.testing.assert_array_equal(a, b)
+    for o, m in ((optimizer, model), (optimizer2, model2)):
+        o.free_memory()
+        m.free_memory()
