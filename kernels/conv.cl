@@ -144,3 +144,78 @@ __kernel void conv_channel_sum(__global const float* t, __global float* out, ulo
     if (get_local_id(0) == 0) out[c] = (float)total;
   }
 }
+
+// Depthwise convolution (groups = c_in = c_out) computed directly: as GEMMs it would be c_in
+// products of one row each. Sums run over (ky, kx) or (image, oy, ox) in ascending order.
+#define DW_GEOMETRY                                                                          \
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, kh = (idx_t)g.kh, kw = (idx_t)g.kw;         \
+  const idx_t h = (idx_t)g.h, w = (idx_t)g.w, ph = (idx_t)g.ph, pw = (idx_t)g.pw;             \
+  const idx_t sh = (idx_t)g.sh, sw = (idx_t)g.sw, dh = (idx_t)g.dh, dw = (idx_t)g.dw;         \
+  const idx_t c = (idx_t)g.c, n = (idx_t)n_arg
+
+__kernel void conv_depthwise_forward(__global const float* x, __global const float* weight,
+                                     __global const float* bias, int has_bias,
+                                     __global float* y, ulong n_arg, conv_geometry g) {
+  DW_GEOMETRY;
+  for (idx_t e = get_global_id(0); e < n * c * oh * ow; e += get_global_size(0)) {
+    const idx_t ox = e % ow, oy = (e / ow) % oh, ch = (e / (ow * oh)) % c, img = e / (ow * oh * c);
+    __global const float* xp = x + (img * c + ch) * h * w;
+    __global const float* wp = weight + ch * kh * kw;
+    acc_t sum = has_bias ? (acc_t)bias[ch] : (acc_t)0;
+    for (idx_t ky = 0; ky < kh; ++ky) {
+      const idx_t py = oy * sh + ky * dh;
+      if (py < ph || py - ph >= h) continue;
+      for (idx_t kx = 0; kx < kw; ++kx) {
+        const idx_t px = ox * sw + kx * dw;
+        if (px < pw || px - pw >= w) continue;
+        sum += (acc_t)xp[(py - ph) * w + (px - pw)] * (acc_t)wp[ky * kw + kx];
+      }
+    }
+    y[e] = (float)sum;
+  }
+}
+
+__kernel void conv_depthwise_backward_data(__global const float* dy, __global const float* weight,
+                                           __global float* dx, ulong n_arg, conv_geometry g) {
+  DW_GEOMETRY;
+  for (idx_t e = get_global_id(0); e < n * c * h * w; e += get_global_size(0)) {
+    const idx_t ix = e % w, iy = (e / w) % h, ch = (e / (w * h)) % c, img = e / (w * h * c);
+    __global const float* dyp = dy + (img * c + ch) * oh * ow;
+    __global const float* wp = weight + ch * kh * kw;
+    acc_t sum = 0;
+    for (idx_t ky = 0; ky < kh && ky * dh <= iy + ph; ++ky) {
+      const idx_t sy = iy + ph - ky * dh;
+      if (sy % sh != 0 || sy / sh >= oh) continue;
+      for (idx_t kx = 0; kx < kw && kx * dw <= ix + pw; ++kx) {
+        const idx_t sx = ix + pw - kx * dw;
+        if (sx % sw != 0 || sx / sw >= ow) continue;
+        sum += (acc_t)dyp[(sy / sh) * ow + sx / sw] * (acc_t)wp[ky * kw + kx];
+      }
+    }
+    dx[e] = (float)sum;
+  }
+}
+
+__kernel void conv_depthwise_backward_weight(__global const float* x, __global const float* dy,
+                                             __global float* dweight, ulong n_arg,
+                                             conv_geometry g) {
+  DW_GEOMETRY;
+  for (idx_t e = get_global_id(0); e < c * kh * kw; e += get_global_size(0)) {
+    const idx_t kx = e % kw, ky = (e / kw) % kh, ch = e / (kw * kh);
+    acc_t sum = 0;
+    for (idx_t img = 0; img < n; ++img) {
+      __global const float* xp = x + (img * c + ch) * h * w;
+      __global const float* dyp = dy + (img * c + ch) * oh * ow;
+      for (idx_t oy = 0; oy < oh; ++oy) {
+        const idx_t py = oy * sh + ky * dh;
+        if (py < ph || py - ph >= h) continue;
+        for (idx_t ox = 0; ox < ow; ++ox) {
+          const idx_t px = ox * sw + kx * dw;
+          if (px < pw || px - pw >= w) continue;
+          sum += (acc_t)dyp[oy * ow + ox] * (acc_t)xp[(py - ph) * w + (px - pw)];
+        }
+      }
+    }
+    dweight[e] = (float)sum;
+  }
+}

@@ -5,7 +5,8 @@
 //   backward data    dcols_g (K x nc P)    = W_g^T . dY_g, then col2im
 //   backward weight  dW_g (c_out/G x K)    = dY_g . cols_g^T, summed over chunks
 // Y and dY travel in the GEMM's channel-major layout (c_out x nc P) and are moved to and from
-// NCHW by small kernels. Chunks keep cols within kColsBudget bytes.
+// NCHW by small kernels. Chunks keep cols within kColsBudget bytes. Depthwise convolutions
+// (groups = c_in = c_out) skip the GEMMs and run three direct kernels.
 #include "ops/train/conv2d.h"
 
 #include "ops/aliasing.h"
@@ -122,6 +123,10 @@ void launch_conv(DeviceCall& call, const ConvShape& s, std::uint64_t nc, const c
   call.launch(kernel, linear_geometry(call.device(), kernel, items), args...);
 }
 
+// groups = c_in = c_out: one filter per channel, computed directly (kernels/conv.cl) instead of
+// as c_in one-row GEMMs.
+bool depthwise(const ConvShape& s) { return s.groups == s.c_in && s.c_out == s.c_in; }
+
 void im2col(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
             std::uint64_t nc) {
   launch_conv(call, s, nc, "conv_im2col", s.c_in * s.kh * s.kw * nc * s.oh, x, cols, ul(n0),
@@ -144,6 +149,12 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   require_distinct(d.y, "desc.y", d.weight, "desc.weight");
   require_distinct(d.y, "desc.y", d.bias, "desc.bias");
   if (s.y_count == 0) return;
+  if (depthwise(s)) {
+    launch_conv(call, s, s.n, "conv_depthwise_forward", s.y_count, x, weight.mem,
+                bias ? bias->mem : weight.mem, static_cast<cl_int>(bool(bias)), y, ul(s.n),
+                s.kernel());
+    return;
+  }
   Device& device = call.device();
   const std::uint64_t nc_max = chunk_images(device, s);
   const std::uint64_t k = s.k_group(), m = s.out_group();
@@ -208,6 +219,17 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
     return;
   }
   if (!dx && !dweight) return;
+  if (depthwise(s)) {
+    if (dweight) {
+      launch_conv(call, s, s.n, "conv_depthwise_backward_weight", s.w_count, x, dy, dweight->mem,
+                  ul(s.n), s.kernel());
+    }
+    if (dx) {
+      launch_conv(call, s, s.n, "conv_depthwise_backward_data", s.x_count, dy, weight.mem,
+                  dx->mem, ul(s.n), s.kernel());
+    }
+    return;
+  }
   const std::uint64_t nc_max = chunk_images(device, s);
   Scratch cols(device, bytes_of(s.groups * k * nc_max * s.positions(), 4));
   Scratch dmat(device, bytes_of(s.c_out * nc_max * s.positions(), 4));
