@@ -280,6 +280,7 @@ void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
     default: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
   }
 }
+#include "fuzz_train_ops.inc"
 
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
@@ -294,7 +295,7 @@ void step(State& s, Input& in) {
     runtime_step(s, in, op, gpu);
     return;
   }
-  switch (op % 44) {
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -423,6 +424,7 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
+    case 44: train_step(in, gpu, h, d, f); break;
   }
 }
 

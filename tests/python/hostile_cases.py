@@ -1291,6 +1291,8 @@ def all_cases(symbols) -> List[Case]:
     for symbol in symbols:
         if symbol.name.startswith("execute_") and symbol.name not in SPECIAL:
             cases += compute_cases(symbol)
+    from hostile_train_cases import all_train_cases  # version-3 training ops
+    cases += all_train_cases(symbols)
     return cases
 
 
