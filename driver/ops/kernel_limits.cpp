@@ -20,7 +20,7 @@ std::size_t kernel_work_group_limit(const Device& device, cl_kernel kernel, std:
   std::size_t limit =
       std::min({kernel_max_work_group_size(device, kernel), device.info().max_work_group_size, cap});
   // Testing knob: lets the suites run these kernels with small and odd work-group sizes.
-  if (auto forced = env::bytes(env::kWorkGroupLimit); forced && *forced > 0) {
+  if (auto forced = env::count(env::kWorkGroupLimit, 1, 1u << 20)) {
     limit = std::min<std::size_t>(limit, static_cast<std::size_t>(*forced));
   }
   return std::max<std::size_t>(1, limit);

@@ -32,7 +32,7 @@ RowGeometry row_geometry(const Device& device, cl_kernel kernel, std::uint64_t r
   }
   std::size_t local = floor_power_of_two(limit);
   while (local > 1 && local / 2 >= cols) local /= 2;  // smallest power of two >= cols
-  if (auto forced = env::bytes(env::kRowGroup); forced && *forced > 0) {
+  if (auto forced = env::count(env::kRowGroup, 1, 1u << 20)) {
     // Testing knob: lets CPU test runs exercise the multi-item reductions GPUs use.
     local = std::min(local, floor_power_of_two(static_cast<std::size_t>(*forced)));
   } else if (info.kind == DeviceKind::kCpu) {

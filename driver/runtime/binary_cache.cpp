@@ -5,8 +5,7 @@
 #include "support/env.h"
 #include "support/hash.h"
 #include "support/log.h"
-
-#include <unistd.h>
+#include "support/process.h"
 
 #include <cstdint>
 #include <cstring>
@@ -88,7 +87,7 @@ void BinaryCache::store(const std::string& key, const std::vector<unsigned char>
   append_u64(header, Hasher().add(binary.data(), binary.size()).low());
   std::filesystem::path final_path = path_for(key);
   std::filesystem::path temp_path =
-      directory_ / (key + ".tmp." + std::to_string(static_cast<long>(::getpid())));
+      directory_ / (key + ".tmp." + std::to_string(current_process_id()));
   {
     std::ofstream file(temp_path, std::ios::binary | std::ios::trunc);
     file.write(header.data(), static_cast<std::streamsize>(header.size()));

@@ -19,7 +19,7 @@ Device::Device(int index, const DeviceInfo& info)
   cl::check(status, "clCreateContext");
   queue_ = create_queue(Tracer::instance().active());
   std::uint64_t limit = info_.global_mem_bytes;
-  if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
+  if (auto cap = env::bytes(env::kMemoryLimit, 1)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
