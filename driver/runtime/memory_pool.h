@@ -45,6 +45,7 @@ class MemoryPool {
   PoolBlock acquire(std::uint64_t size);
   void release(PoolBlock block) noexcept;
   void trim() noexcept;  // releases every cached block
+  void reset_peak() noexcept { stats_.peak_bytes_reserved = stats_.bytes_reserved; }
   // Releases every cached block; blocks still handed out must have been released first.
   void release_all() noexcept;
 

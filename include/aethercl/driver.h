@@ -32,7 +32,7 @@
 #define AETHERCL_VERSION_PATCH 0
 #define AETHERCL_VERSION_STRING "0.1.0"
 /* Bumped whenever exported symbols are added; matches aethercl_abi_version(). */
-#define AETHERCL_ABI_VERSION 2
+#define AETHERCL_ABI_VERSION 3
 
 #if defined(_WIN32)
 #  if defined(AETHERCL_BUILDING_DRIVER)
@@ -325,6 +325,23 @@ AETHERCL_API int aethercl_trace_stop(void);
 /* Writes the per-kernel totals of the running trace as JSON ({"active", "pending", "kernels":
  * [{"name", "calls", "total_ns", "bytes"}]}), with the buffer rules of aethercl_device_info. */
 AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
+
+/* ===================================================================================== */
+/* Memory pool (ABI version 3)                                                            */
+/* ===================================================================================== */
+
+/* Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL, like
+ * torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other processes
+ * can use that memory. Live buffers are untouched; a freed block still used by enqueued work is
+ * released by OpenCL once that work completes. Returns 0 when gpu_index resolves to no
+ * initialised device. */
+AETHERCL_API int aethercl_empty_cache(int gpu_index);
+
+/* Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+ * aethercl_memory_stats becomes the bytes reserved right now, like
+ * torch.cuda.reset_peak_memory_stats. Returns 0 when gpu_index resolves to no initialised
+ * device. */
+AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
 
 #ifdef __cplusplus
 } /* extern "C" */

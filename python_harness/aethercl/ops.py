@@ -123,6 +123,18 @@ def memory_stats(dev: DeviceLike) -> str:
     return lib.json_call("aethercl_memory_stats", index)
 
 
+@_wraps("aethercl_empty_cache")
+def empty_cache(dev: DeviceLike) -> None:
+    """Returns the device pool's cached blocks to OpenCL (live buffers stay)."""
+    _status(dev, "aethercl_empty_cache")
+
+
+@_wraps("aethercl_reset_peak_memory_stats")
+def reset_peak_memory_stats(dev: DeviceLike) -> None:
+    """Restarts peak_bytes_reserved at the bytes reserved now."""
+    _status(dev, "aethercl_reset_peak_memory_stats")
+
+
 @_wraps("aethercl_set_buffer_label")
 def set_buffer_label(dev: DeviceLike, buffer: Handle, label: Optional[str]) -> None:
     _status(dev, "aethercl_set_buffer_label", _h(buffer), (label or "").encode("utf-8"))
