@@ -1261,53 +1261,8 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
     return tokenizer.decode(ids)
 
 
-class ProgressBar:
-    """One status line (step, loss, tokens/s, ETA): redrawn in place on a terminal, printed every
-    `every` steps otherwise. Plain text on stderr."""
-
-    def __init__(self, total: int, stream=None, width: int = 24):
-        self.total, self.width = max(total, 1), width
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.every = max(1, self.total // 25)
-        self.start = time.perf_counter()
-        self.last_line = ""
-
-    def update(self, step: int, loss: float, tokens: int, val: Optional[float] = None,
-               force: bool = False) -> None:
-        elapsed = time.perf_counter() - self.start
-        rate = tokens / elapsed if elapsed > 0 else 0.0
-        eta = elapsed / step * (self.total - step) if step else 0.0
-        filled = int(self.width * step / self.total)
-        bar = "#" * filled + "." * (self.width - filled)
-        line = (f"step {step:>5}/{self.total} [{bar}] loss {loss:6.3f}"
-                + (f" val {val:6.3f}" if val is not None else "")
-                + f" | {rate:7.0f} tok/s | ETA {_format_seconds(eta)}")
-        self.last_line = line
-        if self.tty:
-            self.stream.write("\r" + line)
-            self.stream.flush()
-        elif force or step % self.every == 0 or step == self.total:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-
-    def message(self, text: str) -> None:
-        if self.tty:
-            self.stream.write("\r" + " " * len(self.last_line) + "\r")
-        self.stream.write(text + "\n")
-        if self.tty and self.last_line:
-            self.stream.write(self.last_line)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _format_seconds(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s"
+# The progress bar (tqdm on a terminal where installed, plain lines otherwise) lives in the shim.
+from aethercl.progress import ProgressBar  # noqa: E402
 
 
 def plot_losses(history: Dict[str, List[List[float]]], path) -> Optional[Path]:
@@ -1321,6 +1276,7 @@ def plot_losses(history: Dict[str, List[List[float]]], path) -> Optional[Path]:
         print("[ocl] matplotlib is not installed: no loss curve", file=sys.stderr)
         return None
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     train = np.asarray(history.get("train", []), np.float64).reshape(-1, 2)
     val = np.asarray(history.get("val", []), np.float64).reshape(-1, 2)
@@ -1403,6 +1359,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         history = progress["history"]
         checkpoint_path = Path(save_dir) / config["checkpoint_filename"]
         best = progress.get("best_val_loss")
+        if total_steps <= progress["global_step"]:
+            # A resumed checkpoint already at --steps: train that many more instead of none.
+            extra = int(config.get("max_steps") or data.steps_per_epoch)
+            print(f"[ocl] the checkpoint is at step {progress['global_step']}, not below the "
+                  f"step limit {total_steps}: training {extra} more steps (pass a larger "
+                  f"--steps to set the total)", file=out)
+            total_steps = progress["global_step"] + extra
+        print("[ocl] the first steps compile the kernels for this device (on PoCL about 30 s; "
+              "cached in ~/.cache/aethercl, so later runs start at once)", file=out)
         if not history["val"]:
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])
