@@ -1,6 +1,7 @@
 """AetherCL from Python: the ctypes shim over the driver library (every exported symbol declared
 from the ABI manifest), a typed layer (`Device`, `Buffer`, pool controls) and `aethercl.ops`, one
-function per entry point. Failed calls raise `AetherCLError` subclasses (`aethercl.errors`)."""
+function per entry point (generated from the manifest by tools/gen_abi.py, like the status codes
+of aethercl.status). Failed calls raise `AetherCLError` subclasses (`aethercl.errors`)."""
 from __future__ import annotations
 
 import re
@@ -28,15 +29,16 @@ from .errors import (  # noqa: E402
     InvalidHandleError, NoDeviceError, NotInitializedError, OutOfMemoryError, OutOfRangeError,
     UnsupportedError)
 from .library import Library, find_library  # noqa: E402
+from .status import Status  # noqa: E402
 from .abi import load_manifest, parse_manifest  # noqa: E402
 from .device import (  # noqa: E402
     Buffer, Device, current_device, default_library, empty_cache, memory_stats,
     reset_peak_memory_stats)
-from . import ops  # noqa: E402,F401
+from . import ops, status  # noqa: E402,F401
 
 __all__ = ["AetherCLError", "Buffer", "BuildFailedError", "Device", "DeviceError",
            "InternalError", "InvalidArgumentError", "InvalidHandleError", "Library",
-           "NoDeviceError", "NotInitializedError", "OutOfMemoryError", "OutOfRangeError",
+           "NoDeviceError", "NotInitializedError", "OutOfMemoryError", "OutOfRangeError", "Status",
            "UnsupportedError", "__version__", "current_device", "default_library",
            "empty_cache", "find_library", "load_manifest", "memory_stats", "ops",
-           "parse_manifest", "reset_peak_memory_stats"]
+           "parse_manifest", "reset_peak_memory_stats", "status"]

@@ -3,7 +3,6 @@ and pool controls; a context manager) and a Buffer (a device allocation with Num
 label, and deterministic free)."""
 from __future__ import annotations
 
-import ctypes
 import json
 import threading
 from types import TracebackType
@@ -262,19 +261,5 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-Handle = Union[Buffer, int, None]
-
-
-def handle_of(value: Handle) -> Optional[int]:
-    """A Buffer's handle, a raw handle as is, None for NULL."""
-    if value is None:
-        return None
-    if isinstance(value, Buffer):
-        return value._require_alive()
-    if isinstance(value, ctypes.c_void_p):
-        return value.value
-    return int(value)
-
-
 __all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "current_device", "default_library",
-           "empty_cache", "handle_of", "memory_stats", "reset_peak_memory_stats"]
+           "empty_cache", "memory_stats", "reset_peak_memory_stats"]

@@ -4,22 +4,12 @@ same kind of failure, so `except MemoryError` catches device memory exhaustion a
 `except ValueError` a refused argument."""
 from __future__ import annotations
 
-from typing import Dict, Type
+from typing import Dict, Type, Union
 
-# Status codes (include/aethercl/driver.h, enum aethercl_status); a test keeps them equal.
-STATUS_NAMES: Dict[int, str] = {
-    0: "AETHERCL_OK",
-    1: "AETHERCL_INVALID_ARGUMENT",
-    2: "AETHERCL_INVALID_HANDLE",
-    3: "AETHERCL_OUT_OF_RANGE",
-    4: "AETHERCL_OUT_OF_MEMORY",
-    5: "AETHERCL_NOT_INITIALIZED",
-    6: "AETHERCL_NO_DEVICE",
-    7: "AETHERCL_BUILD_FAILED",
-    8: "AETHERCL_DEVICE_ERROR",
-    9: "AETHERCL_NOT_IMPLEMENTED",
-    10: "AETHERCL_INTERNAL",
-}
+from . import status as _status
+
+# Status codes and their names (generated into aethercl.status from abi/status.def).
+STATUS_NAMES: Dict[int, str] = dict(_status.NAMES)
 
 
 class AetherCLError(RuntimeError):
@@ -27,10 +17,15 @@ class AetherCLError(RuntimeError):
     STATUS_NAMES) and `message` the text of aethercl_last_error(), which names the argument."""
 
     def __init__(self, function: str, code: int, message: str) -> None:
-        super().__init__(message or f"{function} failed")
+        super().__init__(message or f"{function} failed ({_status.describe(code)})")
         self.function = function
         self.code = int(code)
         self.message = message
+
+    @property
+    def status(self) -> Union[_status.Status, int]:
+        """The code as an aethercl.status.Status member (the plain int for an unknown code)."""
+        return _status.as_status(self.code)
 
     @property
     def status_name(self) -> str:

@@ -22,6 +22,11 @@ else:
     # SONAME (wheels cannot hold links).
     LIBRARY_NAMES = ("driver.so", "libaethercl.so.0", "driver.dll")
 
+    @property
+    def status(self):
+        """The code as an aethercl.status.Status member (the plain int for an unknown code)."""
+        return status.as_status(self.code)
+
 
 def candidate_paths() -> List[Path]:
     """Where the library is looked for, in order: AETHERCL_LIBRARY, AETHERCL_BUILD_DIR, this

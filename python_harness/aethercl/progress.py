@@ -10,7 +10,8 @@ import time
 from typing import IO, Any, Optional
 
 
-def _format_seconds(seconds: float) -> str:
+def format_seconds(seconds: float) -> str:
+    """"3m05s" for 185 seconds."""
     seconds = int(round(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
@@ -67,7 +68,7 @@ class ProgressBar:
         elapsed = now - self.start
         rate = tokens / elapsed if elapsed > 0 else 0.0
         eta = self.eta(step, now)
-        eta_text = _format_seconds(eta) if eta is not None else "--"
+        eta_text = format_seconds(eta) if eta is not None else "--"
         details = (f"loss {loss:6.3f}" + (f" val {val:6.3f}" if val is not None else "")
                    + f" | {rate:7.0f} tok/s")
         if self.tqdm is not None:
@@ -108,4 +109,4 @@ class ProgressBar:
             self.stream.flush()
 
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "format_seconds"]

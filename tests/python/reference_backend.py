@@ -1,13 +1,12 @@
 """A NumPy stand-in for the driver with the interface of aethercl.Library (check, check_handle,
-free_gpu_memory, json_call, last_error...), implementing the OCL-LLM entry points of ABI.md
-section 4 in float64 on host memory (results stored as float32). Tests run the frontend on it and
+free_gpu_memory, json_call, last_error...), implementing the OCL-LLM entry points of docs/ABI.md
+§4 in float64 on host memory (results stored as float32). Tests run the frontend on it and
 on the real driver and compare: it is a reference, not a product."""
 from __future__ import annotations
 
 import ctypes
 import json
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -22,9 +21,6 @@ class ReferenceLibrary:
         self.next_handle = 0x1000
         self.calls = []
         self._error = ""
-        names = ["execute_matmul_batched_on_gpu", "execute_transpose_batched_gpu"]
-        self.cdll = SimpleNamespace(**{n: None for n in names})
-        self.cdll.aethercl_last_error_code = lambda: 1 if self._error else 0
 
     # --- Library interface ----------------------------------------------------------------------
     def check(self, name, index, *args):
