@@ -38,7 +38,7 @@ bool claim_report(const char* name);
 // Whether a malformed value of this variable has been reported (tests).
 bool was_reported(const char* name);
 
-// The variables (documented in README.md and by `tools/aethercl help env`).
+// The variables (documented in README.md).
 inline constexpr const char* kDevices = "AETHERCL_DEVICES";          // visible devices
 inline constexpr const char* kLogLevel = "AETHERCL_LOG_LEVEL";       // spdlog level name
 inline constexpr const char* kSync = "AETHERCL_SYNC";                // finish after every call
