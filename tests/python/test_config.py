@@ -111,4 +111,4 @@ print("exiting without shutdown_driver")
 """)
     assert "trace written" in result.stderr
     events = json.loads(path.read_text())["traceEvents"]
-    assert any(event.get("name") == "kernel_add" for event in events)
+    assert any(event.get("name") == "elementwise_add" for event in events)
