@@ -926,6 +926,21 @@ AETHERCL_API int aethercl_pool2d_forward(int gpu_index, const aethercl_pool2d_de
                                          void* stream);
 AETHERCL_API int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_desc* desc,
                                           void* stream);
+/* Memory pool (ABI version 3)                                                            */
+/* ===================================================================================== */
+
+/* Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL, like
+ * torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other processes
+ * can use that memory. Live buffers are untouched; a freed block still used by enqueued work is
+ * released by OpenCL once that work completes. Returns 0 when gpu_index resolves to no
+ * initialised device. */
+AETHERCL_API int aethercl_empty_cache(int gpu_index);
+
+/* Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+ * aethercl_memory_stats becomes the bytes reserved right now, like
+ * torch.cuda.reset_peak_memory_stats. Returns 0 when gpu_index resolves to no initialised
+ * device. */
+AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1078,4 +1078,27 @@ def pool2d_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> No
     _lib.check("aethercl_pool2d_backward", _index, struct_pointer(desc), pointer(stream))
 
 
+@_entry("aethercl_empty_cache")
+def empty_cache(dev: DeviceLike) -> None:
+    """Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL,
+    like torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other
+    processes can use that memory.
+
+    C: int aethercl_empty_cache(int gpu_index). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_empty_cache", _index)
+
+
+@_entry("aethercl_reset_peak_memory_stats")
+def reset_peak_memory_stats(dev: DeviceLike) -> None:
+    """Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+    aethercl_memory_stats becomes the bytes reserved right now, like
+    torch.cuda.reset_peak_memory_stats.
+
+    C: int aethercl_reset_peak_memory_stats(int gpu_index). Raises AetherCLError unless it returns
+    1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_reset_peak_memory_stats", _index)
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

@@ -736,3 +736,20 @@ def pool2d_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> No
     C: int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_desc* desc, void* stream).
     Raises AetherCLError unless it returns 1."""
     ...
+
+def empty_cache(dev: DeviceLike) -> None:
+    """Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL,
+    like torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other
+    processes can use that memory.
+
+    C: int aethercl_empty_cache(int gpu_index). Raises AetherCLError unless it returns 1."""
+    ...
+
+def reset_peak_memory_stats(dev: DeviceLike) -> None:
+    """Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+    aethercl_memory_stats becomes the bytes reserved right now, like
+    torch.cuda.reset_peak_memory_stats.
+
+    C: int aethercl_reset_peak_memory_stats(int gpu_index). Raises AetherCLError unless it returns
+    1."""
+    ...

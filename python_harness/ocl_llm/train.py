@@ -135,6 +135,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         history = progress["history"]
         checkpoint_path = Path(save_dir) / config["checkpoint_filename"]
         best = progress.get("best_val_loss")
+        if total_steps <= progress["global_step"]:
+            # A resumed checkpoint already at --steps: train that many more instead of none.
+            extra = int(config.get("max_steps") or data.steps_per_epoch)
+            print(f"[ocl] the checkpoint is at step {progress['global_step']}, not below the "
+                  f"step limit {total_steps}: training {extra} more steps (pass a larger "
+                  f"--steps to set the total)", file=out)
+            total_steps = progress["global_step"] + extra
+        print("[ocl] the first steps compile the kernels for this device (on PoCL about 30 s; "
+              "cached in ~/.cache/aethercl, so later runs start at once)", file=out)
         if not history["val"]:
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])

@@ -394,12 +394,14 @@ void step(State& s, Input& in) {
     }
     case 42: {
       char text[512];
-      switch (in.byte() % 5) {
+      switch (in.byte() % 7) {
         case 0: check_pointer("aethercl_memory_stats", aethercl_memory_stats(gpu, text, in.byte() % 2 ? sizeof text : in.byte() % 8) == 0); break;
         case 1: check_pointer("aethercl_device_info", aethercl_device_info(gpu, in.byte() % 2 ? text : nullptr, sizeof text) == 0); break;
         case 2: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
         case 3: std::memcpy(text, scratch.data(), 80); text[in.byte() % 80] = '\0';
           check_status("aethercl_set_buffer_label", aethercl_set_buffer_label(gpu, h[0], in.byte() % 8 ? text : nullptr)); break;
+        case 4: check_status("aethercl_empty_cache", aethercl_empty_cache(gpu)); break;
+        case 5: check_status("aethercl_reset_peak_memory_stats", aethercl_reset_peak_memory_stats(gpu)); break;
         default: if (aethercl_status_name(d[0]) == nullptr) violation("aethercl_status_name", "NULL"); break;
       }
       break;
