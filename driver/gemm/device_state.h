@@ -18,15 +18,17 @@ struct TensorCoreSupport {
   std::string reason;      // why they are unavailable (logged once)
 };
 
-struct GemmDeviceState {
+struct GemmDeviceState : DeviceExtension {
   std::optional<int> matmul_precision;  // AETHERCL_COMPUTE_*; unset: the environment decides
   TensorCoreSupport tensor_cores;
   std::map<int, bool> kind_checked;  // MmaKind -> whether its probe product came out exact
   std::map<std::string, bool> variant_refused;  // build options -> did not build or launch
 };
 
-// The state of device (created empty on first use; never shared with a later device at the
-// same index). The caller holds the device's mutex, which guards the returned state.
-GemmDeviceState& device_state(const Device& device);
+// The state of device (created empty on first use, destroyed with the device). The caller holds
+// the device's mutex, which guards the returned state.
+inline GemmDeviceState& device_state(Device& device) {
+  return device.extension<GemmDeviceState>();
+}
 
 }  // namespace aethercl::gemm

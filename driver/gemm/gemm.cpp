@@ -14,6 +14,10 @@
 #include "support/log.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <aethercl/driver.h>
 #include <numeric>
 
@@ -112,9 +116,22 @@ struct KernelChoice {
   GemmParams params;
 };
 
+// Choices already made on a device, by everything a choice depends on: the transposes, the shape
+// and the batch strides (load widths), under the AETHERCL_GEMM_PARAMS and AETHERCL_TUNING_FILE
+// values they were made with (a change of either starts afresh). The step of a training loop
+// repeats a few dozen shapes, so after the first step no call parses or formats parameters.
+struct GemmPlans : DeviceExtension {
+  using Key = std::tuple<bool, bool, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t>;
+  static constexpr std::size_t kMaxPlans = 4096;
+  std::optional<std::string> override_text;
+  std::optional<std::string> tuning_file;
+  std::map<Key, KernelChoice> plans;
+};
+
 // The kernel and its parameters: the preferred choice for the device and shape, or a smaller
 // one when the compiled kernel supports fewer work-items than the device maximum.
-KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
+KernelChoice choose_kernel_uncached(Device& device, const GemmProblem& p) {
   const DeviceInfo& info = device.info();
   GemmLimits limits{info.max_work_group_size, info.local_mem_bytes};
   GemmParamSources sources = param_sources(info);
@@ -147,6 +164,24 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
     // Each retry lowers the limit strictly, so the loop ends at the one-item fallback.
     limits.max_work_group_size = kernel_limit;
   }
+}
+
+KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
+  GemmPlans& memo = device.extension<GemmPlans>();
+  auto override_text = env::get(env::kGemmParams);
+  auto tuning_file = env::get(env::kTuningFile);
+  if (override_text != memo.override_text || tuning_file != memo.tuning_file ||
+      memo.plans.size() >= GemmPlans::kMaxPlans) {
+    memo.plans.clear();
+    memo.override_text = std::move(override_text);
+    memo.tuning_file = std::move(tuning_file);
+  }
+  GemmPlans::Key key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.a.batch_stride, p.b.batch_stride};
+  auto it = memo.plans.find(key);
+  if (it != memo.plans.end()) return it->second;
+  KernelChoice choice = choose_kernel_uncached(device, p);
+  memo.plans.emplace(key, choice);
+  return choice;
 }
 
 }  // namespace

@@ -161,8 +161,9 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
       config.wgmma ? config.inflight : 0);
 }
 
-void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,
                       const std::string& options, const BinaryPatch* patch) {
+  Device& device = call.device();
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
@@ -182,7 +183,7 @@ void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& con
     const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
                                    static_cast<std::size_t>(groups_b)};
     const std::size_t local[3] = {threads, 1, 1};
-    device.enqueue(make_launch(
+    call.launch(
         kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
         p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
         static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
@@ -190,7 +191,7 @@ void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& con
         static_cast<cl_ulong>(p.b.offset), static_cast<cl_ulong>(p.c.offset),
         static_cast<cl_ulong>(p.a.batch_stride), static_cast<cl_ulong>(p.b.batch_stride),
         static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta, static_cast<cl_uint>(tiles_m),
-        static_cast<cl_uint>(tiles_n), static_cast<cl_ulong>(batch0)));
+        static_cast<cl_uint>(tiles_n), static_cast<cl_ulong>(batch0));
   }
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "gemm/gemm.h"
-#include "runtime/device.h"
+#include "runtime/device_call.h"
 
 #include <optional>
 #include <string>
@@ -55,10 +55,10 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
                               int chunk, MmaMode mode);
 
 // Builds (or finds) the kernel with those options (its PTX rewritten by `patch` when not NULL)
-// and enqueues it. Preconditions: kind == mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0.
+// and enqueues it on the call's stream. Preconditions: kind == mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0.
 // Throws kBuildFailed when the kernel does not build, kDeviceError when the runtime refuses the
 // launch.
-void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,
                       const std::string& options, const BinaryPatch* patch = nullptr);
 
 }  // namespace aethercl::gemm

@@ -65,7 +65,8 @@ std::uint16_t f16_bits(float value) {
 
 // Runs a 96 x 80 x 72 product of small integers (exact in every kind) through the kernel of
 // `kind` and compares it with the host's. Returns what went wrong, or "" when it matched.
-std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgroup) {
+std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
+  Device& device = call.device();
   constexpr std::uint64_t m = 96, n = 80, k = 72;
   std::vector<float> a(m * k), b(k * n), expected(m * n, 0.0f);
   for (std::uint64_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 + 3) % 7) - 3;
@@ -101,27 +102,28 @@ std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgrou
                : kind == MmaKind::k3xTF32 ? GemmRounding::k3xTF32
                                           : GemmRounding::kNone;
 
-  MemoryPool& pool = device.pool();
-  PoolBlock blocks[3] = {pool.acquire(a_bytes.size()), pool.acquire(b_bytes.size()),
-                         pool.acquire(expected.size() * 4)};
+  Stream& stream = call.stream();
+  PoolBlock blocks[3] = {device.allocate(stream, a_bytes.size()),
+                         device.allocate(stream, b_bytes.size()),
+                         device.allocate(stream, expected.size() * 4)};
   std::string problem;
   try {
-    device.write(blocks[0].mem, 0, a_bytes.size(), a_bytes.data());
-    device.write(blocks[1].mem, 0, b_bytes.size(), b_bytes.data());
+    device.write(stream, blocks[0].mem, 0, a_bytes.size(), a_bytes.data(), false);
+    device.write(stream, blocks[1].mem, 0, b_bytes.size(), b_bytes.data(), false);
     p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
     p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
     if (warpgroup) {  // the production tiles: the instructions and the PTX rewrite
       const MmaConfig config = mode == MmaMode::kHardware ? MmaConfig{128, 128, 16, 128, 3, 1, 1}
                                                           : MmaConfig{64, 64, 16, 64, 2, 1, 1};
-      enqueue_wgmma_gemm(device, p, kind, config, mode);
+      enqueue_wgmma_gemm(call, p, kind, config, mode);
     } else {  // small tiles: the instructions, not a tuning
       const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
-      enqueue_mma_gemm(device, p, config,
+      enqueue_mma_gemm(call, p, config,
                        mma_build_options(p, kind, config, mma_chunk_bytes(p), mode));
     }
     std::vector<float> result(m * n);
-    device.read(blocks[2].mem, 0, result.size() * 4, result.data());
+    device.read(stream, blocks[2].mem, 0, result.size() * 4, result.data());
     for (std::size_t i = 0; i < result.size() && problem.empty(); ++i) {
       if (result[i] != expected[i]) {
         problem = fmt::format("probe product element {} is {}, expected {}", i, result[i],
@@ -131,7 +133,7 @@ std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgrou
   } catch (const Error& error) {
     problem = error.what();
   }
-  for (PoolBlock& block : blocks) pool.release(block);
+  for (PoolBlock& block : blocks) device.free_block(block, {});
   return problem;
 }
 
@@ -156,7 +158,8 @@ const TensorCoreSupport& device_support(Device& device, MmaMode mode) {
 
 // Whether the device runs `kind` on tensor cores (with warpgroup MMA or mma.sync), probing at
 // the first call per kind and instruction family.
-bool kind_available(Device& device, MmaKind kind, MmaMode mode, bool warpgroup) {
+bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
+  Device& device = call.device();
   auto& kinds = device_state(device).kind_checked;
   const int key = static_cast<int>(kind) + (warpgroup ? 100 : 0) +
                   (mode == MmaMode::kHardware ? 0 : 1000);
@@ -165,7 +168,7 @@ bool kind_available(Device& device, MmaKind kind, MmaMode mode, bool warpgroup) 
     return true;
   }
   if (it == kinds.end()) {
-    std::string problem = probe_kind(device, kind, mode, warpgroup);
+    std::string problem = probe_kind(call, kind, mode, warpgroup);
     if (!problem.empty()) {
       log().warn("device {} ({}): the {} tensor-core GEMM ({}) failed its probe; {} take over: "
                  "{}", device.index(), device.info().name, mma_kind_name(kind),
@@ -189,7 +192,8 @@ bool fits(const Device& device, const GemmProblem& p, const MmaConfig& config, M
 }
 
 // Runs `launch` unless its variant (build options) was refused before; a variant that does not
-// build or launch is remembered, logged once, and reported as not run.
+// build or launch is remembered, logged once, and reported as not run. (With a submission thread
+// a refused launch surfaces later as a deferred error instead; the probes run every kind first.)
 template <typename Launch>
 bool run_variant(Device& device, MmaKind kind, const std::string& variant, Launch&& launch) {
   auto& refused = device_state(device).variant_refused;
@@ -222,12 +226,12 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
 
   MmaConfig config = mma_config(p, *kind, units, warpgroup, *mode);
   if (config.wgmma && warpgroup && wgmma_operands_aligned(p) && fits(device, p, config, *mode) &&
-      kind_available(device, *kind, *mode, true)) {
+      kind_available(call, *kind, *mode, true)) {
     const std::string variant = "wgmma " + config.to_string() + fmt::format(
         " kind {} trans {}{} c {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
         static_cast<int>(p.c.storage));
     if (run_variant(device, *kind, variant,
-                    [&] { enqueue_wgmma_gemm(device, p, *kind, config, *mode); })) {
+                    [&] { enqueue_wgmma_gemm(call, p, *kind, config, *mode); })) {
       return true;
     }
   }
@@ -235,12 +239,12 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   config.wgmma = 0;
   const int chunk = mma_chunk_bytes(p);
   if (chunk == 0 || !fits(device, p, config, *mode) ||
-      !kind_available(device, *kind, *mode, false)) {
+      !kind_available(call, *kind, *mode, false)) {
     return false;
   }
   const std::string options = mma_build_options(p, *kind, config, chunk, *mode);
   return run_variant(device, *kind, options,
-                     [&] { enqueue_mma_gemm(device, p, config, options); });
+                     [&] { enqueue_mma_gemm(call, p, config, options); });
 }
 
 }  // namespace aethercl::gemm

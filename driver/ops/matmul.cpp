@@ -5,11 +5,13 @@
 // accumulates.
 //
 // Buffers are checked against the declared shapes even when a zero dimension makes the call a
-// no-op: a buffer smaller than the shape it is said to hold is refused.
+// no-op: a buffer smaller than the shape it is said to hold is refused. No output may be an input
+// or the other output: the tiled kernel would read tiles it has already overwritten.
 #include "ops/matmul.h"
 
 #include "gemm/compute_mode.h"
 #include "gemm/gemm.h"
+#include "ops/aliasing.h"
 
 namespace aethercl::ops {
 
@@ -67,6 +69,7 @@ void matmul(DeviceCall& call, void* a, void* w, void* c, int B, int M, int N, in
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView w_view = call.buffer(w, "buffer_b", s.b_bytes);
   BufferView c_view = call.buffer(c, "buffer_c", s.c_bytes);
+  require_not_aliased({c, "buffer_c"}, {{a, "buffer_a"}, {w, "buffer_b"}});
   if (s.empty()) return;
   GemmProblem problem;
   problem.m = s.b * s.m;
@@ -88,6 +91,9 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
   BufferView dc_view = call.buffer(dc, "buffer_dc", s.c_bytes);
   auto da_view = call.optional_buffer(da, "buffer_da", s.a_bytes);
   auto dw_view = call.optional_buffer(dw, "buffer_db", s.b_bytes);
+  require_not_aliased({da, "buffer_da"},
+                      {{a, "buffer_a"}, {w, "buffer_b"}, {dc, "buffer_dc"}, {dw, "buffer_db"}});
+  require_not_aliased({dw, "buffer_db"}, {{a, "buffer_a"}, {w, "buffer_b"}, {dc, "buffer_dc"}});
   if (s.empty()) return;
   const std::uint64_t rows = s.b * s.m;
   if (da_view) {
@@ -121,6 +127,7 @@ void matmul_batched(DeviceCall& call, void* a, void* bt, void* c, int B, int M, 
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView b_view = call.buffer(bt, "buffer_b", s.b_bytes);
   BufferView c_view = call.buffer(c, "buffer_c", s.c_bytes);
+  require_not_aliased({c, "buffer_c"}, {{a, "buffer_a"}, {bt, "buffer_b"}});
   if (s.empty()) return;
   GemmProblem problem;
   problem.m = s.m;
@@ -143,6 +150,9 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
   BufferView dc_view = call.buffer(dc, "buffer_dc", s.c_bytes);
   auto da_view = call.optional_buffer(da, "buffer_da", s.a_bytes);
   auto db_view = call.optional_buffer(db, "buffer_db", s.b_bytes);
+  require_not_aliased({da, "buffer_da"},
+                      {{a, "buffer_a"}, {bt, "buffer_b"}, {dc, "buffer_dc"}, {db, "buffer_db"}});
+  require_not_aliased({db, "buffer_db"}, {{a, "buffer_a"}, {bt, "buffer_b"}, {dc, "buffer_dc"}});
   if (s.empty()) return;
   if (da_view) {
     // dA[b](M,K) = dC[b](M,N) @ Bt[b]^T, Bt[b] stored (K,N).

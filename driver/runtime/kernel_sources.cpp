@@ -22,7 +22,8 @@ extern const unsigned long kEmbeddedKernelCount;
 
 namespace {
 
-std::string raw_kernel_source(std::string_view family) {
+// The named family's own text (override directory first, then the embedded table).
+std::string family_text(std::string_view family) {
   if (auto dir = env::get(env::kKernelDir)) {
     std::filesystem::path path = std::filesystem::path(*dir) / (std::string(family) + ".cl");
     std::ifstream file(path, std::ios::binary);
@@ -56,7 +57,7 @@ std::string expand_includes(std::string_view family, std::string source, int dep
     if (line.substr(0, kDirective.size()) == kDirective && close != std::string_view::npos &&
         close > kDirective.size()) {
       std::string_view name = line.substr(kDirective.size(), close - kDirective.size());
-      out += expand_includes(name, raw_kernel_source(name), depth + 1);
+      out += expand_includes(name, family_text(name), depth + 1);
     } else {
       out.append(line);
     }
@@ -69,7 +70,10 @@ std::string expand_includes(std::string_view family, std::string source, int dep
 }  // namespace
 
 std::string kernel_source(std::string_view family) {
-  return expand_includes(family, raw_kernel_source(family), 0);
+  std::string own = expand_includes(family, family_text(family), 0);
+  if (family == kSharedMathFamily) return own;
+  // Every family sees the shared math functions (acl_exp, acl_erf, ...) ahead of its own text.
+  return family_text(kSharedMathFamily) + "\n" + own;
 }
 
 std::vector<std::string> embedded_kernel_families() {

@@ -3,6 +3,7 @@
 
 #include "cl/cl_error.h"
 #include "runtime/kernel_sources.h"
+#include "support/env.h"
 #include "support/hash.h"
 #include "support/log.h"
 
@@ -12,8 +13,12 @@ namespace aethercl {
 
 ProgramCache::ProgramCache(const DeviceInfo& info, cl_context context, BinaryCache disk)
     : info_(info), context_(context), disk_(std::move(disk)) {
-  base_options_ = fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={}",
-                              info.fp64 ? 1 : 0, info.max_work_group_size);
+  // The branch-free math of kernels/fastmath.cl measured faster than the built-ins on PoCL's CPU
+  // device (docs/PERFORMANCE.md); GPUs keep their built-ins, which were not measured slower.
+  bool fast_math = env::flag(env::kFastMath, info.kind == DeviceKind::kCpu);
+  base_options_ =
+      fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={} -DAETHERCL_FAST_MATH={}",
+                  info.fp64 ? 1 : 0, info.max_work_group_size, fast_math ? 1 : 0);
 }
 
 std::string ProgramCache::cache_key(const std::string& source, const std::string& options) const {
@@ -92,6 +97,15 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
     }
   }
   return program;
+}
+
+Kernel& ProgramCache::literal_kernel(const char* family, const char* name) {
+  auto key = std::make_pair(family, name);
+  auto it = literals_.find(key);
+  if (it != literals_.end()) return *it->second;
+  Kernel& built = kernel(family, name);
+  literals_.emplace(key, &built);
+  return built;
 }
 
 Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,

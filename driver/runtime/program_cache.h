@@ -14,6 +14,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 namespace aethercl {
 
@@ -43,6 +45,9 @@ class ProgramCache {
   // Throws Error(kBuildFailed) with the build log when the family does not build.
   Kernel& kernel(const std::string& family, const std::string& name,
                  const std::string& extra_options = "");
+  // kernel(family, name) for string literals: after the first call the addresses are the key,
+  // so the per-call cost is one hash lookup. Only for arguments with static storage.
+  Kernel& literal_kernel(const char* family, const char* name);
 
   // The kernel from the family's binary rewritten by patch (built from source first, or both
   // programs from the disk cache). Throws Error(kBuildFailed) with the log when either the
@@ -74,6 +79,12 @@ class ProgramCache {
   BinaryCache disk_;
   std::string base_options_;
   std::map<std::string, Built> programs_;  // family + '|' + options
+  struct LiteralKeyHash {
+    std::size_t operator()(const std::pair<const char*, const char*>& key) const noexcept {
+      return std::hash<const void*>()(key.first) * 31 + std::hash<const void*>()(key.second);
+    }
+  };
+  std::unordered_map<std::pair<const char*, const char*>, Kernel*, LiteralKeyHash> literals_;
   ProgramStats stats_;
 };
 
