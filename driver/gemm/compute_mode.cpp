@@ -54,8 +54,9 @@ ComputeMode matmul_precision(DeviceCall& call) {
   if (!text) return ComputeMode::kFP32;
   auto mode = compute_mode_from_name(*text);
   if (!mode) {
-    fail(Status::kInvalidArgument, "{}='{}' is not one of fp32, tf32, 3xtf32, bf16, fp16",
-         env::kMatmulPrecision, *text);
+    env::report_malformed(env::kMatmulPrecision, *text, "fp32, tf32, 3xtf32, bf16 or fp16",
+                          "matrix products stay FP32 exact");
+    return ComputeMode::kFP32;
   }
   return *mode;
 }

@@ -19,8 +19,8 @@ std::optional<ComputeMode> compute_mode_from_name(std::string_view name);
 
 // Sets the device's matmul precision (kDefault means kFP32).
 void set_matmul_precision(DeviceCall& call, ComputeMode mode);
-// The device's matmul precision: the value set, else AETHERCL_MATMUL_PRECISION, else kFP32.
-// Throws kInvalidArgument for a malformed environment value. Never kDefault.
+// The device's matmul precision: the value set, else AETHERCL_MATMUL_PRECISION, else kFP32 (a
+// malformed environment value warns once and gives kFP32). Never kDefault.
 ComputeMode matmul_precision(DeviceCall& call);
 
 // Sets problem.rounding and problem.tensor_cores for mode (not kDefault) and the operands'

@@ -116,13 +116,16 @@ struct KernelChoice {
   GemmParams params;
 };
 
-// Choices already made on a device, by everything a choice depends on: the transposes, the shape
-// and the batch strides (load widths), under the AETHERCL_GEMM_PARAMS and AETHERCL_TUNING_FILE
+// Choices already made on a device, by everything a choice depends on: the transposes, the shape,
+// storage and rounding, and the leading dimensions, offsets and batch strides (load widths), under the AETHERCL_GEMM_PARAMS and AETHERCL_TUNING_FILE
 // values they were made with (a change of either starts afresh). The step of a training loop
 // repeats a few dozen shapes, so after the first step no call parses or formats parameters.
 struct GemmPlans : DeviceExtension {
-  using Key = std::tuple<bool, bool, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                         std::uint64_t>;
+  // Everything the choice depends on: layout, shape, the storage and rounding (build options)
+  // and what decides the global-load widths (leading dimensions, offsets, batch strides).
+  using Key = std::tuple<bool, bool, std::uint64_t, std::uint64_t, std::uint64_t, int, int, int,
+                         std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t, std::uint64_t>;
   static constexpr std::size_t kMaxPlans = 4096;
   std::optional<std::string> override_text;
   std::optional<std::string> tuning_file;
@@ -176,7 +179,20 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
     memo.override_text = std::move(override_text);
     memo.tuning_file = std::move(tuning_file);
   }
-  GemmPlans::Key key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.a.batch_stride, p.b.batch_stride};
+  GemmPlans::Key key{p.trans_a,
+                     p.trans_b,
+                     p.m,
+                     p.n,
+                     p.k,
+                     static_cast<int>(p.a.storage),
+                     static_cast<int>(p.c.storage),
+                     static_cast<int>(p.rounding),
+                     leading_dimension(p.a, p.trans_a ? p.m : p.k),
+                     leading_dimension(p.b, p.trans_b ? p.k : p.n),
+                     p.a.offset,
+                     p.b.offset,
+                     p.a.batch_stride,
+                     p.b.batch_stride};
   auto it = memo.plans.find(key);
   if (it != memo.plans.end()) return it->second;
   KernelChoice choice = choose_kernel_uncached(device, p);

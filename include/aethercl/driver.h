@@ -568,8 +568,8 @@ AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, vo
  * batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
  * torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
  * exact float32. Until the first call, the environment variable AETHERCL_MATMUL_PRECISION
- * (fp32, tf32, 3xtf32, bf16 or fp16) gives the mode; a malformed value makes matrix products fail
- * with a message naming it. The setting lasts until changed or until shutdown_driver. Returns 0
+ * (fp32, tf32, 3xtf32, bf16 or fp16, any case) gives the mode; a malformed value is reported once
+ * (a warning naming it) and FP32 is used. The setting lasts until changed or until shutdown_driver. Returns 0
  * for an unknown mode or an uninitialised device. */
 AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
 /* Training ops (version 3)                                                               */

@@ -317,22 +317,36 @@ def test_backward_products_follow_matmul_precision(lib, device, rng, fp32_precis
         t.free()
 
 
-@pytest.mark.parametrize("value,works", [("tf32", True), ("BF16", True), ("fp64", False),
-                                         ("", True)])
-def test_matmul_precision_environment(value, works):
+@pytest.mark.parametrize("value,mode", [("tf32", "tf32"), ("BF16", "bf16"), ("fp64", "fp32"),
+                                        ("", "fp32")])
+def test_matmul_precision_environment(value, mode):
+    # The seed matmul in the mode the variable names; a malformed value warns and keeps FP32.
     child = run_child(f"""
         import os
+        os.environ['AETHERCL_MATMUL_PRECISION'] = {value!r}
         lib.check("initialize_gpu", 0)
-        a = lib.cdll.allocate_gpu_memory(0, 64)
-        ok = lib.cdll.execute_matmul_on_gpu(0, a, a, lib.cdll.allocate_gpu_memory(0, 64), 1, 2, 2, 2)
-        print("RESULT", ok, lib.last_error())
-    """.replace("import os", f"import os; os.environ['AETHERCL_MATMUL_PRECISION'] = {value!r}"))
+        rng = np.random.default_rng(5)
+        a = rng.standard_normal((16, 32)).astype(np.float32)
+        w = rng.standard_normal((32, 8)).astype(np.float32)
+        c = np.zeros((16, 8), np.float32)
+        h = [lib.check_handle("allocate_gpu_memory", 0, x.nbytes) for x in (a, w, c)]
+        for handle, x in zip(h, (a, w)):
+            lib.check("write_host_to_gpu_blocking", 0, handle, 0, x.nbytes, x.ctypes.data)
+        lib.check("execute_matmul_on_gpu", 0, h[0], h[1], h[2], 1, 16, 8, 32)
+        lib.check("read_gpu_to_host_blocking", 0, h[2], 0, c.nbytes, c.ctypes.data)
+        print("RESULT", " ".join(repr(float(x)) for x in c.reshape(-1)))
+        print("INPUTS", " ".join(repr(float(x)) for x in np.concatenate([a.reshape(-1), w.reshape(-1)])))
+    """)
     assert child.returncode == 0, child.stderr
-    line = [l for l in child.stdout.splitlines() if l.startswith("RESULT")][0]
-    if works:
-        assert line.startswith("RESULT 1")
-    else:
-        assert line.startswith("RESULT 0") and "AETHERCL_MATMUL_PRECISION" in line
+    lines = dict(l.split(" ", 1) for l in child.stdout.splitlines() if l[:6] in ("RESULT", "INPUTS"))
+    got = np.array(lines["RESULT"].split(), np.float64).reshape(16, 8)
+    inputs = np.array(lines["INPUTS"].split(), np.float32)
+    a, w = inputs[:16 * 32].reshape(16, 32), inputs[16 * 32:].reshape(32, 8)
+    want = as_multiplied(a, mode).astype(np.float64) @ as_multiplied(w, mode)
+    bound = RTOL * math.sqrt(32) * (np.abs(a).astype(np.float64) @ np.abs(w))
+    assert (np.abs(got - want) <= bound).all()
+    if value == "fp64":
+        assert "AETHERCL_MATMUL_PRECISION" in child.stderr  # the one warning
 
 
 def test_set_matmul_precision_refuses_unknown_modes(lib, device):
@@ -361,3 +375,13 @@ def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypa
              k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
              trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+
+
+def test_same_shape_in_every_mode_and_dtype_back_to_back(lib, device, rng, fp32_precision):
+    # One shape through every mode, dtype and layout in a row: a kernel chosen for one product
+    # must never serve another that differs only in storage, rounding, ld or offset.
+    for mode in ("fp32", "tf32", "bf16", "fp32", "fp16", "3xtf32"):
+        for ab in ("f32", "bf16", "f16"):
+            run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], m=24, n=20, k=36)
+            run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], m=24, n=20, k=36,
+                     layout="batched", pad=1, offsets=(1, 3, 0))

@@ -10,7 +10,8 @@ with TF32 off, TF32 on (allow_tf32), bf16 and f16 tensors; 3xTF32 is compared wi
 whose accuracy it matches. Times: after a warm-up (kernel builds, probes), batches of launches
 between synchronisations, long enough to hide the synchronisation; the median batch. Inputs are
 random (never zeros). CLBlast has no half-precision GEMM on devices without cl_khr_fp16, so it
-appears in the FP32 rows (next to both our FP32 entry points). Writes gemm.json and gemm.png.
+appears in the FP32 rows (next to both our FP32 entry points); on CPU devices NumPy's float32
+matmul (the host's BLAS) is timed beside them. Writes gemm.json and gemm.png.
 """
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ class Ours:
         lib.check("initialize_gpu", gpu)
         info = json.loads(lib.json_call("aethercl_device_info", gpu))
         self.device = info["name"]
+        self.is_cpu = str(info.get("type", "")).lower() == "cpu"
 
     def upload(self, array: np.ndarray) -> int:
         handle = self.lib.check_handle("allocate_gpu_memory", self.gpu, array.nbytes)
@@ -246,6 +248,9 @@ def main() -> int:
                        "cublas_tflops": reference / 1e12 if reference else None}
                 if mode == "fp32" and (m, n, k) in clblast:
                     row["clblast_tflops"], row["ours_seed_fp32_tflops"] = clblast[(m, n, k)]
+                if mode == "fp32" and ours.is_cpu and config is None:
+                    # On CPU devices the host's BLAS (NumPy float32 matmul, all cores) too.
+                    row["numpy_tflops"] = flops / timed(lambda: np.matmul(a, b), lambda: None) / 1e12
                 rows.append(row)
                 cb = row["cublas_tflops"]
                 cl = row.get("clblast_tflops")
@@ -253,7 +258,9 @@ def main() -> int:
                       f"{row['ours_tflops']:>10.1f} {cb or float('nan'):>8.1f} "
                       f"{row['ours_tflops'] / cb if cb else float('nan'):>6.2f} "
                       f"{cl or float('nan'):>8.1f} "
-                      f"{row['ours_tflops'] / cl if cl else float('nan'):>6.2f}", flush=True)
+                      f"{row['ours_tflops'] / cl if cl else float('nan'):>6.2f}"
+                      + (f"  NumPy {row['numpy_tflops'] * 1e3:.1f} GF/s" if "numpy_tflops" in row
+                         else ""), flush=True)
     os.environ.pop("AETHERCL_MMA_PARAMS", None)
     result = {"rows": rows}
     if args.accuracy:
