@@ -23,7 +23,7 @@ using namespace aethercl;
 
 // The documented maxima (docs/PERFORMANCE.md, "Math functions and GELU on the CPU"), rounded up:
 // these are the tolerances of the sweep, strided or exhaustive.
-constexpr double kErfBound = 3.5;
+constexpr double kErfBound = 4.0;
 constexpr double kExpBound = 1.0;
 constexpr double kTanhBound = 1.5;
 
