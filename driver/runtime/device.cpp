@@ -7,7 +7,6 @@
 #include "support/log.h"
 
 #include <algorithm>
-#include <atomic>
 
 namespace aethercl {
 namespace {
@@ -29,15 +28,8 @@ bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceK
 
 }  // namespace
 
-namespace {
-std::atomic<std::uint64_t> next_device_serial{1};
-}  // namespace
-
 Device::Device(int index, const DeviceInfo& info)
-    : index_(index),
-      serial_(next_device_serial.fetch_add(1)),
-      info_(info),
-      sync_every_call_(env::flag(env::kSync, false)) {
+    : index_(index), info_(info), sync_every_call_(env::flag(env::kSync, false)) {
   cl_int status = CL_SUCCESS;
   cl_context_properties properties[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};

@@ -48,9 +48,6 @@ class Device {
   ~Device();
 
   int index() const { return index_; }
-  // Unique in the process (never reused, unlike index and address): keys per-device state kept
-  // outside this class, which a later device at the same index must not inherit.
-  std::uint64_t serial() const { return serial_; }
   const DeviceInfo& info() const { return info_; }
   std::mutex& mutex() { return mutex_; }
 
@@ -149,7 +146,6 @@ class Device {
   PinnedRing& ring();
 
   int index_;
-  std::uint64_t serial_;
   DeviceInfo info_;
   std::mutex mutex_;
   cl::Context context_;

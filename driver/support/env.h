@@ -57,8 +57,6 @@ inline constexpr const char* kFastMath = "AETHERCL_FAST_MATH";  // 0/1: force ke
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
 inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
-inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
-inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
 
 }  // namespace aethercl::env

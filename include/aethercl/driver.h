@@ -498,7 +498,7 @@ AETHERCL_API int aethercl_copy(int gpu_index, void* dst, size_t dst_offset, void
  * default stream), as C's memset. */
 AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, size_t size,
                                  int value, void* stream);
-/* General matrix product (ABI version 3)                                                 */
+/* Element types and compute modes (ABI version 3)                                       */
 /* ===================================================================================== */
 
 /* Element types of typed memory. Half types are stored as 16-bit patterns on every device (no
@@ -508,7 +508,7 @@ enum aethercl_dtype {
   AETHERCL_I32 = 4, AETHERCL_I64 = 5, AETHERCL_I8 = 6, AETHERCL_U8 = 7
 };
 
-/* Compute modes of aethercl_gemm; every one accumulates in float32. What each multiplies:
+/* Compute modes (the training ops' GEMM-based kernels take them); each accumulates in float32:
  *   FP32   the inputs as they are (float32 products: exact for f32, f16 and bf16 storage).
  *   TF32   inputs rounded to TF32 (10 mantissa bits; round to nearest, ties away from zero).
  *   3XTF32 each input split into a TF32 part and a TF32 residual; three products (residual x
@@ -525,53 +525,6 @@ enum aethercl_compute {
   AETHERCL_COMPUTE_3XTF32 = 3, AETHERCL_COMPUTE_BF16 = 4, AETHERCL_COMPUTE_FP16 = 5
 };
 
-/* One product C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b], for b < batch.
- * Row-major: op(A) is m x k and op(B) is k x n. A is stored m x k with lda >= k (trans_a = 0) or
- * k x m with lda >= m (trans_a = 1); B is stored k x n with ldb >= n or n x k with ldb >= k; C is
- * m x n with ldc >= n. A leading dimension of a matrix without columns may be anything >= 1.
- * Batch item b of an operand starts at offset + b * stride elements (a stride of 0 broadcasts
- * A or B over the batch; stride_c = 0 with batch > 1 is refused). a, b and c are buffer handles
- * of the device; offsets, strides and leading dimensions count elements of the operand's dtype. */
-typedef struct aethercl_gemm_desc {
-  size_t struct_size;              /* sizeof(aethercl_gemm_desc) of the caller */
-  int trans_a, trans_b;            /* 0 or 1 */
-  int m, n, k, batch;              /* C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b] */
-  long long stride_a, stride_b, stride_c;   /* elements between batch items; 0 = broadcast */
-  int lda, ldb, ldc;               /* row-major leading dimensions, in elements */
-  float alpha, beta;
-  void* a; size_t offset_a; int dtype_a;    /* offsets in elements */
-  void* b; size_t offset_b; int dtype_b;
-  void* c; size_t offset_c; int dtype_c;
-  int compute;                     /* compute mode */
-} aethercl_gemm_desc;
-
-/* Enqueues the product described by desc on stream (NULL: the device's default stream) and
- * returns 1; the call may return before the device has finished, like the seed compute calls.
- * dtypes: A and B the same, each AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16; C one of those
- * three. Zero work is not an error: m = 0, n = 0 or batch = 0 returns 1 and touches nothing; k = 0
- * computes C = beta * C. beta = 0 never reads C (NaN or garbage there does not leak into the
- * result). alpha and beta are applied in float32 to the float32 sum; the result is rounded once
- * to C's dtype (nearest even). Every element touched is checked against the buffers before
- * anything runs: the call is refused (0, message naming the field) for a NULL desc, a
- * struct_size below this header's sizeof(aethercl_gemm_desc) (a larger one from a newer header is
- * accepted), trans flags other than 0/1, negative m, n, k, batch, strides or offsets, leading
- * dimensions below the stored row length, stride_c = 0 with batch > 1, unknown, unsupported or
- * mismatched dtypes, an unknown compute mode, invalid or foreign buffer handles, operands that
- * do not fit their buffers (offset + (batch - 1) * stride + (rows - 1) * ld + cols elements),
- * overflowing sizes, and a C that overlaps A or B in the same buffer. Every mode runs on every
- * device (portable kernels where there are no tensor cores), so no mode is refused as
- * unsupported. Tensor cores are probed at the first reduced-precision product of a device; a
- * failed probe logs one warning and leaves the portable kernels in charge. */
-AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream);
-
-/* Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
- * batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
- * torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
- * exact float32. Until the first call, the environment variable AETHERCL_MATMUL_PRECISION
- * (fp32, tf32, 3xtf32, bf16 or fp16) gives the mode; a malformed value makes matrix products fail
- * with a message naming it. The setting lasts until changed or until shutdown_driver. Returns 0
- * for an unknown mode or an uninitialised device. */
-AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
 /* Training ops (version 3)                                                               */
 /* ===================================================================================== */
 /* Conventions of this section, in addition to those at the top of the file:

@@ -542,24 +542,6 @@ def memset(dev: DeviceLike, buffer: Pointer, offset: int, size: int, value: int,
     stream). Raises AetherCLError unless it returns 1."""
     ...
 
-def gemm(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
-    """Enqueues the product described by desc on stream (NULL: the device's default stream) and
-    returns 1; the call may return before the device has finished, like the seed compute calls.
-
-    C: int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream). Raises
-    AetherCLError unless it returns 1."""
-    ...
-
-def set_matmul_precision(dev: DeviceLike, compute: int) -> None:
-    """Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
-    batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
-    torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
-    exact float32.
-
-    C: int aethercl_set_matmul_precision(int gpu_index, int compute). Raises AetherCLError unless it
-    returns 1."""
-    ...
-
 def rng_fill(dev: DeviceLike, buffer: Pointer, count: int, distribution: int, a: float, b: float,
              seed: int, offset: int, stream: Pointer) -> None:
     """Fills count elements of buffer (float32; uint32 for BITS) with the distribution.
