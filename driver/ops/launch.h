@@ -16,11 +16,6 @@ namespace aethercl::ops {
 inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name) {
   return call.device().programs().literal_kernel(family, name);
 }
-// The same built with extra -D options (one program per distinct options string).
-inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name,
-                             const std::string& options) {
-  return call.device().programs().kernel(family, name, options);
-}
 
 // min(the kernel's CL_KERNEL_WORK_GROUP_SIZE, the device maximum, cap, AETHERCL_WG_LIMIT if set),
 // at least 1. Kernels sized with this must work with any local size it returns (no power-of-two
