@@ -545,8 +545,10 @@ typedef struct aethercl_gemm_desc {
   int compute;                     /* compute mode */
 } aethercl_gemm_desc;
 
-/* Enqueues the product described by desc on stream (NULL: the device's default stream) and
- * returns 1; the call may return before the device has finished, like the seed compute calls.
+/* Enqueues the product described by desc on stream (NULL: the device's default stream; otherwise
+ * a live stream of this device from aethercl_stream_create, refused with a message when it is
+ * not) and returns 1; the call may return before the device has finished, like every call that
+ * issues work on a stream.
  * dtypes: A and B the same, each AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16; C one of those
  * three. Zero work is not an error: m = 0, n = 0 or batch = 0 returns 1 and touches nothing; k = 0
  * computes C = beta * C. beta = 0 never reads C (NaN or garbage there does not leak into the

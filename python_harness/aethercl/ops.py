@@ -807,8 +807,10 @@ def memset(dev: DeviceLike, buffer: Pointer, offset: int, size: int, value: int,
 
 @_entry("aethercl_gemm")
 def gemm(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
-    """Enqueues the product described by desc on stream (NULL: the device's default stream) and
-    returns 1; the call may return before the device has finished, like the seed compute calls.
+    """Enqueues the product described by desc on stream (NULL: the device's default stream;
+    otherwise a live stream of this device from aethercl_stream_create, refused with a message when
+    it is not) and returns 1; the call may return before the device has finished, like every call
+    that issues work on a stream.
 
     C: int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream). Raises
     AetherCLError unless it returns 1."""

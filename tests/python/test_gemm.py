@@ -385,3 +385,25 @@ def test_same_shape_in_every_mode_and_dtype_back_to_back(lib, device, rng, fp32_
             run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], m=24, n=20, k=36)
             run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], m=24, n=20, k=36,
                      layout="batched", pad=1, offsets=(1, 3, 0))
+
+
+def test_gemm_on_a_stream(lib, device, rng, fp32_precision):
+    # The product goes to the stream named; synchronising that stream makes it visible.
+    stream = lib.check_handle("aethercl_stream_create", device.index, 0)
+    try:
+        a = rng.standard_normal((33, 17)).astype(np.float32)
+        b = rng.standard_normal((17, 29)).astype(np.float32)
+        ta, tb, tc = device.upload(a), device.upload(b), device.empty((33, 29))
+        for mode in ("fp32", "bf16"):
+            desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 33, 29, 17,
+                               compute=g.COMPUTE_MODES[mode])
+            lib.check("aethercl_gemm", device.index, ctypes.byref(desc), stream)
+            lib.check("aethercl_stream_synchronize", device.index, stream)
+            want = as_multiplied(a, mode).astype(np.float64) @ as_multiplied(b, mode)
+            bound = RTOL * math.sqrt(17) * (np.abs(a).astype(np.float64) @ np.abs(b))
+            assert (np.abs(tc.numpy() - want) <= bound).all(), mode
+        for t in (ta, tb, tc):
+            assert t.guard_intact()
+            t.free()
+    finally:
+        lib.check("aethercl_stream_destroy", device.index, stream)
