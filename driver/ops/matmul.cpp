@@ -9,6 +9,7 @@
 // or the other output: the tiled kernel would read tiles it has already overwritten.
 #include "ops/matmul.h"
 
+#include "gemm/compute_mode.h"
 #include "gemm/gemm.h"
 #include "ops/aliasing.h"
 
@@ -48,6 +49,13 @@ Dims dims_of(int B, int M, int N, int K, bool batched_b) {
   return d;
 }
 
+// Every product of the family runs in the device's matmul precision (FP32 exact unless the
+// client opted in: aethercl_set_matmul_precision, AETHERCL_MATMUL_PRECISION).
+void enqueue_product(DeviceCall& call, GemmProblem& problem) {
+  gemm::apply_compute_mode(problem, gemm::matmul_precision(call));
+  enqueue_gemm(call, problem);
+}
+
 void require_inputs(void* a, void* b, void* dc) {
   if (a == nullptr) fail(Status::kInvalidArgument, "buffer_a is NULL");
   if (b == nullptr) fail(Status::kInvalidArgument, "buffer_b is NULL");
@@ -70,7 +78,7 @@ void matmul(DeviceCall& call, void* a, void* w, void* c, int B, int M, int N, in
   problem.a = {a_view, 0};
   problem.b = {w_view, 0};
   problem.c = {c_view, 0};
-  enqueue_gemm(call, problem);
+  enqueue_product(call, problem);
 }
 
 void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, void* dw, int B,
@@ -98,7 +106,7 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
     problem.a = {dc_view, 0};
     problem.b = {w_view, 0};
     problem.c = {*da_view, 0};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
   if (dw_view) {
     // dW(K,N) = A_flat^T @ dC_flat, A_flat stored (rows,K): the batch sum is the GEMM's k loop.
@@ -110,7 +118,7 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
     problem.a = {a_view, 0};
     problem.b = {dc_view, 0};
     problem.c = {*dw_view, 0};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
 }
 
@@ -129,7 +137,7 @@ void matmul_batched(DeviceCall& call, void* a, void* bt, void* c, int B, int M, 
   problem.a = {a_view, s.m * s.k};
   problem.b = {b_view, s.k * s.n};
   problem.c = {c_view, s.m * s.n};
-  enqueue_gemm(call, problem);
+  enqueue_product(call, problem);
 }
 
 void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void* da, void* db,
@@ -157,7 +165,7 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
     problem.a = {dc_view, s.m * s.n};
     problem.b = {b_view, s.k * s.n};
     problem.c = {*da_view, s.m * s.k};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
   if (db_view) {
     // dB[b](K,N) = A[b]^T @ dC[b], A[b] stored (M,K).
@@ -170,7 +178,7 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
     problem.a = {a_view, s.m * s.k};
     problem.b = {dc_view, s.m * s.n};
     problem.c = {*db_view, s.k * s.n};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "support/log.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace aethercl {
 namespace {
@@ -30,7 +31,9 @@ bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceK
 }  // namespace
 
 Device::Device(int index, const DeviceInfo& info)
-    : index_(index), info_(info), sync_every_call_(env::flag(env::kSync, false)) {
+    : index_(index),
+      info_(info),
+      sync_every_call_(env::flag(env::kSync, false)) {
   cl_int status = CL_SUCCESS;
   cl_context_properties properties[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
@@ -40,7 +43,7 @@ Device::Device(int index, const DeviceInfo& info)
   streams_.push_back(
       std::make_unique<Stream>(index_, 0, nullptr, create_queue(profiling_), false, profiling_));
   std::uint64_t limit = info_.global_mem_bytes;
-  if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
+  if (auto cap = env::bytes(env::kMemoryLimit, 1)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   pool_->set_before_release([this] { drain(); });

@@ -3,7 +3,8 @@ the character tokenizer, checkpoints and the training job) on the AetherCL drive
 
 Modules, one concern each (a module only imports those above it):
   config      element types, DEFAULT_CONFIG, the bundled corpus
-  runtime     Runtime (an initialised device and its frontend buffers), ocl_initialize/_shutdown
+  runtime     Runtime (an initialised device and its frontend buffers), ocl_initialize/_shutdown,
+              set_matmul_precision
   buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
   autograd    grad mode, FunctionContext and the backward contexts, topological order
   tensor      OclTensor and its operations
@@ -39,8 +40,8 @@ from .nn import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAttentio
                  PositionalEncoding, TransformerBlock)
 from .optim import AdamOptimizer
 from .report import ProgressBar, plot_losses, print_summary
-from .runtime import (Runtime, current_device, current_runtime, ocl_initialize, ocl_shutdown,
-                      release_all)
+from .runtime import (MATMUL_PRECISIONS, Runtime, current_device, current_runtime,
+                      ocl_initialize, ocl_shutdown, release_all, set_matmul_precision)
 from .tensor import OclTensor
 from .text import TOKENIZER_CHARS, UNK_DISPLAY, TextData, TinyTokenizer, read_corpus
 from .train import evaluate, generate, train, train_step
@@ -50,7 +51,7 @@ __all__ = [
     "AetherCLError", "Device", "Library",
     # runtime and buffers
     "Runtime", "ocl_initialize", "ocl_shutdown", "release_all", "current_runtime",
-    "current_device", "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
+    "current_device", "set_matmul_precision", "MATMUL_PRECISIONS", "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
     # tensors and autograd
     "OclTensor", "FunctionContext", "NoGradContext", "is_grad_enabled", "topological_order",
     "MatMulBackwardContext", "MatMulBatchedBackwardContext", "AddBackwardContext",

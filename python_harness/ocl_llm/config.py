@@ -17,11 +17,15 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "num_layers": 6, "causal": True,
     # optimisation
     "lr": 3e-4, "betas": [0.9, 0.999], "eps": 1e-8, "wd": 0.02, "num_epochs": 20,
+    "optimizer": "adam",   # "adam": coupled L2 decay (the original); "adamw": decoupled
+    "dropout": 0.0,        # residual dropout after attention and feed-forward (training only)
     "max_steps": None, "val_split": 0.1, "seed": 1234, "init_seed": 42,
     # evaluation and output
     "eval_every": 500, "eval_batches": 8, "sample_length": 200, "temperature": 0.8,
     "data_file": "input.txt", "checkpoint_filename": "test_model.npz",
     "time_limit_s": None,
+    # numerics: the compute mode of the matrix products (ocl_llm.runtime.set_matmul_precision)
+    "matmul_precision": "fp32",
 }
 
 

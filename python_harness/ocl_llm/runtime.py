@@ -78,6 +78,22 @@ def ocl_initialize(device_index: int = 0, library: Optional[Library] = None,
     return _current.device
 
 
+MATMUL_PRECISIONS = ("fp32", "tf32", "3xtf32", "bf16", "fp16")
+
+
+def set_matmul_precision(precision: str) -> None:
+    """The compute mode of every matrix product of the current device (aethercl_set_matmul_
+    precision): fp32 (exact, the default), tf32, 3xtf32, bf16 or fp16; tensors stay float32, the
+    products round their inputs as the mode says (tensor cores where the device has them)."""
+    from aethercl.gemm import COMPUTE_MODES
+    if precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul precision {precision!r} is not one of "
+                         f"{', '.join(MATMUL_PRECISIONS)}")
+    runtime = current_runtime()
+    runtime.device.lib.check("aethercl_set_matmul_precision", runtime.index,
+                             COMPUTE_MODES[precision])
+
+
 def release_all() -> int:
     """Frees every live buffer of the current runtime without shutting the driver down; returns
     how many were freed (0 when the frontend is not initialised)."""

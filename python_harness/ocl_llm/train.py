@@ -18,9 +18,19 @@ from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optim import AdamOptimizer
 from .report import ProgressBar, plot_losses
-from .runtime import ocl_initialize, ocl_shutdown
+from .runtime import ocl_initialize, ocl_shutdown, set_matmul_precision
 from .tensor import OclTensor
 from .text import TextData, TinyTokenizer, read_corpus
+
+
+def make_optimizer(model: SimpleModel, config: Dict[str, Any]):
+    """Adam with coupled L2 decay (the original) or AdamW (--optimizer adamw)."""
+    if config.get("optimizer", "adam") == "adamw":
+        from .optimizers import AdamW
+        return AdamW(model.parameters(), lr=config["lr"], betas=config["betas"],
+                     eps=config["eps"], weight_decay=config["wd"])
+    return AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
+                         eps=config["eps"], weight_decay=config["wd"])
 
 
 def train_step(model: SimpleModel, optimizer: AdamOptimizer, inputs: np.ndarray,
@@ -86,13 +96,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
     ocl_initialize(gpu_id)
     model = optimizer = None
     try:
+        set_matmul_precision(config.get("matmul_precision", "fp32"))
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
                                     "best_val_loss": None, "history": {"train": [], "val": []}}
         if load_checkpoint_path and Path(load_checkpoint_path).is_file():
             model, optimizer, tokenizer, saved_config, progress = load_checkpoint(
                 load_checkpoint_path)
             keep = ("max_steps", "num_epochs", "eval_every", "eval_batches", "sample_length",
-                    "temperature", "data_file", "checkpoint_filename", "time_limit_s")
+                    "temperature", "data_file", "checkpoint_filename", "time_limit_s",
+                    "matmul_precision")
             config = dict(saved_config, **{k: config[k] for k in keep if k in config})
             print(f"[ocl] resumed {load_checkpoint_path} at step {progress['global_step']} "
                   f"(epoch {progress['epoch']}, Adam t={optimizer.t})", file=out)
@@ -103,9 +115,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             tokenizer = TinyTokenizer()
             config = dict(config, vocab_size=tokenizer.vocab_size)
             model = SimpleModel(config)
-            optimizer = AdamOptimizer(model.parameters(), lr=config["lr"],
-                                      betas=config["betas"], eps=config["eps"],
-                                      weight_decay=config["wd"])
+            optimizer = make_optimizer(model, config)
         if inspect.active() is not None:   # name the long-lived buffers on the inspector page
             for i, parameter in enumerate(model.parameters()):
                 parameter.data.label = f"param_{i}_" + "x".join(map(str, parameter.shape))
@@ -127,6 +137,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         history = progress["history"]
         checkpoint_path = Path(save_dir) / config["checkpoint_filename"]
         best = progress.get("best_val_loss")
+        if total_steps <= progress["global_step"]:
+            # A resumed checkpoint already at --steps: train that many more instead of none.
+            extra = int(config.get("max_steps") or data.steps_per_epoch)
+            print(f"[ocl] the checkpoint is at step {progress['global_step']}, not below the "
+                  f"step limit {total_steps}: training {extra} more steps (pass a larger "
+                  f"--steps to set the total)", file=out)
+            total_steps = progress["global_step"] + extra
+        print("[ocl] the first steps compile the kernels for this device (on PoCL about 30 s; "
+              "cached in ~/.cache/aethercl, so later runs start at once)", file=out)
         if not history["val"]:
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])
@@ -180,7 +199,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "first_val_loss": history["val"][0][1], "last_val_loss": history["val"][-1][1],
             "best_val_loss": best, "last_train_loss": loss,
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
-            "config": config, "time_limited": time_limited,
+            "config": config, "time_limited": time_limited, "history": history,
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")

@@ -179,6 +179,59 @@ void check_void(const char* function) {
   if (aethercl_last_error_code() == AETHERCL_INTERNAL) violation(function, "internal error");
 }
 
+// aethercl_gemm with a descriptor drawn from the input (mostly consistent and small, sometimes
+// hostile in one field or several), and aethercl_set_matmul_precision.
+void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, const int* d,
+               const float* f) {
+  if (op % 3 == 2) {
+    check_status("aethercl_set_matmul_precision",
+                 aethercl_set_matmul_precision(gpu, static_cast<int>(in.byte() % 8) - 1));
+    return;
+  }
+  aethercl_gemm_desc desc{};
+  const std::uint8_t shape = in.byte();
+  desc.struct_size = shape % 16 == 0 ? (shape % 32 == 0 ? 8 : sizeof(desc) - 4) : sizeof(desc);
+  desc.trans_a = shape % 23 == 0 ? 2 : (shape >> 1) % 2;
+  desc.trans_b = shape % 29 == 0 ? -1 : (shape >> 2) % 2;
+  desc.m = d[0];
+  desc.n = d[1];
+  desc.k = d[2];
+  desc.batch = in.byte() % 4 == 0 ? d[3] : 1 + in.byte() % 3;
+  const long long a_rows = desc.trans_a ? desc.k : desc.m, a_cols = desc.trans_a ? desc.m : desc.k;
+  const long long b_rows = desc.trans_b ? desc.n : desc.k, b_cols = desc.trans_b ? desc.k : desc.n;
+  auto ld = [&](long long cols) {
+    const std::uint8_t b = in.byte();
+    return b % 8 == 0 ? dim(in) : static_cast<int>(std::clamp(cols, 1LL, 1LL << 30) + b % 3);
+  };
+  desc.lda = ld(a_cols);
+  desc.ldb = ld(b_cols);
+  desc.ldc = ld(desc.n);
+  auto stride = [&](long long rows, int leading) -> long long {
+    const std::uint8_t b = in.byte();
+    if (b % 8 == 0) return static_cast<long long>(dim(in)) * (b % 16 == 0 ? 1 : 4096);
+    return b % 3 == 0 ? 0 : rows * leading;
+  };
+  desc.stride_a = stride(a_rows, desc.lda);
+  desc.stride_b = stride(b_rows, desc.ldb);
+  desc.stride_c = stride(desc.m, desc.ldc);
+  desc.alpha = f[0];
+  desc.beta = in.byte() % 2 ? 0.0f : f[1];
+  desc.a = h[0];
+  desc.b = h[1];
+  desc.c = in.byte() % 8 == 0 ? h[0] : h[2];  // sometimes C is A's buffer
+  const std::uint8_t offsets = in.byte();
+  desc.offset_a = offsets % 4 == 0 ? size_arg(in) : offsets % 5;
+  desc.offset_b = offsets % 8 == 1 ? size_arg(in) : offsets % 3;
+  desc.offset_c = offsets % 16 == 2 ? size_arg(in) : offsets % 7;
+  const std::uint8_t types = in.byte();
+  desc.dtype_a = types % 16 == 0 ? static_cast<int>(in.byte() % 10) - 1 : types % 3;
+  desc.dtype_b = types % 32 == 1 ? (desc.dtype_a + 1) % 3 : desc.dtype_a;
+  desc.dtype_c = (types >> 2) % 3;
+  desc.compute = types % 8 == 3 ? static_cast<int>(in.byte() % 9) - 2 : (types >> 4) % 6;
+  void* stream = in.byte() % 4 == 0 ? s.stream(in) : nullptr;
+  check_status("aethercl_gemm", aethercl_gemm(gpu, in.byte() % 32 == 0 ? nullptr : &desc, stream));
+}
+
 // The runtime functions of ABI version 3 (streams, events, host memory, transfers).
 void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
   switch (op % 18) {
@@ -280,6 +333,7 @@ void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
     default: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
   }
 }
+#include "fuzz_train_ops.inc"
 
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
@@ -290,11 +344,15 @@ void step(State& s, Input& in) {
   for (auto& x : d) x = dim(in);
   float f[5];
   for (auto& x : f) x = float_arg(in);
+  if (op >= 250) {  // the general GEMM and the matmul precision (version 3)
+    gemm_step(s, in, op, gpu, h, d, f);
+    return;
+  }
   if (op >= 220) {  // the runtime functions of version 3; below, the mapping older corpora use
     runtime_step(s, in, op, gpu);
     return;
   }
-  switch (op % 44) {
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -393,12 +451,14 @@ void step(State& s, Input& in) {
     }
     case 42: {
       char text[512];
-      switch (in.byte() % 5) {
+      switch (in.byte() % 7) {
         case 0: check_pointer("aethercl_memory_stats", aethercl_memory_stats(gpu, text, in.byte() % 2 ? sizeof text : in.byte() % 8) == 0); break;
         case 1: check_pointer("aethercl_device_info", aethercl_device_info(gpu, in.byte() % 2 ? text : nullptr, sizeof text) == 0); break;
         case 2: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
         case 3: std::memcpy(text, scratch.data(), 80); text[in.byte() % 80] = '\0';
           check_status("aethercl_set_buffer_label", aethercl_set_buffer_label(gpu, h[0], in.byte() % 8 ? text : nullptr)); break;
+        case 4: check_status("aethercl_empty_cache", aethercl_empty_cache(gpu)); break;
+        case 5: check_status("aethercl_reset_peak_memory_stats", aethercl_reset_peak_memory_stats(gpu)); break;
         default: if (aethercl_status_name(d[0]) == nullptr) violation("aethercl_status_name", "NULL"); break;
       }
       break;
@@ -423,6 +483,7 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
+    case 44: train_step(in, gpu, h, d, f); break;
   }
 }
 

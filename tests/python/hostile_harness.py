@@ -116,6 +116,15 @@ class Harness:
                 import shutil
                 shutil.rmtree(item, ignore_errors=True)
         self.keep.clear()
+        for event in self.events:
+            self.lib.aethercl_event_destroy(event)
+        self.events.clear()
+        for stream in self.streams:
+            self.lib.aethercl_stream_destroy(self.index, stream)
+        self.streams.clear()
+        for pointer in self.pinned:
+            self.lib.aethercl_host_free(pointer)
+        self.pinned.clear()
 
     def roundtrip(self) -> None:
         """allocate, write, execute_add, read, compare: the library still works."""

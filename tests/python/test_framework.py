@@ -374,3 +374,36 @@ def test_tokenizer_round_trip():
     ids = tok.encode("Hello, Wörld; ok", max_len=20)
     assert len(ids) == 20 and ids[-1] == 0 and 52 in ids
     assert tok.decode(ids) == "hello, wörld_ ok"
+
+
+# --- the matmul precision ---------------------------------------------------------------------
+
+def test_matmul_precision_reaches_the_products(fw, rng):
+    if os.environ.get("OCL_TEST_BACKEND") == "reference":
+        pytest.skip("the reference backend computes in float64 only")
+    a = rng.standard_normal((9, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 7)).astype(np.float32)
+    with F.OclTensor.no_grad():
+        exact = (F.OclTensor(a) @ F.OclTensor(b)).to_host().astype(np.float64)
+        F.set_matmul_precision("bf16")
+        try:
+            rounded = (F.OclTensor(a) @ F.OclTensor(b)).to_host().astype(np.float64)
+        finally:
+            F.set_matmul_precision("fp32")
+    def bf16(x):  # nearest even, as the driver rounds
+        u = x.view(np.uint32).astype(np.uint64)
+        return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    want = bf16(a).astype(np.float64) @ bf16(b).astype(np.float64)
+    bound = 16 * 2.0 ** -24 * 8 * (np.abs(a).astype(np.float64) @ np.abs(b))
+    assert (np.abs(rounded - want) <= bound).all()
+    assert (np.abs(exact - want) > bound).any()   # fp32 really is not bf16
+
+
+def test_matmul_precision_option_and_refusals(fw):
+    args = F.build_arg_parser().parse_args(["--matmul_precision", "tf32"])
+    assert F.config_from_args(args)["matmul_precision"] == "tf32"
+    assert F.DEFAULT_CONFIG["matmul_precision"] == "fp32"
+    with pytest.raises(SystemExit):
+        F.build_arg_parser().parse_args(["--matmul_precision", "fp64"])
+    with pytest.raises(ValueError):
+        F.set_matmul_precision("fp64")
