@@ -157,7 +157,8 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
       c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma);
 }
 
-void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+void enqueue_mma_gemm(Device& device, Stream& stream, const GemmProblem& p,
+                      const MmaConfig& config,
                       const std::string& options, const BinaryPatch* patch) {
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
@@ -178,7 +179,7 @@ void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& con
     const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
                                    static_cast<std::size_t>(groups_b)};
     const std::size_t local[3] = {threads, 1, 1};
-    device.enqueue(make_launch(
+    device.enqueue(stream, make_launch(
         kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
         p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
         static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),

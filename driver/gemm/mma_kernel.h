@@ -57,7 +57,8 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
 // and enqueues it. Preconditions: kind == mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0.
 // Throws kBuildFailed when the kernel does not build, kDeviceError when the runtime refuses the
 // launch.
-void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
-                      const std::string& options, const BinaryPatch* patch = nullptr);
+void enqueue_mma_gemm(Device& device, Stream& stream, const GemmProblem& p,
+                      const MmaConfig& config, const std::string& options,
+                      const BinaryPatch* patch = nullptr);
 
 }  // namespace aethercl::gemm

@@ -105,22 +105,23 @@ std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgrou
                          pool.acquire(expected.size() * 4)};
   std::string problem;
   try {
-    device.write(blocks[0].mem, 0, a_bytes.size(), a_bytes.data());
-    device.write(blocks[1].mem, 0, b_bytes.size(), b_bytes.data());
+    // The probe runs on the default stream (blocks from the pool's default-stream cache).
+    device.write(device.default_stream(), blocks[0].mem, 0, a_bytes.size(), a_bytes.data(), false);
+    device.write(device.default_stream(), blocks[1].mem, 0, b_bytes.size(), b_bytes.data(), false);
     p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
     p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
     if (warpgroup) {  // the production tiles: the instructions and the PTX rewrite
       const MmaConfig config = mode == MmaMode::kHardware ? MmaConfig{128, 128, 16, 128, 3, 1, 1}
                                                           : MmaConfig{64, 64, 16, 64, 2, 1, 1};
-      enqueue_wgmma_gemm(device, p, kind, config, mode);
+      enqueue_wgmma_gemm(device, device.default_stream(), p, kind, config, mode);
     } else {  // small tiles: the instructions, not a tuning
       const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
-      enqueue_mma_gemm(device, p, config,
+      enqueue_mma_gemm(device, device.default_stream(), p, config,
                        mma_build_options(p, kind, config, mma_chunk_bytes(p), mode));
     }
     std::vector<float> result(m * n);
-    device.read(blocks[2].mem, 0, result.size() * 4, result.data());
+    device.read(device.default_stream(), blocks[2].mem, 0, result.size() * 4, result.data());
     for (std::size_t i = 0; i < result.size() && problem.empty(); ++i) {
       if (result[i] != expected[i]) {
         problem = fmt::format("probe product element {} is {}, expected {}", i, result[i],
@@ -223,7 +224,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
         " kind {} trans {}{} c {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
         static_cast<int>(p.c.storage));
     if (run_variant(device, *kind, variant,
-                    [&] { enqueue_wgmma_gemm(device, p, *kind, config, *mode); })) {
+                    [&] { enqueue_wgmma_gemm(device, call.stream(), p, *kind, config, *mode); })) {
       return true;
     }
   }
@@ -236,7 +237,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   }
   const std::string options = mma_build_options(p, *kind, config, chunk, *mode);
   return run_variant(device, *kind, options,
-                     [&] { enqueue_mma_gemm(device, p, config, options); });
+                     [&] { enqueue_mma_gemm(device, call.stream(), p, config, options); });
 }
 
 }  // namespace aethercl::gemm

@@ -38,7 +38,7 @@ std::string retarget(const std::string& binary) {
 
 // A transposed dense copy of an operand stored rows x cols (leading dimension padded to 16
 // bytes), in a pool block the caller releases. Broadcast operands are copied once.
-GemmOperand pack_transposed(Device& device, const GemmOperand& op, std::uint64_t rows,
+GemmOperand pack_transposed(Device& device, Stream& stream, const GemmOperand& op, std::uint64_t rows,
                             std::uint64_t cols, std::uint64_t batch, std::vector<PoolBlock>& temps) {
   const std::uint64_t bytes = storage_bytes(op.storage);
   const std::uint64_t align = 16 / bytes;
@@ -49,7 +49,7 @@ GemmOperand pack_transposed(Device& device, const GemmOperand& op, std::uint64_t
     fail(Status::kDeviceError, "an operand of {} rows is too tall to transpose in one launch",
          rows);
   }
-  temps.push_back(device.pool().acquire(std::max<std::uint64_t>(items * cols * out_ld * bytes, 16)));
+  temps.push_back(device.allocate(stream, std::max<std::uint64_t>(items * cols * out_ld * bytes, 16)));
   const PoolBlock& block = temps.back();
   Kernel& kernel = device.programs().kernel("gemm_pack", "gemm_pack_transpose",
                                             fmt::format("-DPACK_ELEM={}", bytes));
@@ -60,7 +60,7 @@ GemmOperand pack_transposed(Device& device, const GemmOperand& op, std::uint64_t
                                    static_cast<std::size_t>((rows + 31) / 32 * 8),
                                    static_cast<std::size_t>(groups)};
     const std::size_t local[3] = {32, 8, 1};
-    device.enqueue(make_launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem,
+    device.enqueue(stream, make_launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem,
                                block.mem, static_cast<cl_uint>(rows), static_cast<cl_uint>(cols),
                                static_cast<cl_ulong>(ld), static_cast<cl_ulong>(op.offset),
                                static_cast<cl_ulong>(op.batch_stride),
@@ -86,17 +86,17 @@ const BinaryPatch& sm90a_patch() {
   return patch;
 }
 
-void enqueue_wgmma_gemm(Device& device, const GemmProblem& p, MmaKind kind,
+void enqueue_wgmma_gemm(Device& device, Stream& stream, const GemmProblem& p, MmaKind kind,
                         const MmaConfig& config, MmaMode mode) {
   std::vector<PoolBlock> temps;
   try {
     GemmProblem packed = p;
     if (p.trans_a) {  // A stored k x m: a copy stored m x k
-      packed.a = pack_transposed(device, p.a, p.k, p.m, p.batch, temps);
+      packed.a = pack_transposed(device, stream, p.a, p.k, p.m, p.batch, temps);
       packed.trans_a = false;
     }
     if (!p.trans_b) {  // B stored k x n: a copy stored n x k
-      packed.b = pack_transposed(device, p.b, p.k, p.n, p.batch, temps);
+      packed.b = pack_transposed(device, stream, p.b, p.k, p.n, p.batch, temps);
       packed.trans_b = true;
     }
     const int chunk = mma_chunk_bytes(packed);
@@ -104,7 +104,7 @@ void enqueue_wgmma_gemm(Device& device, const GemmProblem& p, MmaKind kind,
       fail(Status::kInternal, "warpgroup-MMA operands are not aligned to 4 bytes");
     }
     const std::string options = mma_build_options(packed, kind, config, chunk, mode);
-    enqueue_mma_gemm(device, packed, config, options,
+    enqueue_mma_gemm(device, stream, packed, config, options,
                      mode == MmaMode::kHardware ? &sm90a_patch() : nullptr);
   } catch (...) {
     for (PoolBlock& block : temps) device.pool().release(block);

@@ -20,7 +20,7 @@ bool wgmma_operands_aligned(const GemmProblem& p);
 // Enqueues p on the warpgroup-MMA kernel of `kind` (not 3xTF32): A transposed into a temporary
 // when trans_a, B when not trans_b (the kernel reads both with k contiguous), then the product.
 // Throws like enqueue_mma_gemm; the temporaries are released either way.
-void enqueue_wgmma_gemm(Device& device, const GemmProblem& p, MmaKind kind,
+void enqueue_wgmma_gemm(Device& device, Stream& stream, const GemmProblem& p, MmaKind kind,
                         const MmaConfig& config, MmaMode mode);
 
 }  // namespace aethercl::gemm
