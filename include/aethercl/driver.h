@@ -575,9 +575,9 @@ AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
 /* Training ops (version 3)                                                               */
 /* ===================================================================================== */
 /* Conventions of this section, in addition to those at the top of the file:
- *  - Every function takes gpu_index first and a stream last. stream NULL means the calling
- *    thread's current stream of the device; until streams exist in this build any other value is
- *    refused (AETHERCL_INVALID_HANDLE).
+ *  - Every function takes gpu_index first and a stream last: NULL is the device's default
+ *    stream, anything else a live stream token of that device (others are refused with
+ *    AETHERCL_INVALID_HANDLE); the work is ordered on that stream.
  *  - Element counts are size_t; tensor dimensions are int and must be >= 0. Zero work (a count
  *    of 0, an empty tensor) returns 1 without touching memory; buffers are still checked
  *    against the sizes their (possibly empty) shapes need.
