@@ -87,9 +87,10 @@ Worst sweep(const char* probe, double (*reference)(double), std::uint32_t stride
     cl_uint first_bits = static_cast<cl_uint>(first * stride);
     cl_uint stride_arg = stride;
     cl_mem mem = buffer.get();
-    device.enqueue(make_launch(kernel, ops::linear_geometry(device, kernel, n / 8),
-                               first_bits, stride_arg, mem, n));
-    device.read(mem, 0, n * sizeof(float), out.data());
+    device.enqueue(device.default_stream(),
+                   make_launch(kernel, ops::linear_geometry(device, kernel, n / 8), first_bits,
+                               stride_arg, mem, n));
+    device.read(device.default_stream(), mem, 0, n * sizeof(float), out.data());
     std::size_t half = n / 2;
     auto upper = std::async(std::launch::async, worst_of, std::cref(out), first, half,
                             std::size_t{n}, stride, reference);
@@ -101,7 +102,8 @@ Worst sweep(const char* probe, double (*reference)(double), std::uint32_t stride
 }
 
 std::uint32_t sweep_stride() {
-  return static_cast<std::uint32_t>(env::count("AETHERCL_ULP_STRIDE").value_or(4093));
+  return static_cast<std::uint32_t>(
+      env::count("AETHERCL_ULP_STRIDE", 1, UINT32_MAX).value_or(4093));
 }
 
 void report(const char* probe, const Worst& worst, std::uint32_t stride) {
