@@ -15,7 +15,7 @@ AETHERCL_API int aethercl_conv2d_forward(int gpu_index, const aethercl_conv2d_de
                                          void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::conv2d_forward(call, train::read_desc(desc));
   });
 }
@@ -24,7 +24,7 @@ AETHERCL_API int aethercl_conv2d_backward(int gpu_index, const aethercl_conv2d_d
                                           void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::conv2d_backward(call, train::read_desc(desc));
   });
 }
@@ -33,7 +33,7 @@ AETHERCL_API int aethercl_pool2d_forward(int gpu_index, const aethercl_pool2d_de
                                          void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::pool2d_forward(call, train::read_desc(desc));
   });
 }
@@ -42,7 +42,7 @@ AETHERCL_API int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_d
                                           void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::pool2d_backward(call, train::read_desc(desc));
   });
 }

@@ -16,7 +16,7 @@ AETHERCL_API int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t 
                                 float alpha, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::unary(call, op, x, y, count, alpha);
   });
 }
@@ -25,7 +25,7 @@ AETHERCL_API int aethercl_unary_backward(int gpu_index, int op, void* x, void* d
                                          size_t count, float alpha, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::unary_backward(call, op, x, dy, dx, count, alpha);
   });
 }
@@ -34,7 +34,7 @@ AETHERCL_API int aethercl_binary(int gpu_index, int op, const aethercl_broadcast
                                  void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::binary(call, op, train::read_desc(desc));
   });
 }
@@ -44,7 +44,7 @@ AETHERCL_API int aethercl_binary_backward(int gpu_index, int op,
                                           void* da, void* db, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::binary_backward(call, op, train::read_desc(desc), dc, da, db);
   });
 }
@@ -53,7 +53,7 @@ AETHERCL_API int aethercl_reduce(int gpu_index, int op, void* x, void* y, int nd
                                  const int* shape, int axis, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::reduce_axis(call, op, x, y, ndim, shape, axis);
   });
 }
@@ -62,7 +62,7 @@ AETHERCL_API int aethercl_reduce_backward(int gpu_index, int op, void* x, void* 
                                           int ndim, const int* shape, int axis, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::reduce_axis_backward(call, op, x, dy, dx, ndim, shape, axis);
   });
 }

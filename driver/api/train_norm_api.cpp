@@ -15,7 +15,7 @@ AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* 
                                        void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::norm_forward(call, train::read_desc(desc));
   });
 }
@@ -24,7 +24,7 @@ AETHERCL_API int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc*
                                         void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::norm_backward(call, train::read_desc(desc));
   });
 }
@@ -33,7 +33,7 @@ AETHERCL_API int aethercl_batchnorm_forward(int gpu_index, const aethercl_batchn
                                             void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::batchnorm_forward(call, train::read_desc(desc));
   });
 }
@@ -42,7 +42,7 @@ AETHERCL_API int aethercl_batchnorm_backward(int gpu_index, const aethercl_batch
                                              void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::batchnorm_backward(call, train::read_desc(desc));
   });
 }

@@ -15,7 +15,7 @@ AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer
                                          void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::optimizer_step(call, train::read_desc(desc));
   });
 }
@@ -25,7 +25,7 @@ AETHERCL_API int aethercl_clip_grad_norm(int gpu_index, int num_tensors, void* c
                                          void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::clip_grad_norm(call, num_tensors, grads, counts, max_norm, total_norm);
   });
 }
@@ -34,7 +34,7 @@ AETHERCL_API int aethercl_mse_loss(int gpu_index, void* pred, void* target, void
                                    void* grad, size_t count, int reduction, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::mse_loss(call, pred, target, loss, grad, count, reduction);
   });
 }
@@ -43,7 +43,7 @@ AETHERCL_API int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entr
                                         void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::cross_entropy(call, train::read_desc(desc));
   });
 }

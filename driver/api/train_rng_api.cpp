@@ -15,7 +15,7 @@ AETHERCL_API int aethercl_rng_fill(int gpu_index, void* buffer, size_t count, in
                                    unsigned long long offset, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::rng_fill(call, buffer, count, distribution, a, b, seed, offset);
   });
 }
@@ -25,7 +25,7 @@ AETHERCL_API int aethercl_dropout(int gpu_index, void* x, void* y, void* mask, s
                                   void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::dropout(call, x, y, mask, count, p, seed, offset);
   });
 }
@@ -34,7 +34,7 @@ AETHERCL_API int aethercl_dropout_backward(int gpu_index, void* dy, void* mask, 
                                            size_t count, float p, void* stream) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
-    train::require_current_stream(stream);
+    call.use_stream(stream, "stream");
     train::dropout_backward(call, dy, mask, dx, count, p);
   });
 }

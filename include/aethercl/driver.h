@@ -577,9 +577,9 @@ AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
 /* Training ops (version 3)                                                               */
 /* ===================================================================================== */
 /* Conventions of this section, in addition to those at the top of the file:
- *  - Every function takes gpu_index first and a stream last. stream NULL means the calling
- *    thread's current stream of the device; until streams exist in this build any other value is
- *    refused (AETHERCL_INVALID_HANDLE).
+ *  - Every function takes gpu_index first and a stream last: NULL is the device's default
+ *    stream, anything else a live stream token of that device (others are refused with
+ *    AETHERCL_INVALID_HANDLE); the work is ordered on that stream.
  *  - Element counts are size_t; tensor dimensions are int and must be >= 0. Zero work (a count
  *    of 0, an empty tensor) returns 1 without touching memory; buffers are still checked
  *    against the sizes their (possibly empty) shapes need.
@@ -872,8 +872,8 @@ AETHERCL_API int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entr
  * c_in / groups, kernel_h, kernel_w), bias (c_out, optional), y (n, c_out, out_h, out_w).
  * groups divides c_in and c_out (groups = c_in = c_out is depthwise). stride and dilation >= 1,
  * pad >= 0. The products run on the GEMM engine through im2col / col2im in chunks of images;
- * compute is a compute mode (AETHERCL_COMPUTE_DEFAULT = 0 or FP32 = 1 today; other modes answer
- * AETHERCL_NOT_IMPLEMENTED). The backward reads x, weight and dy and writes any of dx, dweight
+ * every product runs in the compute mode `compute` (AETHERCL_COMPUTE_*; DEFAULT: the device's
+ * matmul precision, as the seed matmul entry points). The backward reads x, weight and dy and writes any of dx, dweight
  * (overwritten) and dbias. */
 typedef struct aethercl_conv2d_desc {
   size_t struct_size;

@@ -339,8 +339,7 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
         optional=("bias",), desc="Conv2dDesc", zero_dims=("n", "c_out"),
         positive=("kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
                   "groups"),
-        bad={"groups": (3,), "kernel_h": (9,), "compute": (-1, 6, 99)},
-        unsupported={"compute": ((2, 3, 4, 5), "FP32 only")}),
+        bad={"groups": (3,), "kernel_h": (9,), "compute": (-1, 6, 99)}),
     "aethercl_conv2d_backward": TrainSpec(
         dict(_CONV),
         {"x": (lambda v: _prod(v["n"], v["c_in"], v["h"], v["w"]), _F4),
@@ -353,8 +352,7 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
         optional=("dx", "dweight", "dbias"), desc="Conv2dDesc", zero_dims=("n", "c_out"),
         positive=("kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
                   "groups"),
-        bad={"groups": (4,), "pad_w": (-1,), "compute": (-1, 6)},
-        unsupported={"compute": ((2,), "FP32 only")}),
+        bad={"groups": (4,), "pad_w": (-1,), "compute": (-1, 6)}),
     "aethercl_pool2d_forward": TrainSpec(
         dict(_POOL),
         {"x": (lambda v: _prod(v["n"], v["channels"], v["h"], v["w"]), _F4),

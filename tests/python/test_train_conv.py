@@ -102,13 +102,30 @@ def test_conv2d_in_chunks_of_images(scope, device, rng, monkeypatch, cols_bytes)
     close(tdx.numpy(), R.numeric_gradient(g, x, dy.astype(np.float64)), 1e-4, 1e-4, "dx")
 
 
+@pytest.mark.parametrize("compute,rtol", [(1, 1e-5), (2, 3e-3), (3, 1e-5), (4, 2e-2), (5, 3e-3)])
+def test_conv2d_compute_modes(scope, device, rng, compute, rtol):
+    """Every product of the convolution runs in the descriptor's compute mode (FP32, TF32,
+    3xTF32, BF16, FP16: inputs rounded to 10 / 7 mantissa bits, FP32 accumulation): the result
+    stays within the mode's input rounding (2^-11 TF32/FP16, 2^-8 BF16 relative per product)
+    times sqrt(K) of the float64 reference."""
+    case = (2, 8, 6, 6, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    x = rng.standard_normal((2, 8, 6, 6)).astype(np.float32)
+    wt = rng.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    expected = R.conv2d(x, wt, None, (1, 1), (1, 1), (1, 1), 1)
+    tx, tw, ty = scope.in_(x), scope.in_(wt), scope.out(expected.shape)
+    ops.conv2d_forward(device.index, conv_desc(case, x=tx.handle, weight=tw.handle, y=ty.handle,
+                                               compute=compute))
+    scale = np.sqrt(72) * np.abs(expected).mean()
+    assert np.abs(ty.numpy() - expected).max() <= rtol * scale + 1e-5
+
+
 def test_conv2d_refusals(scope, device, lib):
     t = scope.out((200,))
     base = (1, 4, 5, 5, 4, (3, 3), (1, 1), (0, 0), (1, 1), 1)
     for change, words, code in (
             (dict(groups=3), "desc.groups", 1), (dict(stride_h=0), "desc.stride_h", 1),
             (dict(kernel_w=9), "exceeds the padded input", 1), (dict(pad_h=-1), "negative", 1),
-            (dict(compute=2), "FP32 only", 9), (dict(compute=7), "compute mode", 1),
+            (dict(compute=7), "desc.compute", 1),
             (dict(x=None), "desc.x is NULL", 1),
             (dict(y=t.handle), "same buffer", 1)):
         desc = conv_desc(base, x=t.handle, weight=t.handle, y=scope.out((100,)).handle)

@@ -7,14 +7,6 @@
 
 namespace aethercl::ops::train {
 
-void require_current_stream(const void* stream) {
-  if (stream != nullptr) {
-    fail(Status::kInvalidHandle,
-         "stream ({}) is not a stream token: this build has only the current stream (pass NULL)",
-         stream);
-  }
-}
-
 void require_finite(const char* name, float value) {
   if (!std::isfinite(value)) fail(Status::kInvalidArgument, "{} = {} must be finite", name, value);
 }
@@ -62,8 +54,9 @@ std::uint64_t product(const char* what, std::initializer_list<std::uint64_t> dim
   return result;
 }
 
-Scratch::Scratch(Device& device, std::uint64_t bytes)
-    : device_(device), block_(device.pool().acquire(std::max<std::uint64_t>(bytes, 4))),
+Scratch::Scratch(DeviceCall& call, std::uint64_t bytes)
+    : device_(call.device()),
+      block_(call.device().allocate(call.stream(), std::max<std::uint64_t>(bytes, 4))),
       bytes_(std::max<std::uint64_t>(bytes, 4)) {}
 
 Scratch::~Scratch() { device_.pool().release(block_); }

@@ -1,4 +1,4 @@
-// Shared plumbing of the training-op family: the stream argument, descriptor reading, checked
+// Shared plumbing of the training-op family: descriptor reading, checked
 // float hyper-parameters, scratch device memory and the 1-D launch.
 #pragma once
 
@@ -12,9 +12,6 @@
 
 namespace aethercl::ops::train {
 
-// NULL is the calling thread's current stream of the device. Until this build has streams,
-// every other value is refused.
-void require_current_stream(const void* stream);
 
 // Reads a version-3 descriptor: refuses NULL and a struct_size below sizeof(Desc); a larger
 // struct (a newer header) is accepted and only the known prefix is read.
@@ -51,12 +48,13 @@ inline std::uint64_t bytes_of(std::uint64_t count, std::uint64_t element_size) {
 // Product of dimensions, overflow-checked (kInvalidArgument naming `what`).
 std::uint64_t product(const char* what, std::initializer_list<std::uint64_t> dims);
 
-// Device memory for intermediate results, from the device's pool; returned to the pool when the
-// op's scope ends. Commands are stream-ordered, so commands enqueued by this op finish with it
-// before a later command can reuse the block.
+// Device memory for intermediate results, from the device's pool on the call's stream; returned
+// to the pool when the op's scope ends. The block's home is that stream and only this op's
+// commands on it use the block, so a later allocation on the stream (whose commands run after
+// these) may reuse it at once (the pool's stream-ordered rule).
 class Scratch {
  public:
-  Scratch(Device& device, std::uint64_t bytes);
+  Scratch(DeviceCall& call, std::uint64_t bytes);
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch();
@@ -69,12 +67,18 @@ class Scratch {
   std::uint64_t bytes_;
 };
 
+// The kernel `name` of `family`, looked up by the strings' contents: names here are often built
+// at run time (unary_<op>_backward), which ops::family_kernel's address-keyed cache must not see.
+inline Kernel& named_kernel(DeviceCall& call, const char* family, const char* name) {
+  return call.device().programs().kernel(family, name);
+}
+
 // Launches a grid-stride kernel of `family` over n items (ops/launch.h geometry); arguments are
 // bound in order.
 template <typename... Args>
 void launch_linear(DeviceCall& call, const char* family, const char* name, std::uint64_t n,
                    const Args&... args) {
-  Kernel& kernel = family_kernel(call, family, name);
+  Kernel& kernel = named_kernel(call, family, name);
   call.launch(kernel, linear_geometry(call.device(), kernel, n), args...);
 }
 
@@ -85,7 +89,7 @@ void launch_linear(DeviceCall& call, const char* family, const char* name, std::
 template <typename... Args>
 void launch_slices(DeviceCall& call, const char* family, const char* name, std::uint64_t slices,
                    std::uint64_t slice_length, std::size_t scratch_bytes, const Args&... args) {
-  Kernel& kernel = family_kernel(call, family, name);
+  Kernel& kernel = named_kernel(call, family, name);
   RowGeometry geometry = row_geometry(call.device(), kernel, slices, slice_length, scratch_bytes);
   call.launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,
               LocalBytes{geometry.local * scratch_bytes});
@@ -94,7 +98,7 @@ void launch_slices(DeviceCall& call, const char* family, const char* name, std::
 // Launches a kernel as one work-item (ordered final sums of a few partial values).
 template <typename... Args>
 void launch_single(DeviceCall& call, const char* family, const char* name, const Args&... args) {
-  call.launch(family_kernel(call, family, name), LaunchGeometry::linear(1, 1), args...);
+  call.launch(named_kernel(call, family, name), LaunchGeometry::linear(1, 1), args...);
 }
 
 // Bytes of the kernels' acc_t (double on FP64 devices, else float).

@@ -10,6 +10,7 @@
 #include "ops/train/conv2d.h"
 
 #include "ops/aliasing.h"
+#include "gemm/compute_mode.h"
 #include "gemm/gemm.h"
 #include "ops/train/common.h"
 #include "support/env.h"
@@ -20,7 +21,13 @@
 namespace aethercl::ops::train {
 namespace {
 
-using gemm::enqueue_gemm;
+// Every product of a convolution runs in its compute mode (DEFAULT: the device's matmul
+// precision, as the seed matmul entry points).
+void enqueue_gemm(DeviceCall& call, gemm::GemmProblem& problem, gemm::ComputeMode mode) {
+  gemm::apply_compute_mode(problem, mode == gemm::ComputeMode::kDefault
+                                        ? gemm::matmul_precision(call) : mode);
+  gemm::enqueue_gemm(call, problem);
+}
 using gemm::GemmOperand;
 using gemm::GemmProblem;
 
@@ -38,6 +45,7 @@ struct ConvShape {
   std::uint64_t k_group() const { return (c_in / groups) * kh * kw; }
   std::uint64_t out_group() const { return c_out / groups; }
   std::uint64_t x_count, w_count, y_count;
+  gemm::ComputeMode mode = gemm::ComputeMode::kDefault;
   KernelGeometry kernel() const {
     return {c_in, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
   }
@@ -75,13 +83,7 @@ ConvShape shape_of(const aethercl_conv2d_desc& d) {
     fail(Status::kInvalidArgument, "desc.groups = {} must divide desc.c_in = {} and desc.c_out = "
          "{}", s.groups, s.c_in, s.c_out);
   }
-  if (d.compute < 0 || d.compute > 5) {
-    fail(Status::kInvalidArgument, "desc.compute = {} is not a compute mode (0 to 5)", d.compute);
-  }
-  if (d.compute != 0 && d.compute != 1) {
-    fail(Status::kNotImplemented, "desc.compute = {}: this build's GEMM engine runs FP32 only "
-         "(AETHERCL_COMPUTE_DEFAULT or _FP32)", d.compute);
-  }
+  s.mode = gemm::compute_mode_from_code(d.compute, "desc.compute");
   // All are below 2^31, so these sums and products cannot overflow 64 bits.
   s.oh = output_size("vertical", s.h, s.ph, s.dh, s.kh, s.sh);
   s.ow = output_size("horizontal", s.w, s.pw, s.dw, s.kw, s.sw);
@@ -158,8 +160,8 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   Device& device = call.device();
   const std::uint64_t nc_max = chunk_images(device, s);
   const std::uint64_t k = s.k_group(), m = s.out_group();
-  Scratch cols(device, bytes_of(s.groups * k * nc_max * s.positions(), 4));
-  Scratch mat(device, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  Scratch cols(call, bytes_of(s.groups * k * nc_max * s.positions(), 4));
+  Scratch mat(call, bytes_of(s.c_out * nc_max * s.positions(), 4));
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
     if (k > 0) {
@@ -172,7 +174,7 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.a = GemmOperand{weight, m * k};
       p.b = operand(cols.mem(), cols.view().size, k * width);
       p.c = operand(mat.mem(), mat.view().size, m * width);
-      enqueue_gemm(call, p);
+      enqueue_gemm(call, p, s.mode);
     } else {
       // No input channels: the products are empty sums.
       launch_linear(call, "fill", "fill_zero", s.c_out * width, mat.mem(),
@@ -231,10 +233,10 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
     return;
   }
   const std::uint64_t nc_max = chunk_images(device, s);
-  Scratch cols(device, bytes_of(s.groups * k * nc_max * s.positions(), 4));
-  Scratch dmat(device, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  Scratch cols(call, bytes_of(s.groups * k * nc_max * s.positions(), 4));
+  Scratch dmat(call, bytes_of(s.c_out * nc_max * s.positions(), 4));
   std::optional<Scratch> partial_dw;
-  if (dweight && nc_max < s.n) partial_dw.emplace(device, bytes_of(s.w_count, 4));
+  if (dweight && nc_max < s.n) partial_dw.emplace(call, bytes_of(s.w_count, 4));
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
     launch_conv(call, s, nc, "conv_nchw_to_matrix", nc * s.c_out, dy,
@@ -253,7 +255,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       const bool first = n0 == 0;
       p.c = first ? GemmOperand{*dweight, m * k}
                   : operand(partial_dw->mem(), partial_dw->view().size, m * k);
-      enqueue_gemm(call, p);
+      enqueue_gemm(call, p, s.mode);
       if (!first) {
         launch_linear(call, kFamily, "conv_accumulate", s.w_count, dweight->mem, partial_dw->mem(),
                       ul(s.w_count));
@@ -270,7 +272,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.a = GemmOperand{weight, m * k};
       p.b = dmat_op;
       p.c = operand(cols.mem(), cols.view().size, k * width);
-      enqueue_gemm(call, p);
+      enqueue_gemm(call, p, s.mode);
       launch_conv(call, s, nc, "conv_col2im", nc * s.c_in * s.h, cols.mem(), dx->mem, ul(n0),
                   ul(nc), s.kernel());
     }

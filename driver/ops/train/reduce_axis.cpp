@@ -93,7 +93,6 @@ void reduce_axis_backward(DeviceCall& call, int op, void* x, void* dy, void* dx,
   require_distinct(dy, "dy", dx, "dx");
   if (needs_x) require_distinct(x, "x", dx, "dx");
   if (v.count() == 0) return;
-  Device& device = call.device();
   if (!needs_x) {
     // picked is not read for SUM and MEAN: dy stands in.
     launch_linear(call, kFamily, "reduce_axis_backward", v.count(), dy_mem, dy_mem, dx_mem,
@@ -101,7 +100,7 @@ void reduce_axis_backward(DeviceCall& call, int op, void* x, void* dy, void* dx,
     return;
   }
   // The index each output picked, then the routing.
-  Scratch picked(device, bytes_of(v.outputs(), sizeof(cl_int)));
+  Scratch picked(call, bytes_of(v.outputs(), sizeof(cl_int)));
   launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_view->mem, picked.mem(),
                 picked.mem(), ul(v.outer), ul(v.len), ul(v.inner),
                 static_cast<cl_int>(op == AETHERCL_MAX ? AETHERCL_ARGMAX : AETHERCL_ARGMIN));
