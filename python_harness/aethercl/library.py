@@ -102,8 +102,20 @@ class Library:
         getattr(self.cdll, function)(*args, buffer, size + 1)
         return buffer.value.decode("utf-8")
 
+    def bytes_call(self, function: str, *args: Any) -> bytes:
+        """Calls a size_t (void* out, size_t capacity) entry point (NULL out sizes it) and returns
+        the bytes."""
+        size = getattr(self.cdll, function)(*args, None, 0)
+        if size == 0:
+            raise self.error(function)
+        buffer = ctypes.create_string_buffer(size)
+        written = getattr(self.cdll, function)(*args, buffer, size)
+        if written != size:
+            raise self.error(function)
+        return buffer.raw
+
     def __repr__(self) -> str:
-        return f"Library({str(self.path)!r})"
+        return f"Library({str(getattr(self, 'path', '?'))!r})"
 
 
 __all__ = ["AetherCLError", "LIBRARY_NAMES", "Library", "candidate_paths", "find_library"]
