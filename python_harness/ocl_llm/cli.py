@@ -27,7 +27,12 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
     for name in ("embed_dim", "num_layers", "num_heads", "d_ff", "max_len", "batch_size"):
         p.add_argument(f"--{name}", type=int, default=defaults[name])
     p.add_argument("--lr", type=float, default=defaults["lr"])
-    p.add_argument("--wd", type=float, default=defaults["wd"], help="coupled L2 weight decay")
+    p.add_argument("--wd", type=float, default=defaults["wd"],
+                   help="weight decay (coupled L2 for adam, decoupled for adamw)")
+    p.add_argument("--optimizer", choices=("adam", "adamw"), default=defaults["optimizer"],
+                   help="adam: the original Adam with L2 decay; adamw: decoupled weight decay")
+    p.add_argument("--dropout", type=float, default=defaults["dropout"],
+                   help="residual dropout probability in every block while training")
     p.add_argument("--eval_every", type=int, default=defaults["eval_every"])
     p.add_argument("--eval_batches", type=int, default=defaults["eval_batches"])
     p.add_argument("--seed", type=int, default=defaults["seed"])
@@ -37,14 +42,28 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
     p.add_argument("--sample_length", type=int, default=defaults["sample_length"])
     p.add_argument("--checkpoint_filename", default=defaults["checkpoint_filename"])
     p.add_argument("--plot", default=None, help="write the loss curve PNG here")
+    p.add_argument("--inspect", type=int, default=None, metavar="PORT",
+                   help="serve the inspector page on PORT (0: any free port) while training; "
+                        "its URL with the access token is printed at start")
+    p.add_argument("--inspect_host", default="127.0.0.1",
+                   help="address the inspector binds (default loopback only)")
     return p
+
+
+def start_inspector(args: argparse.Namespace):
+    """Starts aethercl.inspect when --inspect was given; returns it (or None)."""
+    if args.inspect is None:
+        return None
+    from aethercl import inspect
+    return inspect.serve(port=args.inspect, host=args.inspect_host)
 
 
 def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAULT_CONFIG
                      ) -> Dict[str, Any]:
     config = dict(defaults)
     config.update(data_file=args.data_file, num_epochs=args.epochs, max_steps=args.steps,
-                  lr=args.lr, wd=args.wd, eval_every=args.eval_every,
+                  lr=args.lr, wd=args.wd, optimizer=args.optimizer, dropout=args.dropout,
+                  eval_every=args.eval_every,
                   eval_batches=args.eval_batches, seed=args.seed, causal=not args.no_causal,
                   sample_length=args.sample_length,
                   checkpoint_filename=args.checkpoint_filename)
@@ -56,6 +75,7 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
     config = config_from_args(args)
+    start_inspector(args)
     try:
         summary = train(config, gpu_id=args.gpu_id, load_checkpoint_path=args.load_checkpoint,
                         save_dir=args.save_dir, plot_path=args.plot)

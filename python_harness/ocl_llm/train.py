@@ -10,6 +10,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from aethercl import inspect
+
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
@@ -19,6 +21,16 @@ from .report import ProgressBar, plot_losses
 from .runtime import ocl_initialize, ocl_shutdown
 from .tensor import OclTensor
 from .text import TextData, TinyTokenizer, read_corpus
+
+
+def make_optimizer(model: SimpleModel, config: Dict[str, Any]):
+    """Adam with coupled L2 decay (the original) or AdamW (--optimizer adamw)."""
+    if config.get("optimizer", "adam") == "adamw":
+        from .optimizers import AdamW
+        return AdamW(model.parameters(), lr=config["lr"], betas=config["betas"],
+                     eps=config["eps"], weight_decay=config["wd"])
+    return AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
+                         eps=config["eps"], weight_decay=config["wd"])
 
 
 def train_step(model: SimpleModel, optimizer: AdamOptimizer, inputs: np.ndarray,
@@ -101,9 +113,10 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             tokenizer = TinyTokenizer()
             config = dict(config, vocab_size=tokenizer.vocab_size)
             model = SimpleModel(config)
-            optimizer = AdamOptimizer(model.parameters(), lr=config["lr"],
-                                      betas=config["betas"], eps=config["eps"],
-                                      weight_decay=config["wd"])
+            optimizer = make_optimizer(model, config)
+        if inspect.active() is not None:   # name the long-lived buffers on the inspector page
+            for i, parameter in enumerate(model.parameters()):
+                parameter.data.label = f"param_{i}_" + "x".join(map(str, parameter.shape))
         text, data_path = read_corpus(config["data_file"])
         data = TextData(np.asarray(tokenizer.encode(text), IDX_TYPE), config["max_len"],
                         config["batch_size"], config["val_split"], config["seed"])
@@ -135,6 +148,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])
             print(f"[ocl] validation loss before training: {v0:.4f}", file=out)
+            inspect.report_loss(progress["global_step"], v0, "validation")
+        inspect.report_event("training", f"training {total_steps - progress['global_step']} "
+                             f"steps of a {model.num_parameters():,}-parameter model")
         first_step = progress["global_step"]
         bar = ProgressBar(total_steps - first_step, stream=sys.stderr)
         tokens = 0
@@ -153,16 +169,20 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             step = progress["global_step"]
             tokens += inputs.size
             history["train"].append([step, loss])
+            inspect.report_loss(step, loss)
             limit = config.get("time_limit_s")
             time_limited = bool(limit) and time.perf_counter() - bar.start > limit
             done = step == total_steps or time_limited
             if step % config["eval_every"] == 0 or done:
                 val = evaluate(model, val_batches)
                 history["val"].append([step, val])
+                inspect.report_loss(step, val, "validation")
                 if best is None or val < best:
                     best = progress["best_val_loss"] = val
                     save_checkpoint(checkpoint_path, model, optimizer, tokenizer, config,
                                     progress)
+                    inspect.report_event("training", f"step {step}: best validation loss "
+                                         f"{val:.4f}, checkpoint saved")
                 bar.update(step - first_step, loss, tokens, val, force=True)
             else:
                 bar.update(step - first_step, loss, tokens, val)
