@@ -178,7 +178,7 @@ void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& con
     const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
                                    static_cast<std::size_t>(groups_b)};
     const std::size_t local[3] = {threads, 1, 1};
-    device.enqueue(make_launch(
+    device.enqueue(device.current_stream(), make_launch(
         kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
         p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
         static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),

@@ -60,7 +60,7 @@ GemmOperand pack_transposed(Device& device, const GemmOperand& op, std::uint64_t
                                    static_cast<std::size_t>((rows + 31) / 32 * 8),
                                    static_cast<std::size_t>(groups)};
     const std::size_t local[3] = {32, 8, 1};
-    device.enqueue(make_launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem,
+    device.enqueue(device.current_stream(), make_launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem,
                                block.mem, static_cast<cl_uint>(rows), static_cast<cl_uint>(cols),
                                static_cast<cl_ulong>(ld), static_cast<cl_ulong>(op.offset),
                                static_cast<cl_ulong>(op.batch_stride),
