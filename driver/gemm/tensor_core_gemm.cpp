@@ -105,8 +105,8 @@ std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgrou
                          pool.acquire(expected.size() * 4)};
   std::string problem;
   try {
-    device.write(blocks[0].mem, 0, a_bytes.size(), a_bytes.data());
-    device.write(blocks[1].mem, 0, b_bytes.size(), b_bytes.data());
+    device.write(device.current_stream(), blocks[0].mem, 0, a_bytes.size(), a_bytes.data(), false);
+    device.write(device.current_stream(), blocks[1].mem, 0, b_bytes.size(), b_bytes.data(), false);
     p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
     p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
@@ -120,7 +120,7 @@ std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgrou
                        mma_build_options(p, kind, config, mma_chunk_bytes(p), mode));
     }
     std::vector<float> result(m * n);
-    device.read(blocks[2].mem, 0, result.size() * 4, result.data());
+    device.read(device.current_stream(), blocks[2].mem, 0, result.size() * 4, result.data());
     for (std::size_t i = 0; i < result.size() && problem.empty(); ++i) {
       if (result[i] != expected[i]) {
         problem = fmt::format("probe product element {} is {}, expected {}", i, result[i],

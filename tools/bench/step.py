@@ -166,13 +166,28 @@ def main() -> int:
     torch_result = torch_reference(args)
     if torch_result is not None:
         results["pytorch"] = torch_result
-        print(f"\nPyTorch eager, the same model ({torch_result['device']}; full backward and "
+        threads = f", {torch_result['threads']} threads" if "threads" in torch_result else ""
+        print(f"\nPyTorch eager, the same model ({torch_result['device']}{threads}; full backward and "
               f"AdamW on every parameter, tools/bench/torch_step.py):")
         print(f"  torch           {torch_result['median_ms']:9.2f} ms/step")
         print(f"  driver.so / torch {real['median_ms'] / torch_result['median_ms']:7.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
+
+
+def opencl_device_info(library: Path, gpu: int) -> dict:
+    """The device's aethercl_device_info JSON (type, compute units), or {} when unavailable."""
+    try:
+        dll = ctypes.CDLL(str(library))
+        dll.aethercl_device_info.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        dll.aethercl_device_info.restype = ctypes.c_size_t
+        size = dll.aethercl_device_info(gpu, None, 0)
+        text = ctypes.create_string_buffer(size + 1)
+        dll.aethercl_device_info(gpu, text, size + 1)
+        return json.loads(text.value)
+    except (OSError, AttributeError, ValueError):
+        return {}
 
 
 def torch_reference(args):
@@ -185,9 +200,12 @@ def torch_reference(args):
             return None
     except (ImportError, ValueError):
         return None
-    out = subprocess.run([sys.executable, str(Path(__file__).with_name("torch_step.py")),
-                          "--steps", str(args.steps), "--warmup", str(max(args.warmup, 3))],
-                         capture_output=True, text=True)
+    command = [sys.executable, str(Path(__file__).with_name("torch_step.py")),
+               "--steps", str(args.steps), "--warmup", str(max(args.warmup, 3))]
+    info = opencl_device_info(Path(args.build) / "driver.so", args.gpu)
+    if info.get("type") == "cpu":  # PyTorch eager on the CPU with as many threads as PoCL's cores
+        command += ["--device", "cpu", "--threads", str(info.get("compute_units", 1))]
+    out = subprocess.run(command, capture_output=True, text=True)
     if out.returncode != 0:
         print(f"\n(PyTorch reference failed: {out.stderr[-500:]})")
         return None

@@ -8,7 +8,7 @@ LayerNorm, output projection, cross-entropy over targets != 0, the full backward
 every parameter (lr 3e-4, betas 0.9/0.999, eps 1e-8, weight decay 0.02). That is more device work
 than llm.py's own step, whose graph reaches only the output bias: the comparison is conservative.
 
-Run alone: python3 tools/bench/torch_step.py [--steps 20] [--warmup 5] [--device cuda]
+Run alone: python3 tools/bench/torch_step.py [--steps 20] [--warmup 5] [--device cuda] [--threads N]
 Prints one JSON line: {"device", "median_ms", "mean_ms", "steps"}.
 """
 from __future__ import annotations
@@ -102,7 +102,7 @@ def measure(steps: int, warmup: int, device_name: str) -> dict:
         sync()
         times.append(time.perf_counter() - start)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return {"device": name, "median_ms": 1e3 * statistics.median(times),
+    return {"device": name, "threads": torch.get_num_threads(), "median_ms": 1e3 * statistics.median(times),
             "mean_ms": 1e3 * statistics.mean(times), "steps": steps}
 
 
@@ -111,8 +111,12 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--device", default=None, help="cuda when available, else cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch.set_num_threads (the cores the OpenCL CPU device uses)")
     args = parser.parse_args()
     import torch
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     print(json.dumps(measure(args.steps, args.warmup, device)))
     return 0

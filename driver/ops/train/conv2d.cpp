@@ -118,8 +118,8 @@ bool narrow_indices(const ConvShape& s, std::uint64_t nc) {
 template <typename... Args>
 void launch_conv(DeviceCall& call, const ConvShape& s, std::uint64_t nc, const char* name,
                  std::uint64_t items, const Args&... args) {
-  Kernel& kernel = family_kernel(call, kFamily, name,
-                                 narrow_indices(s, nc) ? "-DCONV_INDEX32=1" : "-DCONV_INDEX32=0");
+  Kernel& kernel = call.device().programs().kernel(
+      kFamily, name, narrow_indices(s, nc) ? "-DCONV_INDEX32=1" : "-DCONV_INDEX32=0");
   call.launch(kernel, linear_geometry(call.device(), kernel, items), args...);
 }
 
