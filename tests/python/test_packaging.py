@@ -110,7 +110,8 @@ def test_pyproject_declares_the_console_entry_and_typing():
 
 
 def test_status_codes_map_to_exception_classes(lib):
-    enum = dict((int(v), n) for n, v in re.findall(r"(AETHERCL_[A-Z_]+) = (\d+)", HEADER))
+    block = re.search(r"enum aethercl_status \{(.*?)\};", HEADER, re.S).group(1)
+    enum = dict((int(v), n) for n, v in re.findall(r"(AETHERCL_[A-Z_]+) = (\d+)", block))
     assert errors.STATUS_NAMES == enum
     for code, name in enum.items():
         assert lib.aethercl_status_name(code).decode() == name
