@@ -6,7 +6,9 @@
 #include "support/checked.h"
 #include "support/error.h"
 
+#ifndef _WIN32
 #include <pthread.h>
+#endif
 
 #include <cstddef>
 #include <iterator>
@@ -38,8 +40,10 @@ HostBlocks& HostBlocks::instance() {
     static HostBlocks* created = new HostBlocks();
     // The registry lock is held across fork(), so a child never inherits it locked by a thread
     // that does not exist there: the host-block functions keep working in forked children.
+#ifndef _WIN32  // Windows has no fork()
     pthread_atfork([] { created->mutex_.lock(); }, [] { created->mutex_.unlock(); },
                    [] { created->mutex_.unlock(); });
+#endif
     return created;
   }();
   return *blocks;

@@ -145,6 +145,8 @@ std::optional<std::uint64_t> count(const char* name, std::uint64_t minimum, std:
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> count(const char* name) { return count(name, 0, UINT64_MAX); }
+
 std::vector<std::string> list(const char* name) {
   std::vector<std::string> entries;
   auto value = get(name);

@@ -21,6 +21,8 @@ bool flag(const char* name, bool fallback);
 std::optional<std::uint64_t> bytes(const char* name, std::uint64_t minimum = 0);
 // A plain count (no units) in [minimum, maximum]; nullopt when unset or malformed (warns).
 std::optional<std::uint64_t> count(const char* name, std::uint64_t minimum, std::uint64_t maximum);
+// Any plain non-negative count (no units); nullopt when unset or malformed (warns).
+std::optional<std::uint64_t> count(const char* name);
 // A comma-separated list, entries trimmed; an empty entry warns and is dropped.
 std::vector<std::string> list(const char* name);
 

@@ -2,8 +2,11 @@
 // library is unloaded), so no fork can slip between the first OpenCL use and its installation.
 #include "support/fork_state.h"
 
+#include "support/process.h"
+
+#ifndef _WIN32
 #include <pthread.h>
-#include <unistd.h>
+#endif
 
 #include <atomic>
 
@@ -19,21 +22,26 @@ void mark_child() {
   if (opencl_used.load(std::memory_order_relaxed)) forked.store(true, std::memory_order_relaxed);
 }
 
+#ifdef _WIN32
+// Windows has no fork(): a process never starts from a copy of another one's OpenCL state.
+const bool handler_installed = (static_cast<void>(&mark_child), true);
+#else
 const bool handler_installed = pthread_atfork(nullptr, nullptr, mark_child) == 0;
+#endif
 
 }  // namespace
 
 void note_opencl_use() noexcept {
   if (opencl_used.load(std::memory_order_acquire)) return;
   long expected = 0;
-  user_pid.compare_exchange_strong(expected, static_cast<long>(::getpid()));
+  user_pid.compare_exchange_strong(expected, current_process_id());
   opencl_used.store(true, std::memory_order_release);
 }
 
 bool forked_after_opencl_use() noexcept {
   if (handler_installed) return forked.load(std::memory_order_relaxed);
   // Without the handler (pthread_atfork failed): compare process ids, one system call each time.
-  return opencl_used.load(std::memory_order_acquire) && ::getpid() != opencl_user_pid();
+  return opencl_used.load(std::memory_order_acquire) && current_process_id() != opencl_user_pid();
 }
 
 long opencl_user_pid() noexcept { return user_pid.load(std::memory_order_relaxed); }

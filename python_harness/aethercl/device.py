@@ -200,7 +200,7 @@ class Buffer:
                               self._require_alive(), (text or "").encode("utf-8"))
         self._label = text or None
 
-    def write(self, array, offset: int = 0, stream=None) -> "Buffer":
+    def write(self, array: Any, offset: int = 0, stream: Any = None) -> "Buffer":
         """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`.
 
         Without `stream`: the seed write (ordered on the thread's current stream; `array` is free
@@ -219,7 +219,7 @@ class Buffer:
                                   _handle(stream))
         return self
 
-    def read_into(self, out: np.ndarray, offset: int = 0, stream=None) -> np.ndarray:
+    def read_into(self, out: np.ndarray, offset: int = 0, stream: Any = None) -> np.ndarray:
         """Reads len(out) bytes at byte `offset` into `out`. Without `stream`: the seed read (waits
         for every stream of the device). With a Stream: aethercl_read_async on it; into a
         HostBuffer's memory it returns at once and the data is there once the stream has passed
@@ -237,7 +237,8 @@ class Buffer:
                                   _handle(stream))
         return out
 
-    def read(self, out: Optional[np.ndarray] = None, offset: int = 0, stream=None) -> np.ndarray:
+    def read(self, out: Optional[np.ndarray] = None, offset: int = 0,
+             stream: Any = None) -> np.ndarray:
         """read_into(out) with `out` defaulting to a new array of the buffer's shape and dtype."""
         if out is None:
             return self.to_numpy(offset=offset) if stream is None else self.read_into(
@@ -245,7 +246,7 @@ class Buffer:
                          self.dtype or np.uint8), offset, stream)
         return self.read_into(out, offset, stream)
 
-    def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype=None,
+    def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype: Any = None,
                  offset: int = 0) -> np.ndarray:
         """A new array read from the buffer: its own shape/dtype by default, else as given."""
         dtype = np.dtype(dtype) if dtype is not None else (self.dtype or np.dtype(np.uint8))

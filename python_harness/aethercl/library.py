@@ -115,7 +115,7 @@ class Library:
         return buffer.raw
 
     def __repr__(self) -> str:
-        return f"Library({str(self.path)!r})"
+        return f"Library({str(getattr(self, 'path', '?'))!r})"
 
 
 __all__ = ["AetherCLError", "LIBRARY_NAMES", "Library", "candidate_paths", "find_library"]
