@@ -10,13 +10,18 @@
 
 namespace aethercl {
 
-Device::Device(int index, const DeviceInfo& info)
+Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
     : index_(index), info_(info), sync_every_call_(env::flag(env::kSync, false)) {
-  cl_int status = CL_SUCCESS;
-  cl_context_properties properties[] = {
-      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
-  context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
-  cl::check(status, "clCreateContext");
+  if (shared_context != nullptr) {
+    context_ = cl::Context(shared_context);
+    shares_context_ = true;
+  } else {
+    cl_int status = CL_SUCCESS;
+    cl_context_properties properties[] = {
+        CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
+    context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
+    cl::check(status, "clCreateContext");
+  }
   queue_ = create_queue(Tracer::instance().active());
   std::uint64_t limit = info_.global_mem_bytes;
   if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
@@ -127,6 +132,21 @@ void Device::copy(cl_mem source, cl_mem destination, std::uint64_t size) {
   cl::check(clEnqueueCopyBuffer(queue_.get(), source, destination, 0, 0, size, 0, nullptr, &event),
             "clEnqueueCopyBuffer");
   track(event, "device-to-device copy", nullptr, size);
+}
+
+cl_event Device::marker() {
+  cl_event event = nullptr;
+  cl::check(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &event),
+            "clEnqueueMarkerWithWaitList");
+  return event;
+}
+
+void Device::wait_for(const std::vector<cl_event>& events, const char* what) {
+  cl_event event = nullptr;
+  cl::check(clEnqueueBarrierWithWaitList(queue_.get(), static_cast<cl_uint>(events.size()),
+                                         events.empty() ? nullptr : events.data(), &event),
+            "clEnqueueBarrierWithWaitList");
+  track(event, what, nullptr, 0);
 }
 
 void Device::synchronize() {

@@ -14,12 +14,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace aethercl {
 
 class Device {
  public:
-  Device(int index, const DeviceInfo& info);
+  // shared_context: a context reference handed over (the platform's shared context), or nullptr
+  // for a context of the device's own.
+  Device(int index, const DeviceInfo& info, cl_context shared_context = nullptr);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   // Waits for the queue, then releases programs, buffers, queue and context, in that order.
@@ -41,6 +44,13 @@ class Device {
   // Blocking: waits for all earlier work, then reports any deferred execution error.
   void read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination);
   void copy(cl_mem source, cl_mem destination, std::uint64_t size);
+  // Peer copies and collectives: an event that completes once everything enqueued so far has
+  // (owned by the caller), and a barrier making later work wait for events of other queues of
+  // this context, tracked like any command.
+  cl_event marker();
+  void wait_for(const std::vector<cl_event>& events, const char* what);
+  // Whether this device shares its context with other devices of its platform.
+  bool shares_context() const { return shares_context_; }
   // Waits for all enqueued work; throws Error(kDeviceError) for a deferred execution failure.
   void synchronize();
   // Switches to a profiling queue (for tracing) after finishing the current one.
@@ -65,6 +75,7 @@ class Device {
   const char* last_command_ = "";
   bool sync_every_call_;
   bool profiling_ = false;
+  bool shares_context_ = false;
 };
 
 }  // namespace aethercl

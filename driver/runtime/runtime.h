@@ -1,11 +1,14 @@
-// The process-wide runtime: initialised devices by visible index, and the buffer registry.
+// The process-wide runtime: initialised devices by visible index (sharing one context per
+// platform where several are visible), and the buffer and communicator registries.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
 // a device's own mutex serialises its queue. Order: lifecycle, then device, then registry.
 #pragma once
 
 #include "runtime/buffer_registry.h"
+#include "runtime/communicator.h"
 #include "runtime/device.h"
+#include "runtime/shared_contexts.h"
 
 #include <atomic>
 #include <map>
@@ -33,6 +36,7 @@ class Runtime {
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
+  CommRegistry& comms() { return comms_; }
 
   // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
   // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
@@ -48,6 +52,8 @@ class Runtime {
   std::shared_mutex lifecycle_mutex_;
   std::map<int, std::unique_ptr<Device>> devices_;
   BufferRegistry buffers_;
+  CommRegistry comms_;
+  SharedContexts shared_contexts_;  // guarded by lifecycle_mutex_
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
 };

@@ -20,6 +20,8 @@ C_TYPES = {
     "char*": ctypes.c_char_p,
     "const char*": ctypes.c_char_p,
     "int*": ctypes.POINTER(ctypes.c_int),
+    "const int*": ctypes.POINTER(ctypes.c_int),
+    "void* const*": ctypes.POINTER(ctypes.c_void_p),
 }
 
 

@@ -76,7 +76,20 @@ int gpu_arg(Input& in) {
 struct State {
   std::vector<void*> live, freed;
   std::vector<unsigned long long> blocks, freed_blocks;
+  std::vector<void*> comms, dead_comms;
   bool initialized = true;
+
+  // A communicator token: live, destroyed, made up, a buffer handle or NULL.
+  void* comm(Input& in) {
+    std::uint8_t b = in.byte();
+    switch (b % 6) {
+      case 0: return nullptr;
+      case 1: return reinterpret_cast<void*>((static_cast<std::uintptr_t>(in.u32()) << 8) | 0xC0);
+      case 2: return dead_comms.empty() ? nullptr : dead_comms[b % dead_comms.size()];
+      case 3: return live.empty() ? nullptr : live[b % live.size()];
+      default: return comms.empty() ? nullptr : comms[b % comms.size()];
+    }
+  }
 
   void* handle(Input& in) {
     std::uint8_t b = in.byte();
@@ -148,7 +161,7 @@ void step(State& s, Input& in) {
   for (auto& x : d) x = dim(in);
   float f[5];
   for (auto& x : f) x = float_arg(in);
-  switch (op % 44) {
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -263,6 +276,8 @@ void step(State& s, Input& in) {
         check_void("shutdown_driver");
         s.freed.insert(s.freed.end(), s.live.begin(), s.live.end());
         s.live.clear();
+        s.dead_comms.insert(s.dead_comms.end(), s.comms.begin(), s.comms.end());
+        s.comms.clear();
         s.initialized = false;
       }
       if (in.byte() % 2 == 0) {
@@ -270,6 +285,40 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
+    case 44: {  // many devices: communicators, collectives, peer copies
+      void* comm = s.comm(in);
+      void* const* buffers = in.byte() % 16 ? h : nullptr;
+      void* const* others = in.byte() % 16 ? h + 2 : nullptr;
+      unsigned long long count = size_arg(in) / 4;
+      int dtype = static_cast<int>(in.byte() % 10) - 1;
+      int which = static_cast<int>(in.byte() % 6) - 1;  // op or root
+      switch (in.byte() % 7) {
+        case 0: {
+          int indices[4] = {gpu, gpu_arg(in), gpu_arg(in), gpu_arg(in)};
+          int n = d[0] % 6 - 1;
+          void* created = aethercl_comm_create(n, in.byte() % 16 ? indices : nullptr);
+          check_pointer("aethercl_comm_create", created == nullptr);
+          if (created) s.comms.push_back(created);
+          break;
+        }
+        case 1: {
+          int result = aethercl_comm_destroy(comm);
+          check_status("aethercl_comm_destroy", result);
+          auto it = std::find(s.comms.begin(), s.comms.end(), comm);
+          if (result == 1 && it != s.comms.end()) {
+            s.dead_comms.push_back(comm);
+            s.comms.erase(it);
+          }
+          break;
+        }
+        case 2: check_status("aethercl_all_reduce", aethercl_all_reduce(comm, buffers, count, dtype, which)); break;
+        case 3: check_status("aethercl_broadcast", aethercl_broadcast(comm, buffers, count, dtype, which)); break;
+        case 4: check_status("aethercl_all_gather", aethercl_all_gather(comm, buffers, others, count, dtype)); break;
+        case 5: check_status("aethercl_reduce_scatter", aethercl_reduce_scatter(comm, buffers, others, count, dtype, which)); break;
+        default: check_status("aethercl_copy_peer", aethercl_copy_peer(gpu, h[0], size_arg(in), gpu_arg(in), h[1], size_arg(in), size_arg(in))); break;
+      }
+      break;
+    }
   }
 }
 
@@ -303,6 +352,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int steps = 0; !in.done() && steps < 64; ++steps) step(state, in);
   if (!state.initialized && initialize_gpu(0) != 1) violation("initialize_gpu", "re-init failed");
   for (void* handle : state.live) free_gpu_memory(0, handle);
+  for (void* comm : state.comms) {
+    if (aethercl_comm_destroy(comm) != 1) violation("aethercl_comm_destroy", "a live communicator");
+  }
   for (unsigned long long address : state.blocks) simulated_kernel_free(0, address, 0);
   char stats[4096];
   if (aethercl_memory_stats(0, stats, sizeof stats) == 0 ||
