@@ -40,7 +40,7 @@ inline ushort float_to_bf16(float value) {
     STORE;                                                                        \
   }
 
-__kernel void collective_reduce_f32(__global const float* own, ulong own_offset,
+__kernel void collectives_reduce_f32(__global const float* own, ulong own_offset,
                                     __global const float* scratch, ulong slot_base,
                                     ulong slot_stride, uint rank, uint ranks,
                                     __global float* out, ulong out_offset, ulong n, int op) {
@@ -48,7 +48,7 @@ __kernel void collective_reduce_f32(__global const float* own, ulong own_offset,
               out[out_offset + i] = acc)
 }
 
-__kernel void collective_reduce_f16(__global const half* own, ulong own_offset,
+__kernel void collectives_reduce_f16(__global const half* own, ulong own_offset,
                                     __global const half* scratch, ulong slot_base,
                                     ulong slot_stride, uint rank, uint ranks,
                                     __global half* out, ulong out_offset, ulong n, int op) {
@@ -57,7 +57,7 @@ __kernel void collective_reduce_f16(__global const half* own, ulong own_offset,
               vstore_half_rte(acc, out_offset + i, out))
 }
 
-__kernel void collective_reduce_bf16(__global const ushort* own, ulong own_offset,
+__kernel void collectives_reduce_bf16(__global const ushort* own, ulong own_offset,
                                      __global const ushort* scratch, ulong slot_base,
                                      ulong slot_stride, uint rank, uint ranks,
                                      __global ushort* out, ulong out_offset, ulong n, int op) {

@@ -4,7 +4,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 // beta1_t and beta2_t are beta^t, computed by the host in double and rounded to float.
-__kernel void adam_update(__global float* p, __global const float* g, __global float* m,
+__kernel void optimizer_adam(__global float* p, __global const float* g, __global float* m,
                           __global float* v, ulong n, float lr, float beta1, float beta2,
                           float eps, float weight_decay, float beta1_t, float beta2_t) {
   const float one_minus_beta1 = 1.0f - beta1;

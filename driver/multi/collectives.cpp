@@ -10,9 +10,8 @@
 #include "multi/multi_call.h"
 #include "multi/peer_path.h"
 #include "multi/transfer_plan.h"
-#include "ops/launch_geometry.h"
+#include "ops/launch.h"
 #include "runtime/device_list.h"
-#include "runtime/kernel_args.h"
 #include "support/checked.h"
 #include "support/env.h"
 #include "support/log.h"
@@ -139,20 +138,18 @@ class PlanBuilder {
     const char* options = correctly_rounded_division(device)
                               ? "-cl-fp32-correctly-rounded-divide-sqrt"
                               : "";
-    cl_kernel kernel = device.programs().kernel("collectives", reduce_kernel_name(dtype), options);
+    Kernel& kernel = device.programs().kernel("collectives", reduce_kernel_name(dtype), options);
     auto ranks = static_cast<cl_uint>(call_.size());
     auto rank = static_cast<cl_uint>(r);
-    cl_ulong stride = chunk_elements();
-    ops::Geometry1D geometry = ops::linear_geometry(device, elements);
-    auto launch = [=](cl_command_queue queue, cl_uint wait_count, const cl_event* waits,
-                      cl_event* event) {
-      set_kernel_args(kernel, own, static_cast<cl_ulong>(own_element), scratch,
-                      static_cast<cl_ulong>(slot_base), stride, rank, ranks, out,
-                      static_cast<cl_ulong>(out_element), static_cast<cl_ulong>(elements),
-                      static_cast<cl_int>(op));
-      cl::check(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &geometry.global,
-                                       &geometry.local, wait_count, waits, event),
-                "clEnqueueNDRangeKernel (collective reduction)");
+    auto stride = static_cast<cl_ulong>(chunk_elements());
+    LaunchRecord record = make_launch(
+        kernel, ops::linear_geometry(device, kernel, elements), own,
+        static_cast<cl_ulong>(own_element), scratch, static_cast<cl_ulong>(slot_base), stride,
+        rank, ranks, out, static_cast<cl_ulong>(out_element), static_cast<cl_ulong>(elements),
+        static_cast<cl_int>(op));
+    auto launch = [record](cl_command_queue queue, cl_uint wait_count, const cl_event* waits,
+                           cl_event* event) {
+      submit_launch(queue, record, event, wait_count, waits);
     };
     return plan_.kernel(device.queue(), context(r), launch, std::move(deps));
   }

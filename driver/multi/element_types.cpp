@@ -28,9 +28,9 @@ std::uint64_t collective_element_size(int dtype) {
 
 const char* reduce_kernel_name(int dtype) {
   switch (dtype) {
-    case AETHERCL_F16: return "collective_reduce_f16";
-    case AETHERCL_BF16: return "collective_reduce_bf16";
-    default: return "collective_reduce_f32";
+    case AETHERCL_F16: return "collectives_reduce_f16";
+    case AETHERCL_BF16: return "collectives_reduce_bf16";
+    default: return "collectives_reduce_f32";
   }
 }
 

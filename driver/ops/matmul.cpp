@@ -8,9 +8,13 @@
 // no-op: a buffer smaller than the shape it is said to hold is refused.
 #include "ops/matmul.h"
 
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 
 namespace aethercl::ops {
+
+using gemm::enqueue_gemm;
+using gemm::GemmProblem;
+
 namespace {
 
 // Dimensions and the byte sizes of A (B,M,K), the second operand (K,N) or (B,K,N), and C or dC

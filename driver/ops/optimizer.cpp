@@ -2,8 +2,7 @@
 // launch kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
 #include "ops/optimizer.h"
 
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 
 #include <cmath>
 
@@ -44,12 +43,10 @@ void adam_update(DeviceCall& call, void* p, void* g, void* m, void* v, int n, co
 
   const float beta1_t = static_cast<float>(std::pow(static_cast<double>(h.beta1), h.t));
   const float beta2_t = static_cast<float>(std::pow(static_cast<double>(h.beta2), h.t));
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel("optimizer", "adam_update");
-  set_kernel_args(kernel, p_mem, g_mem, m_mem, v_mem, static_cast<cl_ulong>(count), h.lr, h.beta1,
-                  h.beta2, h.eps, h.weight_decay, beta1_t, beta2_t);
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, "optimizer", "optimizer_adam");
+  call.launch(kernel, linear_geometry(call.device(), kernel, count), p_mem, g_mem, m_mem, v_mem,
+         static_cast<cl_ulong>(count), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, beta1_t,
+         beta2_t);
 }
 
 }  // namespace aethercl::ops

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 struct GemmOperand {
   BufferView buffer;
@@ -33,4 +33,4 @@ struct GemmProblem {
 // every operand's extent ((batch - 1) * stride + rows * cols floats) within its buffer.
 void enqueue_gemm(DeviceCall& call, const GemmProblem& problem);
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm
