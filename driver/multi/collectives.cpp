@@ -6,6 +6,7 @@
 // steps, and the fixed rank order that makes the bits independent of the path).
 #include "multi/collectives.h"
 
+#include "cl/cl_error.h"
 #include "multi/element_types.h"
 #include "multi/multi_call.h"
 #include "multi/peer_path.h"

@@ -66,8 +66,8 @@ def test_collective_refusals(lib, devices, buffers, pair):
     f = "aethercl_all_reduce"
     refused(lib, lib.aethercl_all_reduce(token, swapped, 1024, F32, SUM), f, INVALID_HANDLE,
             "buffers[0]", f"must be on device {devices[0]}")
-    refused(lib, lib.aethercl_all_reduce(token, arr, 1025, F32, SUM), f, OUT_OF_RANGE,
-            "buffers[0]", "4096 bytes")
+    refused(lib, lib.aethercl_all_reduce(token, arr, 1041, F32, SUM), f, OUT_OF_RANGE,
+            "buffers[0]", "holds 4160 bytes")   # 4096 + the fixture's 64 guard bytes
     refused(lib, lib.aethercl_all_reduce(token, arr, SIZE_MAX // 2, F32, SUM), f,
             INVALID_ARGUMENT, "overflows")
     refused(lib, lib.aethercl_all_reduce(token, arr, 16, 99, SUM), f, INVALID_ARGUMENT, "dtype 99")
@@ -92,7 +92,7 @@ def test_collective_refusals(lib, devices, buffers, pair):
     f = "aethercl_reduce_scatter"
     refused(lib, lib.aethercl_reduce_scatter(token, arr, None, 16, F32, SUM), f, INVALID_ARGUMENT,
             "recv is NULL")
-    refused(lib, lib.aethercl_reduce_scatter(token, arr, arr, 513, F32, MAX), f, OUT_OF_RANGE,
+    refused(lib, lib.aethercl_reduce_scatter(token, arr, arr, 530, F32, MAX), f, OUT_OF_RANGE,
             "send[0]")
     refused(lib, lib.aethercl_reduce_scatter(token, arr, arr, 16, F32, -1), f, INVALID_ARGUMENT,
             "op -1")
@@ -117,8 +117,8 @@ def test_copy_peer_refusals(lib, devices, buffers):
     f = "aethercl_copy_peer"
     refused(lib, lib.aethercl_copy_peer(devices[1], a.handle, 0, devices[0], a.handle, 0, 10), f,
             INVALID_HANDLE, "dst", f"must be on device {devices[1]}")
-    refused(lib, lib.aethercl_copy_peer(devices[1], b.handle, 95, devices[0], a.handle, 0, 10), f,
-            OUT_OF_RANGE, "dst_offset 95")
+    refused(lib, lib.aethercl_copy_peer(devices[1], b.handle, 160, devices[0], a.handle, 0, 10), f,
+            OUT_OF_RANGE, "dst_offset 160")   # 100 bytes + 64 guard bytes
     refused(lib, lib.aethercl_copy_peer(devices[1], b.handle, 0, devices[0], a.handle, SIZE_MAX,
                                         2), f, OUT_OF_RANGE, "overflows")
     refused(lib, lib.aethercl_copy_peer(devices[0], a.handle, 5, devices[0], a.handle, 0, 10), f,
