@@ -53,9 +53,10 @@
 extern "C" {
 #endif
 
-/* Status codes of aethercl_last_error_code(). Values are stable. */
+/* Status codes of aethercl_last_error_code(). Values are stable. (One table, abi/status.def, gives
+ * the driver's names and the Python constants; a test keeps this enum equal to it.) */
 enum aethercl_status {
-  AETHERCL_OK = 0,
+  AETHERCL_OK = 0,               /* success: no error */
   AETHERCL_INVALID_ARGUMENT = 1, /* a NULL, negative, overflowing or inconsistent argument */
   AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */

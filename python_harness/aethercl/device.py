@@ -2,9 +2,8 @@
 and a Buffer (a device allocation with NumPy in/out, a label, and deterministic free)."""
 from __future__ import annotations
 
-import ctypes
 import json
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -181,18 +180,4 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-Handle = Union[Buffer, int, None]
-
-
-def handle_of(value: Handle) -> Optional[int]:
-    """A Buffer's handle, a raw handle as is, None for NULL."""
-    if value is None:
-        return None
-    if isinstance(value, Buffer):
-        return value._require_alive()
-    if isinstance(value, ctypes.c_void_p):
-        return value.value
-    return int(value)
-
-
-__all__ = ["AetherCLError", "Buffer", "Device", "default_library", "handle_of"]
+__all__ = ["AetherCLError", "Buffer", "Device", "default_library"]
