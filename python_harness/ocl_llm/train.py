@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from .checkpoint import load_checkpoint, save_checkpoint
+from .data_parallel import DataParallel
 from .config import IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -77,12 +78,18 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
 def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optional[str] = None,
           save_dir: str = "checkpoints", plot_path: Optional[str] = None,
           sample_prompt: Optional[str] = "the ", stream=None,
-          shutdown: bool = True) -> Dict[str, Any]:
+          shutdown: bool = True, gpus: Optional[Sequence[int]] = None) -> Dict[str, Any]:
     """The training job: data, model, epochs of steps with periodic validation, best-checkpoint
-    saving, a loss curve and a generated sample. Returns a summary dict."""
+    saving, a loss curve and a generated sample. Returns a summary dict. With gpus (two or more
+    device indices) every step is data-parallel over those devices (gpu_id is then gpus[0]);
+    evaluation, checkpoints and samples use the first replica."""
     out = stream if stream is not None else sys.stdout
+    if gpus is not None and len(gpus) > 1:
+        gpu_id = gpus[0]
+    else:
+        gpus = None
     ocl_initialize(gpu_id)
-    model = optimizer = None
+    model = optimizer = parallel = None
     try:
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
                                     "best_val_loss": None, "history": {"train": [], "val": []}}
@@ -104,6 +111,10 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             optimizer = AdamOptimizer(model.parameters(), lr=config["lr"],
                                       betas=config["betas"], eps=config["eps"],
                                       weight_decay=config["wd"])
+        if gpus:
+            parallel = DataParallel(config, gpus, model, optimizer)
+            print(f"[ocl] data parallel over devices {list(gpus)} (batch rows split between "
+                  f"them, gradients all-reduced)", file=out)
         text, data_path = read_corpus(config["data_file"])
         data = TextData(np.asarray(tokenizer.encode(text), IDX_TYPE), config["max_len"],
                         config["batch_size"], config["val_split"], config["seed"])
@@ -137,7 +148,10 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             if in_epoch >= data.steps_per_epoch:
                 epoch, in_epoch = epoch + 1, 0
             inputs, targets = data.train_batch(epoch, in_epoch)
-            loss = train_step(model, optimizer, inputs, targets)
+            if parallel is not None:
+                loss = parallel.step(inputs, targets)
+            else:
+                loss = train_step(model, optimizer, inputs, targets)
             in_epoch += 1
             progress["global_step"] += 1
             progress["epoch"], progress["step_in_epoch"] = epoch, in_epoch
@@ -169,6 +183,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "best_val_loss": best, "last_train_loss": loss,
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
             "config": config, "time_limited": time_limited,
+            "devices": list(gpus) if gpus else [gpu_id],
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")
@@ -178,5 +193,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                                          seed=config["seed"])
         return summary
     finally:
+        if parallel is not None:
+            parallel.close()
         if shutdown:
             ocl_shutdown(model, optimizer)
