@@ -59,7 +59,7 @@ def main() -> int:
     data = ocl_llm.TextData(np.asarray(tokenizer.encode(text), np.int32), config["max_len"],
                             config["batch_size"], config["val_split"], config["seed"])
     if ctx.rank == 0:
-        print(f"[mpi] {ctx.size} ranks x {len(ctx.devices)} device(s): {ctx.device.name()}; "
+        print(f"[mpi] {ctx.size} ranks x {len(ctx.devices)} device(s): {ctx.device.name}; "
               f"model {model.num_parameters():,} parameters; global batch {args.batch_size}",
               flush=True)
     start = time.perf_counter()

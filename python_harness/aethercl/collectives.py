@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .device import Buffer, Device, default_library, handle_of
+from ._calls import pointer, pointer_array
+from .device import Buffer, Device, default_library
 from .library import Library
 
 F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
@@ -26,7 +27,7 @@ def dtype_code(dtype) -> int:
 
 
 def _tokens(buffers) -> ctypes.Array:
-    return (ctypes.c_void_p * len(buffers))(*[handle_of(b) for b in buffers])
+    return pointer_array(list(buffers))
 
 
 class Communicator:
@@ -84,8 +85,8 @@ def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset
               src_offset: int = 0) -> None:
     """nbytes (default: all of src) from src on its device to dst on its device."""
     nbytes = src.nbytes - src_offset if nbytes is None else nbytes
-    dst.device.lib.check("aethercl_copy_peer", dst.device.index, handle_of(dst), dst_offset,
-                         src.device.index, handle_of(src), src_offset, nbytes)
+    dst.device.lib.check("aethercl_copy_peer", dst.device.index, pointer(dst), dst_offset,
+                         src.device.index, pointer(src), src_offset, nbytes)
 
 
 __all__ = ["BF16", "Communicator", "F16", "F32", "MAX", "MEAN", "MIN", "SUM", "copy_peer",

@@ -204,7 +204,22 @@ def init(devices_per_rank: int = 1, library: Optional[Library] = None,
     if len(set(indices)) != len(indices):
         raise ValueError(f"{devices_per_rank} devices per rank but only {count} visible")
     devices = [Device(i, library=lib) for i in indices]
+    _abort_on_uncaught_exception(comm)
     return Context(comm, devices, timeout)
+
+
+def _abort_on_uncaught_exception(comm) -> None:
+    """An exception nobody catches would otherwise end this rank in MPI_Finalize while its peers
+    wait in a collective: print it and MPI_Abort the job instead."""
+    previous = sys.excepthook
+
+    def hook(kind, value, trace):
+        previous(kind, value, trace)
+        sys.stderr.write(f"[aethercl.distributed] rank {comm.Get_rank()}: uncaught "
+                         f"{kind.__name__}; aborting the job\n")
+        sys.stderr.flush()
+        comm.Abort(1)
+    sys.excepthook = hook
 
 
 __all__ = ["Context", "HostStaging", "init"]

@@ -97,8 +97,8 @@ def main() -> int:
     devices = [Device(i, library=lib) for i in indices]
     mib_list = [int(m) for m in args.mib.split(",")]
     P = len(devices)
-    results = {"devices": [d.name() for d in devices], "sizes": {}}
-    print(f"devices: {', '.join(f'{i}: {d.name()}' for i, d in zip(indices, devices))}")
+    results = {"devices": [d.name for d in devices], "sizes": {}}
+    print(f"devices: {', '.join(f'{i}: {d.name}' for i, d in zip(indices, devices))}")
     print(f"{'MiB':>6} {'path':>7} {'copy 0->1 GB/s':>15} {'all-reduce busbw GB/s':>22} "
           f"{'ratio':>6}")
     for mib in mib_list:

@@ -77,7 +77,7 @@ def main() -> int:
     parallel = ocl_llm.DataParallel(config, gpus)
     multi, multi_losses = run(parallel.step, data)
     identical = parallel.parameters_identical()
-    device = ocl_llm.current_device().name()
+    device = ocl_llm.current_device().name
     parallel.close()
     ocl_llm.ocl_shutdown()
     result = {"device": device, "devices": gpus, "config": {k: config[k] for k in PRESETS["gemm"]},
