@@ -13,11 +13,12 @@
 #define GRID_STRIDE_LOOP(i, n) \
   for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
 
-inline float combine(float acc, float value, int op) {
-  if (op == OP_SUM || op == OP_MEAN) return acc + value;
-  if (isnan(acc) || isnan(value)) return NAN;
-  if (op == OP_MAX) return value > acc ? value : acc;
-  return value < acc ? value : acc;
+inline float max_nan(float acc, float value) {
+  return (isnan(acc) || isnan(value)) ? NAN : (value > acc ? value : acc);
+}
+
+inline float min_nan(float acc, float value) {
+  return (isnan(acc) || isnan(value)) ? NAN : (value < acc ? value : acc);
 }
 
 inline float bf16_to_float(ushort bits) { return as_float(((uint)bits) << 16); }
@@ -29,39 +30,57 @@ inline ushort float_to_bf16(float value) {
   return (ushort)(bits >> 16);
 }
 
-#define REDUCE_BODY(LOAD_OWN, LOAD_SLOT, STORE)                                   \
+// One loop per op (the op test hoisted out of the element loop keeps the loop branch-free, which
+// CPU runtimes need to vectorise it). Rank 0's value starts the fold; ranks 1 .. P-1 follow.
+#define FOLD_LOOP(LOAD_OWN, LOAD_SLOT, STORE, COMBINE, FINISH)                   \
   GRID_STRIDE_LOOP(i, n) {                                                        \
-    float acc = 0.0f;                                                             \
-    for (uint j = 0; j < ranks; ++j) {                                            \
-      float value = (j == rank) ? LOAD_OWN : LOAD_SLOT;                           \
-      acc = (j == 0) ? value : combine(acc, value, op);                           \
+    float acc = (rank == 0) ? LOAD_OWN(0) : LOAD_SLOT(0);                         \
+    for (uint j = 1; j < ranks; ++j) {                                            \
+      float value = (j == rank) ? LOAD_OWN(j) : LOAD_SLOT(j);                     \
+      acc = COMBINE(acc, value);                                                  \
     }                                                                             \
-    if (op == OP_MEAN) acc = acc / (float)ranks;                                  \
+    FINISH;                                                                       \
     STORE;                                                                        \
+  }
+
+#define ADD(a, b) ((a) + (b))
+#define NOTHING (void)0
+#define DIVIDE acc = acc / (float)ranks
+
+#define REDUCE_BODY(LOAD_OWN, LOAD_SLOT, STORE)                                   \
+  if (op == OP_MAX) {                                                             \
+    FOLD_LOOP(LOAD_OWN, LOAD_SLOT, STORE, max_nan, NOTHING)                       \
+  } else if (op == OP_MIN) {                                                      \
+    FOLD_LOOP(LOAD_OWN, LOAD_SLOT, STORE, min_nan, NOTHING)                       \
+  } else if (op == OP_MEAN) {                                                     \
+    FOLD_LOOP(LOAD_OWN, LOAD_SLOT, STORE, ADD, DIVIDE)                            \
+  } else {                                                                        \
+    FOLD_LOOP(LOAD_OWN, LOAD_SLOT, STORE, ADD, NOTHING)                           \
   }
 
 __kernel void collectives_reduce_f32(__global const float* own, ulong own_offset,
                                     __global const float* scratch, ulong slot_base,
                                     ulong slot_stride, uint rank, uint ranks,
                                     __global float* out, ulong out_offset, ulong n, int op) {
-  REDUCE_BODY(own[own_offset + i], scratch[slot_base + j * slot_stride + i],
-              out[out_offset + i] = acc)
+#define OWN_F32(j) own[own_offset + i]
+#define SLOT_F32(j) scratch[slot_base + (j) * slot_stride + i]
+  REDUCE_BODY(OWN_F32, SLOT_F32, out[out_offset + i] = acc)
 }
 
 __kernel void collectives_reduce_f16(__global const half* own, ulong own_offset,
                                     __global const half* scratch, ulong slot_base,
                                     ulong slot_stride, uint rank, uint ranks,
                                     __global half* out, ulong out_offset, ulong n, int op) {
-  REDUCE_BODY(vload_half(own_offset + i, own),
-              vload_half(slot_base + j * slot_stride + i, scratch),
-              vstore_half_rte(acc, out_offset + i, out))
+#define OWN_F16(j) vload_half(own_offset + i, own)
+#define SLOT_F16(j) vload_half(slot_base + (j) * slot_stride + i, scratch)
+  REDUCE_BODY(OWN_F16, SLOT_F16, vstore_half_rte(acc, out_offset + i, out))
 }
 
 __kernel void collectives_reduce_bf16(__global const ushort* own, ulong own_offset,
                                      __global const ushort* scratch, ulong slot_base,
                                      ulong slot_stride, uint rank, uint ranks,
                                      __global ushort* out, ulong out_offset, ulong n, int op) {
-  REDUCE_BODY(bf16_to_float(own[own_offset + i]),
-              bf16_to_float(scratch[slot_base + j * slot_stride + i]),
-              out[out_offset + i] = float_to_bf16(acc))
+#define OWN_BF16(j) bf16_to_float(own[own_offset + i])
+#define SLOT_BF16(j) bf16_to_float(scratch[slot_base + (j) * slot_stride + i])
+  REDUCE_BODY(OWN_BF16, SLOT_BF16, out[out_offset + i] = float_to_bf16(acc))
 }
