@@ -52,11 +52,30 @@ std::vector<Range> chunks_of(Range range, std::uint64_t chunk_elements) {
   return chunks;
 }
 
+// Before any device is initialised (or after shutdown_driver) no communicator is live: the answer
+// is kNotInitialized, as for every other call.
+bool any_initialized(const Runtime& runtime) {
+  for (std::size_t i = 0; i < visible_devices().size(); ++i) {
+    if (runtime.is_initialized(static_cast<int>(i))) return true;
+  }
+  return false;
+}
+
+void require_initialized(Runtime& runtime, const void* comm) {
+  if (!any_initialized(runtime)) {
+    fail(Status::kNotInitialized,
+         "comm ({}) is not live: no device is initialised (shutdown_driver releases every "
+         "communicator; call initialize_gpu first)", comm);
+  }
+}
+
 // Everything one collective holds: the scope (lifecycle + device locks), the communicator (locked)
 // and its devices by rank.
 class CommCall {
  public:
-  CommCall(void* comm_token) : comm_(call_.runtime().comms().find(comm_token, "comm")) {
+  explicit CommCall(void* comm_token)
+      : comm_((require_initialized(call_.runtime(), comm_token),
+               call_.runtime().comms().find(comm_token, "comm"))) {
     for (int r = 0; r < comm_->size(); ++r) {
       int index = comm_->rank(r).device_index;
       if (!call_.runtime().is_initialized(index)) {
@@ -282,6 +301,10 @@ void* comm_create(int count, const int* gpu_indices) {
          visible.size());
   }
   if (gpu_indices == nullptr) fail(Status::kInvalidArgument, "gpu_indices is NULL");
+  if (!any_initialized(runtime)) {
+    fail(Status::kNotInitialized, "no device is initialised (call initialize_gpu for each of "
+         "gpu_indices first)");
+  }
   std::vector<Device*> devices;
   for (int i = 0; i < count; ++i) {
     int index = gpu_indices[i];
@@ -328,6 +351,7 @@ void* comm_create(int count, const int* gpu_indices) {
 
 void comm_destroy(void* comm) {
   MultiDeviceCall call;
+  require_initialized(call.runtime(), comm);
   auto removed = call.runtime().comms().remove(comm, "comm");
   std::lock_guard lock(removed->mutex());
   removed->finish();

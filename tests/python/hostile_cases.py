@@ -897,7 +897,8 @@ def many_device_cases() -> List[Case]:
                 collective(h, name, _tokens(h.alloc(64)), dtype=dtype), 0, {C_INVALID_ARGUMENT},
                 [f"dtype {dtype}"]))
         add(name, "dtype=f64", lambda h, name=name: h.refused(
-            collective(h, name, _tokens(h.alloc(128)), dtype=DT_F64), 0, {C_INVALID_ARGUMENT}))
+            collective(h, name, _tokens(h.alloc(128)), dtype=DT_F64), 0, {C_NOT_IMPLEMENTED},
+            ["f64", "not supported"]))
         if name != "aethercl_all_gather":
             word = "root" if name == "aethercl_broadcast" else "op"
             for value in (-1, 4 if word == "op" else 1, INT_MIN, INT_MAX):
