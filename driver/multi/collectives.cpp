@@ -327,7 +327,10 @@ void* comm_create(int count, const int* gpu_indices) {
   bool shared = std::all_of(devices.begin(), devices.end(), [&](const Device* device) {
     return device->context() == devices[0]->context();
   });
-  PeerPath path = choose_peer_path(shared);
+  bool all_cpu = std::all_of(devices.begin(), devices.end(), [](const Device* device) {
+    return device->info().kind == DeviceKind::kCpu;
+  });
+  PeerPath path = choose_peer_path(shared, all_cpu);
   std::vector<CommRank> ranks;
   for (Device* device : devices) {
     CommRank rank;

@@ -1,6 +1,9 @@
 // aethercl_copy_peer: a device copy inside one context (the target device pulls, the source device
-// waits for the pull before its later work), else a host relay in chunks with two reads in flight.
+// waits for the pull before its later work), else a relay through pinned host memory in chunks,
+// up to four in flight.
 #include "multi/collectives.h"
+
+#include "cl/cl_error.h"
 
 #include "multi/multi_call.h"
 #include "multi/peer_path.h"
@@ -28,6 +31,39 @@ BufferView span(MultiDeviceCall& call, int device_index, void* handle, const cha
   return view;
 }
 
+// Page-locked host memory for one relay: a CL_MEM_ALLOC_HOST_PTR buffer of the source's context,
+// mapped for the life of the object.
+class PinnedStaging {
+ public:
+  PinnedStaging(Device& owner, std::uint64_t bytes) : queue_(owner.queue()) {
+    cl_int status = CL_SUCCESS;
+    mem_ = cl::Mem(clCreateBuffer(owner.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                  bytes, nullptr, &status));
+    if (status != CL_SUCCESS) {
+      fail(Status::kOutOfMemory, "pinned host staging of {} bytes cannot be allocated ({})",
+           bytes, cl::error_name(status));
+    }
+    host_ = clEnqueueMapBuffer(queue_, mem_.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
+                               0, nullptr, nullptr, &status);
+    cl::check(status, "clEnqueueMapBuffer (relay staging)");
+  }
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  ~PinnedStaging() {
+    cl_event event = nullptr;
+    if (clEnqueueUnmapMemObject(queue_, mem_.get(), host_, 0, nullptr, &event) == CL_SUCCESS) {
+      clWaitForEvents(1, &event);
+      clReleaseEvent(event);
+    }
+  }
+  unsigned char* data() { return static_cast<unsigned char*>(host_); }
+
+ private:
+  cl_command_queue queue_;
+  cl::Mem mem_;
+  void* host_ = nullptr;
+};
+
 }  // namespace
 
 void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void* src,
@@ -52,7 +88,8 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
     return;
   }
   bool shared = to.context() == from.context();
-  if (choose_peer_path(shared) == PeerPath::kDevice) {
+  bool all_cpu = to.info().kind == DeviceKind::kCpu && from.info().kind == DeviceKind::kCpu;
+  if (choose_peer_path(shared, all_cpu) == PeerPath::kDevice) {
     StepId ready = plan.marker(from.queue(), from.context());
     plan.copy(to.queue(), to.context(), source.mem, src_offset, target.mem, dst_offset, size,
               {ready});
@@ -63,7 +100,8 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
   }
   std::uint64_t chunk = std::min<std::uint64_t>(size, kRelayChunk);
   std::size_t regions = std::min<std::size_t>(kRelayRegions, (size + chunk - 1) / chunk);
-  auto host = std::make_unique<unsigned char[]>(chunk * regions);
+  PinnedStaging pinned(from, chunk * regions);
+  unsigned char* host_base = pinned.data();
   std::vector<StepId> last_write(regions, ~StepId{0});
   std::size_t index = 0;
   for (std::uint64_t done = 0; done < size; done += chunk, ++index) {
@@ -71,7 +109,7 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
     std::size_t region = index % regions;
     std::vector<StepId> deps;
     if (last_write[region] != ~StepId{0}) deps.push_back(last_write[region]);
-    unsigned char* staging = host.get() + region * chunk;
+    unsigned char* staging = host_base + region * chunk;
     StepId read = plan.read(from.queue(), from.context(), source.mem, src_offset + done, staging,
                             bytes, std::move(deps));
     last_write[region] = plan.write(to.queue(), to.context(), staging, target.mem,

@@ -9,7 +9,7 @@
 
 namespace aethercl::multi {
 
-PeerPath choose_peer_path(bool shared_context) {
+PeerPath choose_peer_path(bool shared_context, bool all_cpu) {
   std::string wanted = env::get(env::kPeerPath).value_or("auto");
   if (wanted != "auto" && wanted != "device" && wanted != "host") {
     log().warn("{}='{}' is not device, host or auto; using auto", env::kPeerPath, wanted);
@@ -21,7 +21,9 @@ PeerPath choose_peer_path(bool shared_context) {
          "{}=0), so they cannot copy from each other's buffers",
          env::kPeerPath, env::kSharedContext);
   }
-  return (shared_context && wanted != "host") ? PeerPath::kDevice : PeerPath::kHost;
+  if (wanted == "device") return PeerPath::kDevice;
+  if (wanted == "host") return PeerPath::kHost;
+  return (shared_context && all_cpu) ? PeerPath::kDevice : PeerPath::kHost;
 }
 
 }  // namespace aethercl::multi

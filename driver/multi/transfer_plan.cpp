@@ -159,7 +159,11 @@ void TransferPlan::run() {
           ready = false;
           break;
         }
-        if (before.context == step.context) {
+        // Host memory: some runtimes (NVIDIA's) take the host bytes of a transfer when it is
+        // enqueued, whatever its wait list says, so a transfer from or to host memory is enqueued
+        // only once everything it depends on has completed.
+        bool host_memory = step.kind == Kind::kRead || step.kind == Kind::kWrite;
+        if (before.context == step.context && !host_memory) {
           wait_list.push_back(before.done.get());
           continue;
         }

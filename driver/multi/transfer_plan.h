@@ -3,7 +3,8 @@
 // Dependencies inside one OpenCL context become event wait lists; a dependency on a command of
 // another context is satisfied by the host, which enqueues the dependent command only once that
 // command has completed (flushing every queue before it waits), so a plan never blocks a queue
-// on an event the queue cannot see.
+// on an event the queue cannot see. Transfers from or to host memory are always enqueued only
+// after their dependencies have completed (runtimes may read the host bytes at enqueue time).
 //
 // Contract: the device mutexes of every queue used are held while run() executes.
 #pragma once

@@ -361,10 +361,13 @@ enum aethercl_reduce_op {
  *  - "device" path: all its devices share one OpenCL context (the driver gives the visible
  *    devices of one platform a shared context; AETHERCL_SHARED_CONTEXT=0 turns that off) and copy
  *    from each other's buffers on their own transfer queues; collectives return once enqueued;
- *  - "host" path: devices of different platforms or contexts (or AETHERCL_PEER_PATH=host) relay
- *    through pinned host memory, pipelined in chunks; collectives return once the data has moved.
- * AETHERCL_PEER_PATH=device|host|auto (default auto) chooses; device is refused with
- * AETHERCL_NOT_IMPLEMENTED when the devices do not share a context. The log names the path at
+ *  - "host" path: the bytes relay through pinned host memory, pipelined in chunks; collectives
+ *    return once the data has moved.
+ * AETHERCL_PEER_PATH=device|host|auto (default auto) chooses. auto takes the device path for CPU
+ * devices sharing a context (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves
+ * copies between devices of one context by migrating whole buffers, far slower than the relay
+ * (docs/MANY_DEVICES.md). device is refused with AETHERCL_NOT_IMPLEMENTED when the devices do not
+ * share a context. The log names the path at
  * info level. Each communicator keeps per-device scratch (a few pipeline chunks per device,
  * AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the memory pool's accounting. */
 AETHERCL_API void* aethercl_comm_create(int count, const int* gpu_indices);
@@ -403,9 +406,10 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
                                          size_t count, int dtype, int op);
 
 /* Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu) at
- * dst_offset, ordered after earlier work on both devices; later work on both observes it. Devices
- * sharing a context copy device to device and return once enqueued; otherwise the bytes relay
- * through host memory and the call returns when they have arrived. src_gpu == dst_gpu is a
+ * dst_offset, ordered after earlier work on both devices; later work on both observes it. The
+ * path follows the communicator rule above: on the device path the copy is enqueued and the call
+ * returns; on the host path the bytes relay through pinned host memory and the call returns when
+ * they have arrived. src_gpu == dst_gpu is a
  * device copy; overlapping ranges of one buffer are refused. Both spans must lie inside their
  * buffers (also for size 0, which then does nothing). gpu indices follow the single-device
  * fallback of every other call. */

@@ -17,7 +17,9 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from aethercl import Communicator
+from aethercl.collectives import copy_peer
 
+from .buffer import GPUBuffer
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optim import AdamOptimizer
@@ -47,6 +49,8 @@ class DataParallel:
             self.optimizers.append(self._optimizer(replica))
         set_current_runtime(primary)
         self.comm = Communicator([r.device for r in self.runtimes])
+        self._buckets: List[GPUBuffer] = []
+        self._bucket_elements = 0
         self._broadcast_state()
 
     def _optimizer(self, model: SimpleModel) -> AdamOptimizer:
@@ -95,14 +99,33 @@ class DataParallel:
         return loss
 
     def all_reduce_gradients(self) -> None:
-        """MEAN of every parameter's gradient over the replicas, on every replica (in place).
-        A parameter without a gradient on every replica is left alone."""
-        reduced = set()   # a gradient buffer adopted by two parameters is reduced once
-        for params in self._groups([m.parameters() for m in self.models]):
-            if any(p.grad is None for p in params) or params[0].grad.data.handle in reduced:
-                continue
-            reduced.add(params[0].grad.data.handle)
-            self.comm.all_reduce([p.grad.data for p in params], params[0].numel, op="mean")
+        """MEAN of every parameter's gradient over the replicas, on every replica (in place),
+        as one all-reduce of a flat bucket per replica: the gradients are copied into it on the
+        device, reduced, and copied back. Parameters without a gradient are left alone."""
+        groups = [params for params in self._groups([m.parameters() for m in self.models])
+                  if all(p.grad is not None for p in params)]
+        total = sum(params[0].numel for params in groups)
+        if total == 0:
+            return
+        if self._bucket_elements < total:
+            for bucket in self._buckets:
+                bucket.free()
+            self._buckets = [GPUBuffer(total * 4, tag="dp_gradient_bucket", runtime=runtime)
+                             for runtime in self.runtimes]
+            self._bucket_elements = total
+        for r, bucket in enumerate(self._buckets):
+            offset = 0
+            for params in groups:
+                nbytes = params[r].numel * 4
+                copy_peer(bucket, params[r].grad.data, nbytes, dst_offset=offset)
+                offset += nbytes
+        self.comm.all_reduce(self._buckets, total, op="mean")
+        for r, bucket in enumerate(self._buckets):
+            offset = 0
+            for params in groups:
+                nbytes = params[r].numel * 4
+                copy_peer(params[r].grad.data, bucket, nbytes, src_offset=offset)
+                offset += nbytes
 
     def parameters_identical(self) -> bool:
         """Whether every replica holds the same parameter bits as replica 0 (reads them all)."""
@@ -114,6 +137,9 @@ class DataParallel:
         """Frees the other replicas and closes their runtimes; replica 0 stays (ocl_shutdown
         frees it with the current runtime)."""
         self.comm.close()
+        for bucket in self._buckets:
+            bucket.free()
+        self._buckets, self._bucket_elements = [], 0
         for runtime, model, optimizer in zip(self.runtimes[1:], self.models[1:],
                                              self.optimizers[1:]):
             optimizer.free_memory()

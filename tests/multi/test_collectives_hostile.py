@@ -34,8 +34,8 @@ def create(lib, *indices):
 
 def test_comm_create_refusals(lib, devices):
     f = "aethercl_comm_create"
-    refused(lib, create(lib, devices[0], devices[1], devices[0]), f, INVALID_ARGUMENT,
-            "gpu_indices[2]", "repeats gpu_indices[0]")
+    refused(lib, create(lib, devices[1], devices[1]), f, INVALID_ARGUMENT,
+            "gpu_indices[1]", "repeats gpu_indices[0]")
     refused(lib, create(lib, devices[0], 99), f, NO_DEVICE,
             "gpu_indices[1] = 99")
     refused(lib, create(lib, -1), f, NO_DEVICE, "gpu_indices[0] = -1")

@@ -4,7 +4,7 @@ several (ocl_llm.DataParallel), same global batch, measured in the same run.
 Usage: tools/aethercl bench scaling [--devices 0,1] [--steps 8] [--preset gemm|tiny]
         [--embed_dim ...] [--json out.json]
 
-The gemm preset is a wide configuration (embed 1024, d_ff 4096, 4 layers, context 128, batch 32)
+The gemm preset is a wide configuration (embed 1024, d_ff 4096, 4 layers, context 128, batch 128)
 whose step is dominated by device GEMMs, so a step is device-bound; tiny is for CPUs. tokens/s =
 batch x context x steps / seconds, after two warm-up steps, each step ending when its loss has
 been read (every device finished)."""
@@ -23,7 +23,7 @@ import ocl_llm  # noqa: E402
 
 PRESETS = {
     "gemm": {"embed_dim": 1024, "num_heads": 16, "d_ff": 4096, "num_layers": 4, "max_len": 128,
-             "batch_size": 32},
+             "batch_size": 128},
     "tiny": {"embed_dim": 64, "num_heads": 4, "d_ff": 256, "num_layers": 2, "max_len": 32,
              "batch_size": 8},
 }
