@@ -135,6 +135,8 @@ int completion(cl_event event) {
   return status == CL_COMPLETE ? 1 : 0;
 }
 
+constexpr std::size_t kLookahead = 64;
+
 [[noreturn]] void failed_command() {
   fail(Status::kDeviceError, "a peer transfer or reduction failed on the device");
 }
@@ -148,7 +150,11 @@ void TransferPlan::run() {
   while (remaining > 0) {
     bool progressed = false;
     cl_event blocker = nullptr;
-    for (std::size_t i = first_pending; i < steps_.size(); ++i) {
+    // Events found still running in this pass (asked once each), and a bound on how far a pass
+    // looks ahead: large host-path plans have thousands of steps, mostly waiting on earlier ones.
+    std::vector<cl_event> running;
+    std::size_t blocked = 0;
+    for (std::size_t i = first_pending; i < steps_.size() && blocked < kLookahead; ++i) {
       if (enqueued[i]) continue;
       Step& step = steps_[i];
       std::vector<cl_event> wait_list;
@@ -167,15 +173,21 @@ void TransferPlan::run() {
           wait_list.push_back(before.done.get());
           continue;
         }
-        int state = completion(before.done.get());
+        cl_event event = before.done.get();
+        bool known_running = std::find(running.begin(), running.end(), event) != running.end();
+        int state = known_running ? 0 : completion(event);
         if (state < 0) failed_command();
         if (state == 0) {
+          if (!known_running) running.push_back(event);
           ready = false;
-          if (blocker == nullptr) blocker = before.done.get();
+          if (blocker == nullptr) blocker = event;
           break;
         }
       }
-      if (!ready) continue;
+      if (!ready) {
+        ++blocked;
+        continue;
+      }
       enqueue(step, wait_list);
       order_.push_back(i);
       enqueued[i] = true;

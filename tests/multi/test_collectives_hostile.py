@@ -2,6 +2,7 @@
 value with a message naming the function and the argument, and leaves every buffer as it was.
 (The single-device cases, including bad tokens, are generated in tests/python/hostile_cases.py.)"""
 import ctypes
+import json
 import subprocess
 import sys
 import os
@@ -168,4 +169,11 @@ def test_uninitialised_separate_contexts_and_shutdown(devices, shared):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "uninitialised: 5 aethercl_comm_create: gpu_indices[1] = 1 is not initialised" in run.stdout
     assert "after shutdown: aethercl_all_reduce: comm" in run.stdout
-    assert ("host path" if shared == "0" else "device path") in run.stderr
+    # Separate contexts always relay through the host; a shared context takes the device path on
+    # CPU devices and the host path on GPUs (auto rule of aethercl_comm_create).
+    kind = json.loads(subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from aethercl import "
+         "Library; print(Library().json_call('aethercl_device_info', 0))",
+         str(root / "python_harness")], capture_output=True, text=True, env=env).stdout)["type"]
+    expected = "device path" if shared == "1" and kind == "cpu" else "host path"
+    assert expected in run.stderr, run.stderr
