@@ -85,16 +85,21 @@ class CommCall {
     }
     call_.lock(devices_);
     comm_lock_ = std::unique_lock(comm_->mutex());
+    for (Device* device : devices_) {
+      streams_.push_back(&MultiDeviceCall::drained_current_stream(*device));
+    }
   }
 
   Communicator& comm() { return *comm_; }
   int size() const { return comm_->size(); }
   Device& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
+  // Rank r's current stream: the collective is ordered with it.
+  Stream& stream(int r) { return *streams_.at(static_cast<std::size_t>(r)); }
 
   // The buffer of rank r from a token array, with at least min_bytes.
   cl_mem buffer(void* const* tokens, const char* array, int r, std::uint64_t min_bytes) {
-    return call_.buffer(comm_->rank(r).device_index, tokens[r], fmt::format("{}[{}]", array, r),
-                        min_bytes)
+    return call_.buffer(comm_->rank(r).device_index, stream(r).id(), tokens[r],
+                        fmt::format("{}[{}]", array, r), min_bytes)
         .mem;
   }
 
@@ -102,6 +107,7 @@ class CommCall {
   MultiDeviceCall call_;
   std::shared_ptr<Communicator> comm_;
   std::vector<Device*> devices_;
+  std::vector<Stream*> streams_;
   std::unique_lock<std::mutex> comm_lock_;
 };
 
@@ -113,7 +119,7 @@ class PlanBuilder {
       : call_(call), element_size_(element_size), chunk_bytes_(chunk_bytes_setting()) {
     chunk_bytes_ -= chunk_bytes_ % 256;  // whole elements of every dtype
     for (int r = 0; r < call.size(); ++r) {
-      start_.push_back(plan_.marker(call.device(r).queue(), context(r)));
+      start_.push_back(plan_.marker(call.stream(r).queue(), context(r)));
     }
   }
 
@@ -171,7 +177,7 @@ class PlanBuilder {
                            cl_event* event) {
       submit_launch(queue, record, event, wait_count, waits);
     };
-    return plan_.kernel(device.queue(), context(r), launch, std::move(deps));
+    return plan_.kernel(call_.stream(r).queue(), context(r), launch, std::move(deps));
   }
 
   // Scratch slots of rank r: kScratchSlots rounds x P ranks x one chunk.
@@ -184,12 +190,14 @@ class PlanBuilder {
     return (round % kScratchSlots) * static_cast<std::uint64_t>(call_.size()) * chunk_elements();
   }
 
-  // Enqueues everything and orders every device's later work after it. The host path waits
+  // Enqueues everything and orders every device's later work (its current stream) after it. The host path waits
   // until all transfers have finished (its staging is reused by the next call).
-  void run(const char* what) {
+  void run() {
     plan_.run();
     for (int r = 0; r < call_.size(); ++r) {
-      call_.device(r).wait_for(plan_.tails(context(r)), what);
+      for (cl_event event : plan_.tails(context(r))) {
+        call_.device(r).wait_for_event(call_.stream(r), event);
+      }
     }
     if (call_.comm().path() == PeerPath::kHost && next_region_ > 0) plan_.finish();
   }
@@ -398,7 +406,7 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
       }
     }
   }
-  builder.run("all-reduce");
+  builder.run();
 }
 
 void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_t count,
@@ -428,7 +436,7 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     reduce_blocks(builder, call, sends, recvs, blocks, std::vector<std::uint64_t>(ranks, 0),
                   dtype, op);
   }
-  builder.run("reduce-scatter");
+  builder.run();
 }
 
 void all_gather(void* comm, void* const* send, void* const* recv, std::size_t count, int dtype) {
@@ -457,7 +465,7 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
       }
     }
   }
-  builder.run("all-gather");
+  builder.run();
 }
 
 void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, int root) {
@@ -485,7 +493,7 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
                                  chunk.count, std::move(src_deps), {builder.start(to)});
     }
   }
-  builder.run("broadcast");
+  builder.run();
 }
 
 }  // namespace aethercl::multi

@@ -15,11 +15,17 @@ void MultiDeviceCall::lock(std::vector<Device*> devices) {
   for (Device* device : devices) device_locks_.emplace_back(device->mutex());
 }
 
-BufferView MultiDeviceCall::buffer(int device_index, const void* handle,
+Stream& MultiDeviceCall::drained_current_stream(Device& device) {
+  Stream& stream = device.current_stream();
+  device.drain();
+  return stream;
+}
+
+BufferView MultiDeviceCall::buffer(int device_index, std::uint64_t stream_id, const void* handle,
                                    const std::string& argument, std::uint64_t min_bytes) {
   if (handle == nullptr) fail(Status::kInvalidArgument, "{} is NULL", argument);
   TokenProblem problem = TokenProblem::kNone;
-  auto record = runtime_.buffers().find(handle, &problem);
+  auto record = runtime_.buffers().use(handle, device_index, stream_id, &problem);
   if (!record) {
     fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
   }
@@ -28,11 +34,12 @@ BufferView MultiDeviceCall::buffer(int device_index, const void* handle,
          argument, handle, record->device_index, device_index);
   }
   if (record->size < min_bytes) {
-    std::string label = record->label.empty() ? "" : fmt::format(" '{}'", record->label);
+    auto full = runtime_.buffers().find(handle);
+    std::string label = !full || full->label.empty() ? "" : fmt::format(" '{}'", full->label);
     fail(Status::kOutOfRange, "{}{} ({}) holds {} bytes, but the call needs {} bytes", argument,
          label, handle, record->size, min_bytes);
   }
-  return BufferView{record->block.mem, record->size};
+  return BufferView{record->mem, record->size};
 }
 
 }  // namespace aethercl::multi

@@ -19,9 +19,13 @@ class MultiDeviceCall {
   Runtime& runtime() { return runtime_; }
   // Locks the given devices (duplicates allowed) in ascending index order; call once.
   void lock(std::vector<Device*> devices);
-  // A buffer token of device_index with at least min_bytes, refused like DeviceCall::buffer.
-  BufferView buffer(int device_index, const void* handle, const std::string& argument,
-                    std::uint64_t min_bytes);
+  // A buffer token of device_index with at least min_bytes, refused like DeviceCall::buffer;
+  // notes stream_id (the stream the call's commands are ordered with) as a user of the buffer.
+  BufferView buffer(int device_index, std::uint64_t stream_id, const void* handle,
+                    const std::string& argument, std::uint64_t min_bytes);
+  // The device's current stream, with everything recorded so far handed to OpenCL, so commands
+  // enqueued directly on its queue (under the device lock) come after them.
+  static Stream& drained_current_stream(Device& device);
 
  private:
   Runtime& runtime_;

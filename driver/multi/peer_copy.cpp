@@ -19,9 +19,9 @@ namespace {
 constexpr std::uint64_t kRelayChunk = 8ull << 20;
 constexpr std::size_t kRelayRegions = 4;
 
-BufferView span(MultiDeviceCall& call, int device_index, void* handle, const char* argument,
-                std::size_t offset, std::size_t size) {
-  BufferView view = call.buffer(device_index, handle, argument, 0);
+BufferView span(MultiDeviceCall& call, int device_index, std::uint64_t stream_id, void* handle,
+                const char* argument, std::size_t offset, std::size_t size) {
+  BufferView view = call.buffer(device_index, stream_id, handle, argument, 0);
   auto end = checked_add(offset, size);
   if (!end) fail(Status::kOutOfRange, "{}_offset {} + size {} overflows", argument, offset, size);
   if (*end > view.size) {
@@ -35,7 +35,7 @@ BufferView span(MultiDeviceCall& call, int device_index, void* handle, const cha
 // mapped for the life of the object.
 class PinnedStaging {
  public:
-  PinnedStaging(Device& owner, std::uint64_t bytes) : queue_(owner.queue()) {
+  PinnedStaging(Device& owner, cl_command_queue queue, std::uint64_t bytes) : queue_(queue) {
     cl_int status = CL_SUCCESS;
     mem_ = cl::Mem(clCreateBuffer(owner.context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
                                   bytes, nullptr, &status));
@@ -72,8 +72,10 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
   Device& to = call.runtime().resolve(dst_gpu);
   Device& from = call.runtime().resolve(src_gpu);
   call.lock({&to, &from});
-  BufferView target = span(call, to.index(), dst, "dst", dst_offset, size);
-  BufferView source = span(call, from.index(), src, "src", src_offset, size);
+  Stream& to_stream = MultiDeviceCall::drained_current_stream(to);
+  Stream& from_stream = &to == &from ? to_stream : MultiDeviceCall::drained_current_stream(from);
+  BufferView target = span(call, to.index(), to_stream.id(), dst, "dst", dst_offset, size);
+  BufferView source = span(call, from.index(), from_stream.id(), src, "src", src_offset, size);
   if (dst == src && size > 0 && dst_offset < src_offset + size && src_offset < dst_offset + size) {
     fail(Status::kInvalidArgument,
          "src and dst are one buffer and the ranges [{}, {}) and [{}, {}) overlap", src_offset,
@@ -82,25 +84,23 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
   if (size == 0) return;
   TransferPlan plan;
   if (&to == &from) {
-    plan.copy(to.queue(), to.context(), source.mem, src_offset, target.mem, dst_offset, size, {});
-    plan.run();
-    to.wait_for(plan.tails(to.context()), "device copy");
+    to.copy(to_stream, source.mem, src_offset, target.mem, dst_offset, size);
     return;
   }
   bool shared = to.context() == from.context();
   bool all_cpu = to.info().kind == DeviceKind::kCpu && from.info().kind == DeviceKind::kCpu;
   if (choose_peer_path(shared, all_cpu) == PeerPath::kDevice) {
-    StepId ready = plan.marker(from.queue(), from.context());
-    plan.copy(to.queue(), to.context(), source.mem, src_offset, target.mem, dst_offset, size,
-              {ready});
+    StepId ready = plan.marker(from_stream.queue(), from.context());
+    plan.copy(to_stream.queue(), to.context(), source.mem, src_offset, target.mem, dst_offset,
+              size, {ready});
     plan.run();
-    // Later writes to src on its own device wait until the target has pulled it.
-    from.wait_for(plan.tails(from.context()), "peer copy");
+    // Later writes to src on its own stream wait until the target has pulled it.
+    for (cl_event event : plan.tails(from.context())) from.wait_for_event(from_stream, event);
     return;
   }
   std::uint64_t chunk = std::min<std::uint64_t>(size, kRelayChunk);
   std::size_t regions = std::min<std::size_t>(kRelayRegions, (size + chunk - 1) / chunk);
-  PinnedStaging pinned(from, chunk * regions);
+  PinnedStaging pinned(from, from_stream.queue(), chunk * regions);
   unsigned char* host_base = pinned.data();
   std::vector<StepId> last_write(regions, ~StepId{0});
   std::size_t index = 0;
@@ -110,9 +110,9 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
     std::vector<StepId> deps;
     if (last_write[region] != ~StepId{0}) deps.push_back(last_write[region]);
     unsigned char* staging = host_base + region * chunk;
-    StepId read = plan.read(from.queue(), from.context(), source.mem, src_offset + done, staging,
-                            bytes, std::move(deps));
-    last_write[region] = plan.write(to.queue(), to.context(), staging, target.mem,
+    StepId read = plan.read(from_stream.queue(), from.context(), source.mem, src_offset + done,
+                            staging, bytes, std::move(deps));
+    last_write[region] = plan.write(to_stream.queue(), to.context(), staging, target.mem,
                                     dst_offset + done, bytes, {read});
   }
   plan.run();

@@ -2,13 +2,13 @@
 #include "runtime/communicator.h"
 
 #include "cl/cl_error.h"
+#include "runtime/token_table.h"
 #include "support/error.h"
 
 namespace aethercl {
 namespace {
 
-constexpr std::uintptr_t kTag = 0xC0;
-constexpr std::uintptr_t kBufferTag = 0xAE;
+constexpr std::uintptr_t kTag = token_tag::kComm;
 
 }  // namespace
 
@@ -98,9 +98,8 @@ std::uint64_t CommRegistry::decode(const void* token, const char* argument) cons
   auto raw = reinterpret_cast<std::uintptr_t>(token);
   if (raw == 0) fail(Status::kInvalidArgument, "{} is NULL", argument);
   if ((raw & 0xFF) != kTag) {
-    if ((raw & 0xFF) == kBufferTag) {
-      fail(Status::kInvalidHandle, "{} ({}) is a buffer handle, not a communicator", argument,
-           token);
+    if (const char* other = describe_token_tag(static_cast<std::uint8_t>(raw & 0xFF))) {
+      fail(Status::kInvalidHandle, "{} ({}) is {}, not a communicator", argument, token, other);
     }
     fail(Status::kInvalidHandle, "{} ({}) is not a communicator issued by this driver", argument,
          token);

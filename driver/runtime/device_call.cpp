@@ -9,7 +9,25 @@ DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
     : runtime_(runtime),
       lifecycle_lock_(runtime.lifecycle_mutex()),
       device_(&runtime.resolve(gpu_index)),
-      device_lock_(device_->mutex()) {}
+      device_lock_(device_->mutex()),
+      stream_(&device_->current_stream()) {}
+
+Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
+  if (token == nullptr) return device_->default_stream();
+  auto entry = runtime_.streams().get(token, argument);
+  Stream* stream = entry->device_index == device_->index() ? device_->find_stream(entry->id)
+                                                           : nullptr;
+  if (stream == nullptr) {
+    fail(Status::kInvalidHandle, "{} ({}) belongs to device {}, but this call runs on device {}",
+         argument, token, entry->device_index, device_->index());
+  }
+  return *stream;
+}
+
+Stream& DeviceCall::use_stream(const void* token, const char* argument) {
+  stream_ = &resolve_stream(token, argument);
+  return *stream_;
+}
 
 std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const char* argument,
                                                       std::uint64_t min_bytes) {
@@ -20,20 +38,22 @@ std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const 
 BufferView DeviceCall::buffer(const void* handle, const char* argument, std::uint64_t min_bytes) {
   if (handle == nullptr) fail(Status::kInvalidArgument, "{} is NULL", argument);
   TokenProblem problem = TokenProblem::kNone;
-  auto record = runtime_.buffers().find(handle, &problem);
-  if (!record) {
+  auto use = runtime_.buffers().use(handle, device_->index(), stream_->id(), &problem);
+  if (!use) {
     fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
   }
-  if (record->device_index != device_->index()) {
+  if (use->device_index != device_->index()) {
     fail(Status::kInvalidHandle, "{} ({}) belongs to device {}, but this call runs on device {}",
-         argument, handle, record->device_index, device_->index());
+         argument, handle, use->device_index, device_->index());
   }
-  if (record->size < min_bytes) {
-    std::string label = record->label.empty() ? "" : fmt::format(" '{}'", record->label);
+  if (use->size < min_bytes) {
+    auto record = runtime_.buffers().find(handle);
+    std::string label =
+        !record || record->label.empty() ? "" : fmt::format(" '{}'", record->label);
     fail(Status::kOutOfRange, "{}{} ({}) holds {} bytes, but the call needs {} bytes", argument,
-         label, handle, record->size, min_bytes);
+         label, handle, use->size, min_bytes);
   }
-  return BufferView{record->block.mem, record->size};
+  return BufferView{use->mem, use->size};
 }
 
 std::uint64_t element_count(std::initializer_list<Dim> dims) {

@@ -3,6 +3,7 @@
 
 #include "cl/cl_error.h"
 #include "support/env.h"
+#include "support/fork_state.h"
 #include "support/log.h"
 
 #include <algorithm>
@@ -26,6 +27,7 @@ std::string trim(const std::string& text) {
 }
 
 std::vector<DeviceInfo> enumerate_all() {
+  note_opencl_use();  // from here on, a forked child cannot use this process's OpenCL state
   std::vector<DeviceInfo> devices;
   cl_uint platform_count = 0;
   if (clGetPlatformIDs(0, nullptr, &platform_count) != CL_SUCCESS || platform_count == 0) {

@@ -51,6 +51,11 @@ void Runtime::shutdown() noexcept {
   if (comms > 0) log().info("shutdown released {} communicators still live", comms);
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
+    try {
+      device->synchronize();  // the submission thread drained, every stream finished
+    } catch (const Error& error) {
+      log().warn("shutdown: device {} reported a deferred error: {}", index, error.what());
+    }
     std::size_t leaked = 0;
     for (BufferRecord& record : buffers_.remove_device(index)) {
       device->pool().release(record.block);
@@ -58,10 +63,17 @@ void Runtime::shutdown() noexcept {
     }
     if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",
                                leaked, index);
+    int device_index = index;
+    events_.remove_if([&](const EventRecord& event) { return event.device_index == device_index; });
+    streams_.remove_if([&](const StreamEntry& stream) { return stream.device_index == device_index; });
+    host_memory_.remove_device(index);
   }
   if (traced_from_environment_ && Tracer::instance().active()) {
     try {
-      for (auto& [index, device] : devices_) clFinish(device->queue());
+      for (auto& [index, device] : devices_) {
+        std::lock_guard device_lock(device->mutex());
+        device->synchronize();
+      }
       log().warn("trace written; per-kernel device time:\n{}", Tracer::instance().stop());
     } catch (const Error& error) {
       log().warn("could not write the trace: {}", error.what());
@@ -86,6 +98,14 @@ void Runtime::enable_profiling_all() {
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
     device->enable_profiling();
+  }
+}
+
+void Runtime::require_any_device() const {
+  if (devices_.empty()) {
+    fail(Status::kNotInitialized,
+         "no device is initialised (call initialize_gpu first; after shutdown_driver it must be "
+         "called again)");
   }
 }
 

@@ -1,14 +1,17 @@
 // The process-wide runtime: initialised devices by visible index (sharing one context per
-// platform where several are visible), and the buffer and communicator registries.
+// platform where several are visible), and the registries of the client's tokens (buffers,
+// streams, events, communicators) and pinned host allocations.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
-// a device's own mutex serialises its queue. Order: lifecycle, then device, then registry.
+// a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
 #pragma once
 
 #include "runtime/buffer_registry.h"
 #include "runtime/communicator.h"
 #include "runtime/device.h"
 #include "runtime/shared_contexts.h"
+#include "runtime/host_memory.h"
+#include "runtime/token_table.h"
 
 #include <atomic>
 #include <map>
@@ -17,6 +20,19 @@
 #include <vector>
 
 namespace aethercl {
+
+// What a stream token names: the device and the stream's id there (the Device owns the Stream).
+struct StreamEntry {
+  int device_index = -1;
+  std::uint64_t id = 0;
+};
+
+// An event token: a recorded point on a stream of a device.
+struct EventRecord {
+  int device_index = -1;
+  cl::Event event;
+  bool timing = false;  // recorded on a timing stream: device timestamps available
+};
 
 class Runtime {
  public:
@@ -37,6 +53,9 @@ class Runtime {
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
   CommRegistry& comms() { return comms_; }
+  TokenTable<StreamEntry>& streams() { return streams_; }
+  TokenTable<EventRecord>& events() { return events_; }
+  HostMemoryRegistry& host_memory() { return host_memory_; }
 
   // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
   // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
@@ -45,6 +64,9 @@ class Runtime {
   // nullptr when nothing is initialised or the index names no device (no throw).
   Device* try_resolve(int gpu_index) noexcept;
   bool is_initialized(int gpu_index) const { return devices_.count(gpu_index) != 0; }
+  // With the lifecycle lock held: throws kNotInitialized when no device is initialised (for
+  // calls without a gpu_index whose objects only exist while devices do: events, host memory).
+  void require_any_device() const;
 
  private:
   Runtime() = default;
@@ -54,6 +76,9 @@ class Runtime {
   BufferRegistry buffers_;
   CommRegistry comms_;
   SharedContexts shared_contexts_;  // guarded by lifecycle_mutex_
+  TokenTable<StreamEntry> streams_{token_tag::kStream, "stream"};
+  TokenTable<EventRecord> events_{token_tag::kEvent, "event"};
+  HostMemoryRegistry host_memory_;
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
 };

@@ -32,9 +32,14 @@ inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing:
 inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-kernel group size
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
+inline constexpr const char* kFastMath = "AETHERCL_FAST_MATH";  // 0/1: force kernels' math
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 inline constexpr const char* kSharedContext = "AETHERCL_SHARED_CONTEXT";  // 0: a context per device
 inline constexpr const char* kPeerPath = "AETHERCL_PEER_PATH";       // device | host | auto
 inline constexpr const char* kCollectiveChunk = "AETHERCL_COLLECTIVE_CHUNK";  // pipeline chunk bytes
+inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
+inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
+inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
+inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 
 }  // namespace aethercl::env

@@ -18,12 +18,23 @@
  *    return NULL / 0 on failure. After any failure aethercl_last_error() explains it; the library
  *    keeps working after every refused call. No function aborts, throws or exits the process.
  *  - Tensors are dense row-major float32 (int32 for ids and targets) unless stated otherwise.
- *  - Ordering: every call observes the results of all earlier calls on the same device. Compute
- *    calls may return before the device has finished (AETHERCL_SYNC=1 finishes after every call);
- *    reads, aethercl_synchronize and shutdown_driver wait and report deferred device errors.
- *    Host memory passed to any call may be reused or freed as soon as the call returns.
+ *  - Ordering: every call observes the results of all earlier calls on the same stream (see
+ *    "Streams and events"; a program that creates no stream has one stream per device, so every
+ *    call observes all earlier calls on the device). Compute calls may return before the device
+ *    has finished (AETHERCL_SYNC=1 finishes after every call); read_gpu_to_host_blocking,
+ *    aethercl_synchronize and shutdown_driver wait for every stream of the device and report
+ *    deferred device errors. Host memory passed to any call may be reused or freed as soon as the
+ *    call returns, except pinned memory given to aethercl_write_async / aethercl_read_async.
  *  - Thread-safety: every function may be called from any thread; calls on one device are
  *    serialised by the driver. The last error is per thread.
+ *  - In place (one handle passed as several buffer arguments): each section below says which
+ *    pairings its functions accept. An accepted pairing computes exactly what separate buffers
+ *    with the same contents would give (inputs are read as they were before the call; where an
+ *    output is smaller than the input sharing its buffer, the bytes past the output keep their
+ *    contents). Every other pairing is refused with AETHERCL_INVALID_ARGUMENT and a message
+ *    naming both arguments, before anything is written. Two inputs may always share a buffer.
+ *  - fork(): see "Processes and fork()" below; a child forked after the first device call
+ *    cannot use devices.
  */
 #ifndef AETHERCL_DRIVER_H
 #define AETHERCL_DRIVER_H
@@ -61,13 +72,34 @@ enum aethercl_status {
   AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
   AETHERCL_OUT_OF_MEMORY = 4,    /* device or host memory exhausted (after releasing the pool) */
-  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, or called after shutdown_driver */
+  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, called after shutdown_driver, or in a
+                                    child forked after the first device call */
   AETHERCL_NO_DEVICE = 6,        /* no OpenCL platform/device, or gpu_index out of range */
   AETHERCL_BUILD_FAILED = 7,     /* a kernel program failed to build; the message has the log */
   AETHERCL_DEVICE_ERROR = 8,     /* an OpenCL call failed; the message names it and the code */
   AETHERCL_NOT_IMPLEMENTED = 9,  /* the entry point exists but is not available in this build */
   AETHERCL_INTERNAL = 10         /* a bug in the driver; please report the message */
 };
+
+/* ===================================================================================== */
+/* Processes and fork()                                                                   */
+/* ===================================================================================== */
+
+/* OpenCL state (contexts, queues, buffers, and the threads of the OpenCL runtime) cannot cross
+ * fork(): a child that used it would hang in its first call that waits for the device. The first
+ * call that touches OpenCL (aethercl_device_count, aethercl_device_info, initialize_gpu, ...)
+ * therefore arms a fork handler (pthread_atfork), and in a child forked without exec after it,
+ * and in that child's own children, every function that needs a device fails at once, without
+ * waiting and without taking any lock a parent thread may have held: it returns its failure value
+ * (0 or NULL; 16 from simulated_get_compute_unit_count; shutdown_driver and free_gpu_memory do
+ * nothing) with AETHERCL_NOT_INITIALIZED and a message that says why. initialize_gpu is refused
+ * too: the child cannot start afresh, because the OpenCL runtime's own process-wide state is the
+ * parent's. The parent's objects are neither used nor released in the child, and the parent
+ * keeps working. In the child, simulated_kernel_allocate/free/write/read (host memory) and the
+ * version, error and status-name functions keep working, and leaving it by exit() or _exit() is
+ * safe. What to do instead: start worker processes with the multiprocessing "spawn" or
+ * "forkserver" start method, exec a new program after fork(), or fork before the first device
+ * call (a child of a process that never touched OpenCL initialises and works normally). */
 
 /* ===================================================================================== */
 /* Lifecycle                                                                              */
@@ -119,6 +151,7 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
 
 /* ===================================================================================== */
 /* Matrix products (float32, docs/ABI.md section 4.4). Argument order is B, M, N, K.      */
+/* In place: never. An output that is an input, or dA == dB, is refused.                  */
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
@@ -146,6 +179,8 @@ AETHERCL_API int execute_matmul_batched_backward_on_gpu(int gpu_index, void* buf
 
 /* ===================================================================================== */
 /* Elementwise (docs/ABI.md section 4.5): num_elements 0 returns 1, negative returns 0.   */
+/* In place: any output may be any input. dA == dB is refused, and so is a mul_backward   */
+/* whose dA is dC or A while its dB is dC or B (each would overwrite the other's input).  */
 /* ===================================================================================== */
 
 /* c = a + b. */
@@ -168,6 +203,8 @@ AETHERCL_API int execute_gelu_backward_on_gpu(int gpu_index, void* buffer_input,
 
 /* ===================================================================================== */
 /* Row-wise (docs/ABI.md section 4.6): one work-group per row, deterministic reductions.  */
+/* In place: softmax, log-softmax, LayerNorm and their backward passes accept an output   */
+/* that is any input. Cross-entropy refuses an output that is an input or the other one.  */
 /* ===================================================================================== */
 
 /* y = (x - mean) / sqrt(var + eps) per row, biased two-pass variance; eps <= 0 means 1e-5. */
@@ -194,6 +231,7 @@ AETHERCL_API int execute_cross_entropy_loss_grad_gpu(int gpu_index, void* log_pr
 
 /* ===================================================================================== */
 /* Layout (docs/ABI.md section 4.7): exact copies.                                        */
+/* In place: never (input == output is refused).                                          */
 /* ===================================================================================== */
 
 /* out(cols, rows) = in(rows, cols)^T. */
@@ -212,6 +250,10 @@ AETHERCL_API int execute_transpose_12_batched_gpu(int gpu_index, void* buffer_in
 
 /* ===================================================================================== */
 /* Reductions, broadcasts, embeddings, optimiser (docs/ABI.md sections 4.8, 4.9)          */
+/* In place: the broadcast adds accept output == the full-size input (c == a, output ==   */
+/* input) and refuse the broadcast operand as output; reduce_sum and both embedding       */
+/* functions refuse an output that is an input; Adam accepts grad == param, m or v and    */
+/* refuses param, m and v sharing a buffer.                                               */
 /* ===================================================================================== */
 
 /* out[n] = sum over b, m of in[b,m,n]. */
@@ -313,7 +355,11 @@ AETHERCL_API int aethercl_synchronize(int gpu_index);
 AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t capacity);
 
 /* Attaches a label (copied, at most 63 bytes kept) to a buffer; error messages and memory
- * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
+ * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle.
+ * The label is read up to its NUL; ill-formed UTF-8 (overlong forms, surrogates, code points above
+ * U+10FFFF, bytes C0, C1, F5-FF, stray or missing continuation bytes) is replaced by U+FFFD, one
+ * per maximal ill-formed subpart as Unicode recommends, and the result is cut to 63 bytes without
+ * splitting a character. Every JSON text the library writes is well-formed UTF-8. */
 AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
 
 /* Starts tracing every kernel launch and transfer on every device, with device timestamps from
@@ -331,20 +377,206 @@ AETHERCL_API int aethercl_trace_stop(void);
 AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
 
 /* ===================================================================================== */
+/* Streams and events (ABI version 3)                                                      */
+/* ===================================================================================== */
+/* A stream is an in-order sequence of work on one device. Each device has a default stream (the
+ * one every call used before streams existed) and any number of streams made with
+ * aethercl_stream_create. Every function without a stream argument (all the seed functions)
+ * runs on the calling thread's current stream of its device, the default stream until
+ * aethercl_stream_set_current says otherwise, as PyTorch's current stream. Work on different
+ * streams is ordered only by events (aethercl_event_record + aethercl_stream_wait_event) and by
+ * the calls that wait for every stream (read_gpu_to_host_blocking, aethercl_synchronize,
+ * shutdown_driver).
+ *
+ * Streams and events are opaque tokens of their own type: a token of another type (a buffer
+ * handle where a stream is expected, say), a destroyed, unknown or made-up one, or a stream of
+ * another device is refused with AETHERCL_INVALID_HANDLE and a message naming the argument.
+ * Token values are never reused. A `stream` argument of NULL means the device's default stream.
+ *
+ * Memory follows streams: a buffer freed while work on other streams may still use it is handed
+ * out again only after that work (the driver notes every stream a buffer is used on; events
+ * recorded at the free decide when the memory can be reused), so freeing a buffer is always safe
+ * as soon as the freeing thread no longer needs it.
+ *
+ * Where enqueueing work costs the calling thread microseconds (GPUs), a submission thread per
+ * device enqueues on the caller's behalf: every call still validates its arguments and reports
+ * refusals at once; a failure while enqueueing is reported by the next call that waits
+ * (read_gpu_to_host_blocking, aethercl_synchronize, aethercl_stream_synchronize,
+ * aethercl_event_synchronize), like a kernel that failed on the device. AETHERCL_SUBMIT_THREAD=0
+ * or 1 turns it off or on for every device. */
+
+#define AETHERCL_STREAM_TIMING 1u /* aethercl_stream_create: events on it record device times */
+
+/* A new stream on device gpu_index; flags is 0 or AETHERCL_STREAM_TIMING (other bits are
+ * refused). Returns NULL on failure. */
+AETHERCL_API void* aethercl_stream_create(int gpu_index, unsigned int flags);
+
+/* Destroys a stream of the device. Work already issued on it still completes (this returns
+ * without waiting for it); events recorded on it stay valid. A thread whose current stream it
+ * was uses the default stream afterwards. NULL (the default stream) is refused. */
+AETHERCL_API int aethercl_stream_destroy(int gpu_index, void* stream);
+
+/* Makes stream the calling thread's current stream of the device (NULL: the default stream).
+ * Other threads keep theirs. */
+AETHERCL_API int aethercl_stream_set_current(int gpu_index, void* stream);
+
+/* The calling thread's current stream of the device: NULL for the default stream, and NULL with
+ * aethercl_last_error() set on failure (an uninitialised device), so check the last error. */
+AETHERCL_API void* aethercl_stream_current(int gpu_index);
+
+/* Waits on the host until all work issued on stream so far has finished (other threads may keep
+ * issuing work meanwhile). Returns 0 with a message for a deferred error of the device. */
+AETHERCL_API int aethercl_stream_synchronize(int gpu_index, void* stream);
+
+/* A new event marking the current end of stream's work (NULL: the default stream): it completes
+ * when everything issued on the stream before it has. Destroy it with aethercl_event_destroy.
+ * Returns NULL on failure. */
+AETHERCL_API void* aethercl_event_record(int gpu_index, void* stream);
+
+/* Makes later work on stream (of device gpu_index) wait until event has completed, without
+ * blocking the calling thread. The event may belong to another device: the wait then goes
+ * through the host (OpenCL's event callback completes a stand-in event of this device), still
+ * without blocking the caller. */
+AETHERCL_API int aethercl_stream_wait_event(int gpu_index, void* stream, void* event);
+
+/* Sets *done to 1 when the event has completed, 0 when not yet; never blocks. Returns 0 (with
+ * *done untouched) for a bad token or NULL done, and when the work before the event failed on
+ * the device. */
+AETHERCL_API int aethercl_event_query(void* event, int* done);
+
+/* Waits on the host until the event has completed. Returns 0 when the work before it failed or
+ * the device reports a deferred error. */
+AETHERCL_API int aethercl_event_synchronize(void* event);
+
+/* *ms = device time from start to end in milliseconds (negative when end was recorded first),
+ * with the resolution of the device's profiling clock. Both events must come from streams made
+ * with AETHERCL_STREAM_TIMING on the same device; waits for both to complete first. */
+AETHERCL_API int aethercl_event_elapsed_ms(void* start, void* end, float* ms);
+
+/* Releases an event token. Waits and queries already started are unaffected. */
+AETHERCL_API int aethercl_event_destroy(void* event);
+
+/* ===================================================================================== */
+/* Host memory and transfers (ABI version 3)                                               */
+/* ===================================================================================== */
+
+/* size bytes of page-locked host memory (a mapped CL_MEM_ALLOC_HOST_PTR allocation in device
+ * gpu_index's context), usable with any device and any host code. Transfers between it and
+ * buffers of that device are asynchronous DMA (aethercl_write_async / aethercl_read_async); with
+ * other devices it behaves as ordinary memory. shutdown_driver frees it. NULL on failure (size 0
+ * is refused). */
+AETHERCL_API void* aethercl_host_alloc(int gpu_index, size_t size);
+
+/* Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it waits
+ * for every stream of its device, as cudaFreeHost does). NULL is a no-op; any other pointer
+ * (including one inside an allocation) is refused with AETHERCL_INVALID_HANDLE. */
+AETHERCL_API int aethercl_host_free(void* host_ptr);
+
+/* Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
+ * stream). With source in pinned memory of this device (aethercl_host_alloc) it returns once the
+ * copy is issued and source must stay untouched until the stream has passed this point (an event
+ * or aethercl_stream_synchronize says when). With any other memory it copies source before
+ * returning (the copy to the device still runs asynchronously), so source is free at once. Size 0
+ * does nothing; offset + size beyond the buffer is refused with AETHERCL_OUT_OF_RANGE. */
+AETHERCL_API int aethercl_write_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                      const void* source, void* stream);
+
+/* Copies size bytes of buffer at byte offset to destination, ordered on stream (NULL: the
+ * default stream). Into pinned memory of this device it returns once issued: the bytes are there
+ * when the stream has passed this point. Into any other memory it returns after the bytes have
+ * arrived (waiting for that stream only). */
+AETHERCL_API int aethercl_read_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                     void* destination, void* stream);
+
+/* Copies size bytes from src at src_offset to dst at dst_offset on the device, ordered on stream
+ * (NULL: the default stream). Overlapping ranges of one buffer are refused; each range must lie
+ * within its buffer. */
+AETHERCL_API int aethercl_copy(int gpu_index, void* dst, size_t dst_offset, void* src,
+                               size_t src_offset, size_t size, void* stream);
+
+/* Sets size bytes of buffer from byte offset to (unsigned char)value, ordered on stream (NULL: the
+ * default stream), as C's memset. */
+AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, size_t size,
+                                 int value, void* stream);
+/* General matrix product (ABI version 3)                                                 */
+/* ===================================================================================== */
+
+/* Element types of typed memory. Half types are stored as 16-bit patterns on every device (no
+ * cl_khr_fp16 needed). */
+enum aethercl_dtype {
+  AETHERCL_F32 = 0, AETHERCL_F16 = 1, AETHERCL_BF16 = 2, AETHERCL_F64 = 3,
+  AETHERCL_I32 = 4, AETHERCL_I64 = 5, AETHERCL_I8 = 6, AETHERCL_U8 = 7
+};
+
+/* Compute modes of aethercl_gemm; every one accumulates in float32. What each multiplies:
+ *   FP32   the inputs as they are (float32 products: exact for f32, f16 and bf16 storage).
+ *   TF32   inputs rounded to TF32 (10 mantissa bits; round to nearest, ties away from zero).
+ *   3XTF32 each input split into a TF32 part and a TF32 residual; three products (residual x
+ *          part, part x residual, part x part) give about float32 accuracy on tensor cores.
+ *   BF16   inputs rounded to bfloat16 (7 mantissa bits, nearest even).
+ *   FP16   inputs rounded to IEEE half (nearest even; beyond 65504 they become infinite).
+ *   DEFAULT the device's matmul precision (aethercl_set_matmul_precision), FP32 unless set.
+ * Inputs already stored in a narrower format are exact in the wider ones (f16 and bf16 values are
+ * TF32 values; f16 values are FP16 values, bf16 values BF16 values). On NVIDIA GPUs of compute
+ * capability 8.0 and later the reduced modes run on tensor cores; everywhere else portable
+ * kernels round the same way, so results agree up to the order of the float32 additions. */
+enum aethercl_compute {
+  AETHERCL_COMPUTE_DEFAULT = 0, AETHERCL_COMPUTE_FP32 = 1, AETHERCL_COMPUTE_TF32 = 2,
+  AETHERCL_COMPUTE_3XTF32 = 3, AETHERCL_COMPUTE_BF16 = 4, AETHERCL_COMPUTE_FP16 = 5
+};
+
+/* One product C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b], for b < batch.
+ * Row-major: op(A) is m x k and op(B) is k x n. A is stored m x k with lda >= k (trans_a = 0) or
+ * k x m with lda >= m (trans_a = 1); B is stored k x n with ldb >= n or n x k with ldb >= k; C is
+ * m x n with ldc >= n. A leading dimension of a matrix without columns may be anything >= 1.
+ * Batch item b of an operand starts at offset + b * stride elements (a stride of 0 broadcasts
+ * A or B over the batch; stride_c = 0 with batch > 1 is refused). a, b and c are buffer handles
+ * of the device; offsets, strides and leading dimensions count elements of the operand's dtype. */
+typedef struct aethercl_gemm_desc {
+  size_t struct_size;              /* sizeof(aethercl_gemm_desc) of the caller */
+  int trans_a, trans_b;            /* 0 or 1 */
+  int m, n, k, batch;              /* C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b] */
+  long long stride_a, stride_b, stride_c;   /* elements between batch items; 0 = broadcast */
+  int lda, ldb, ldc;               /* row-major leading dimensions, in elements */
+  float alpha, beta;
+  void* a; size_t offset_a; int dtype_a;    /* offsets in elements */
+  void* b; size_t offset_b; int dtype_b;
+  void* c; size_t offset_c; int dtype_c;
+  int compute;                     /* compute mode */
+} aethercl_gemm_desc;
+
+/* Enqueues the product described by desc on stream (NULL: the device's default stream) and
+ * returns 1; the call may return before the device has finished, like the seed compute calls.
+ * dtypes: A and B the same, each AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16; C one of those
+ * three. Zero work is not an error: m = 0, n = 0 or batch = 0 returns 1 and touches nothing; k = 0
+ * computes C = beta * C. beta = 0 never reads C (NaN or garbage there does not leak into the
+ * result). alpha and beta are applied in float32 to the float32 sum; the result is rounded once
+ * to C's dtype (nearest even). Every element touched is checked against the buffers before
+ * anything runs: the call is refused (0, message naming the field) for a NULL desc, a
+ * struct_size below this header's sizeof(aethercl_gemm_desc) (a larger one from a newer header is
+ * accepted), trans flags other than 0/1, negative m, n, k, batch, strides or offsets, leading
+ * dimensions below the stored row length, stride_c = 0 with batch > 1, unknown, unsupported or
+ * mismatched dtypes, an unknown compute mode, invalid or foreign buffer handles, operands that
+ * do not fit their buffers (offset + (batch - 1) * stride + (rows - 1) * ld + cols elements),
+ * overflowing sizes, and a C that overlaps A or B in the same buffer. Every mode runs on every
+ * device (portable kernels where there are no tensor cores), so no mode is refused as
+ * unsupported. Tensor cores are probed at the first reduced-precision product of a device; a
+ * failed probe logs one warning and leaves the portable kernels in charge. */
+AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream);
+
+/* Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
+ * batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
+ * torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
+ * exact float32. Until the first call, the environment variable AETHERCL_MATMUL_PRECISION
+ * (fp32, tf32, 3xtf32, bf16 or fp16) gives the mode; a malformed value makes matrix products fail
+ * with a message naming it. The setting lasts until changed or until shutdown_driver. Returns 0
+ * for an unknown mode or an uninitialised device. */
+AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
+/* ===================================================================================== */
 /* Many devices: communicators, collectives, peer copies (ABI version 3)                 */
 /* ===================================================================================== */
 
-/* Element types (dtype arguments). f16 and bf16 are 16-bit patterns on every device. */
-enum aethercl_dtype {
-  AETHERCL_F32 = 0,
-  AETHERCL_F16 = 1,
-  AETHERCL_BF16 = 2,
-  AETHERCL_F64 = 3,
-  AETHERCL_I32 = 4,
-  AETHERCL_I64 = 5,
-  AETHERCL_I8 = 6,
-  AETHERCL_U8 = 7
-};
+/* dtype arguments take the aethercl_dtype codes above (AETHERCL_F32, AETHERCL_F16, ...). */
 
 /* Reduction ops of aethercl_all_reduce and aethercl_reduce_scatter. */
 enum aethercl_reduce_op {
@@ -379,8 +611,9 @@ AETHERCL_API int aethercl_comm_destroy(void* comm);
 /* Collectives. P = the communicator's device count; buffers[i], send[i], recv[i] must be buffer
  * tokens of rank i's device, large enough for the elements named below (checked before anything
  * runs), count elements of dtype (f32, f16, bf16; other dtype codes answer
- * AETHERCL_NOT_IMPLEMENTED). Every collective is ordered after all earlier work on each member
- * device, and every later call on those devices observes its result. count 0 validates and
+ * AETHERCL_NOT_IMPLEMENTED). Every collective is ordered after all earlier work on the calling
+ * thread's current stream of each member device, and later work on those streams observes its
+ * result. count 0 validates and
  * returns 1. Results are deterministic for a fixed P: element e of a reduction is
  * ((x_0[e] op x_1[e]) op x_2[e]) ... in rank order, computed in float and rounded once to the
  * dtype (f16/bf16 round to nearest even); MEAN divides that sum by P. So every device holds the
@@ -406,7 +639,8 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
                                          size_t count, int dtype, int op);
 
 /* Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu) at
- * dst_offset, ordered after earlier work on both devices; later work on both observes it. The
+ * dst_offset, ordered after earlier work on the current streams of both devices; later work on
+ * those streams observes it. The
  * path follows the communicator rule above: on the device path the copy is enqueued and the call
  * returns; on the host path the bytes relay through pinned host memory and the call returns when
  * they have arrived. src_gpu == dst_gpu is a

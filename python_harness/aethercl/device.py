@@ -123,21 +123,50 @@ class Buffer:
                               self._require_alive(), (text or "").encode("utf-8"))
         self._label = text or None
 
-    def write(self, array, offset: int = 0) -> "Buffer":
-        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`."""
+    def write(self, array, offset: int = 0, stream=None) -> "Buffer":
+        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`.
+
+        Without `stream`: the seed write (ordered on the thread's current stream; `array` is free
+        again when this returns). With a Stream: aethercl_write_async on it; from a HostBuffer's
+        memory the copy is asynchronous and the array must stay untouched until the stream has
+        passed this point."""
         array = _as_contiguous(array)
-        self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
-                              self._require_alive(), int(offset), array.nbytes,
-                              array.ctypes.data if array.nbytes else None)
+        pointer = array.ctypes.data if array.nbytes else None
+        if stream is None:
+            self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
+                                  self._require_alive(), int(offset), array.nbytes, pointer)
+        else:
+            from .streams import _handle
+            self.device.lib.check("aethercl_write_async", self.device.index,
+                                  self._require_alive(), int(offset), array.nbytes, pointer,
+                                  _handle(stream))
         return self
 
-    def read_into(self, out: np.ndarray, offset: int = 0) -> np.ndarray:
+    def read_into(self, out: np.ndarray, offset: int = 0, stream=None) -> np.ndarray:
+        """Reads len(out) bytes at byte `offset` into `out`. Without `stream`: the seed read (waits
+        for every stream of the device). With a Stream: aethercl_read_async on it; into a
+        HostBuffer's memory it returns at once and the data is there once the stream has passed
+        this point, into other memory it returns after the data has arrived."""
         if not out.flags.c_contiguous:
             raise ValueError("read_into needs a C-contiguous array")
-        self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
-                              self._require_alive(), int(offset), out.nbytes,
-                              out.ctypes.data if out.nbytes else None)
+        pointer = out.ctypes.data if out.nbytes else None
+        if stream is None:
+            self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
+                                  self._require_alive(), int(offset), out.nbytes, pointer)
+        else:
+            from .streams import _handle
+            self.device.lib.check("aethercl_read_async", self.device.index,
+                                  self._require_alive(), int(offset), out.nbytes, pointer,
+                                  _handle(stream))
         return out
+
+    def read(self, out: Optional[np.ndarray] = None, offset: int = 0, stream=None) -> np.ndarray:
+        """read_into(out) with `out` defaulting to a new array of the buffer's shape and dtype."""
+        if out is None:
+            return self.to_numpy(offset=offset) if stream is None else self.read_into(
+                np.empty(self.shape or (self.nbytes - int(offset),),
+                         self.dtype or np.uint8), offset, stream)
+        return self.read_into(out, offset, stream)
 
     def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype=None,
                  offset: int = 0) -> np.ndarray:

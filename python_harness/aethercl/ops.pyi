@@ -410,6 +410,156 @@ def trace_summary(dev: DeviceLike = 0) -> str:
     first); raises AetherCLError when it returns 0."""
     ...
 
+def stream_create(dev: DeviceLike, flags: int) -> int:
+    """A new stream on device gpu_index; flags is 0 or AETHERCL_STREAM_TIMING (other bits are
+    refused).
+
+    C: void* aethercl_stream_create(int gpu_index, unsigned int flags). Returns the handle or
+    address; raises AetherCLError when it is 0/NULL."""
+    ...
+
+def stream_destroy(dev: DeviceLike, stream: Pointer) -> None:
+    """Destroys a stream of the device.
+
+    C: int aethercl_stream_destroy(int gpu_index, void* stream). Raises AetherCLError unless it
+    returns 1."""
+    ...
+
+def stream_set_current(dev: DeviceLike, stream: Pointer) -> None:
+    """Makes stream the calling thread's current stream of the device (NULL: the default stream).
+
+    C: int aethercl_stream_set_current(int gpu_index, void* stream). Raises AetherCLError unless it
+    returns 1."""
+    ...
+
+def stream_current(dev: DeviceLike) -> Optional[int]:
+    """The calling thread's current stream of the device: NULL for the default stream, and NULL with
+    aethercl_last_error() set on failure (an uninitialised device), so check the last error.
+
+    C: void* aethercl_stream_current(int gpu_index). Returns the pointer (None for NULL); raises
+    AetherCLError when the call failed."""
+    ...
+
+def stream_synchronize(dev: DeviceLike, stream: Pointer) -> None:
+    """Waits on the host until all work issued on stream so far has finished (other threads may keep
+    issuing work meanwhile).
+
+    C: int aethercl_stream_synchronize(int gpu_index, void* stream). Raises AetherCLError unless it
+    returns 1."""
+    ...
+
+def event_record(dev: DeviceLike, stream: Pointer) -> int:
+    """A new event marking the current end of stream's work (NULL: the default stream): it completes
+    when everything issued on the stream before it has.
+
+    C: void* aethercl_event_record(int gpu_index, void* stream). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    ...
+
+def stream_wait_event(dev: DeviceLike, stream: Pointer, event: Pointer) -> None:
+    """Makes later work on stream (of device gpu_index) wait until event has completed, without
+    blocking the calling thread.
+
+    C: int aethercl_stream_wait_event(int gpu_index, void* stream, void* event). Raises
+    AetherCLError unless it returns 1."""
+    ...
+
+def event_query(dev: DeviceLike, event: Pointer, done: ScalarArray) -> None:
+    """Sets *done to 1 when the event has completed, 0 when not yet; never blocks.
+
+    C: int aethercl_event_query(void* event, int* done). Raises AetherCLError unless it returns
+    1."""
+    ...
+
+def event_synchronize(dev: DeviceLike, event: Pointer) -> None:
+    """Waits on the host until the event has completed.
+
+    C: int aethercl_event_synchronize(void* event). Raises AetherCLError unless it returns 1."""
+    ...
+
+def event_elapsed_ms(dev: DeviceLike, start: Pointer, end: Pointer, ms: ScalarArray) -> None:
+    """ms = device time from start to end in milliseconds (negative when end was recorded first),
+    with the resolution of the device's profiling clock.
+
+    C: int aethercl_event_elapsed_ms(void* start, void* end, float* ms). Raises AetherCLError unless
+    it returns 1."""
+    ...
+
+def event_destroy(dev: DeviceLike, event: Pointer) -> None:
+    """Releases an event token.
+
+    C: int aethercl_event_destroy(void* event). Raises AetherCLError unless it returns 1."""
+    ...
+
+def host_alloc(dev: DeviceLike, size: int) -> int:
+    """size bytes of page-locked host memory (a mapped CL_MEM_ALLOC_HOST_PTR allocation in device
+    gpu_index's context), usable with any device and any host code.
+
+    C: void* aethercl_host_alloc(int gpu_index, size_t size). Returns the handle or address; raises
+    AetherCLError when it is 0/NULL."""
+    ...
+
+def host_free(dev: DeviceLike, host_ptr: Pointer) -> None:
+    """Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it
+    waits for every stream of its device, as cudaFreeHost does).
+
+    C: int aethercl_host_free(void* host_ptr). Raises AetherCLError unless it returns 1."""
+    ...
+
+def write_async(dev: DeviceLike, buffer: Pointer, offset: int, size: int, source: Pointer,
+                stream: Pointer) -> None:
+    """Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
+    stream).
+
+    C: int aethercl_write_async(int gpu_index, void* buffer, size_t offset, size_t size, const void*
+    source, void* stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def read_async(dev: DeviceLike, buffer: Pointer, offset: int, size: int, destination: Pointer,
+               stream: Pointer) -> None:
+    """Copies size bytes of buffer at byte offset to destination, ordered on stream (NULL: the
+    default stream).
+
+    C: int aethercl_read_async(int gpu_index, void* buffer, size_t offset, size_t size, void*
+    destination, void* stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def copy(dev: DeviceLike, dst: Pointer, dst_offset: int, src: Pointer, src_offset: int, size: int,
+         stream: Pointer) -> None:
+    """Copies size bytes from src at src_offset to dst at dst_offset on the device, ordered on
+    stream (NULL: the default stream).
+
+    C: int aethercl_copy(int gpu_index, void* dst, size_t dst_offset, void* src, size_t src_offset,
+    size_t size, void* stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def memset(dev: DeviceLike, buffer: Pointer, offset: int, size: int, value: int,
+           stream: Pointer) -> None:
+    """Sets size bytes of buffer from byte offset to (unsigned char)value, ordered on stream (NULL:
+    the default stream), as C's memset.
+
+    C: int aethercl_memset(int gpu_index, void* buffer, size_t offset, size_t size, int value, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def gemm(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Enqueues the product described by desc on stream (NULL: the device's default stream) and
+    returns 1; the call may return before the device has finished, like the seed compute calls.
+
+    C: int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream). Raises
+    AetherCLError unless it returns 1."""
+    ...
+
+def set_matmul_precision(dev: DeviceLike, compute: int) -> None:
+    """Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
+    batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
+    torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
+    exact float32.
+
+    C: int aethercl_set_matmul_precision(int gpu_index, int compute). Raises AetherCLError unless it
+    returns 1."""
+    ...
+
 def comm_create(dev: DeviceLike, count: int, gpu_indices: ScalarArray) -> int:
     """Creates a communicator over count devices: rank i is gpu_indices[i].
 
@@ -460,7 +610,8 @@ def reduce_scatter(dev: DeviceLike, comm: Pointer, send: PointerArray, recv: Poi
 def copy_peer(dev: DeviceLike, dst_gpu: DeviceLike, dst: Pointer, dst_offset: int,
               src_gpu: DeviceLike, src: Pointer, src_offset: int, size: int) -> None:
     """Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu)
-    at dst_offset, ordered after earlier work on both devices; later work on both observes it.
+    at dst_offset, ordered after earlier work on the current streams of both devices; later work on
+    those streams observes it.
 
     C: int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu, void* src,
     size_t src_offset, size_t size). Raises AetherCLError unless it returns 1."""

@@ -13,7 +13,7 @@ class Status(enum.IntEnum):
     INVALID_HANDLE = 2  # unknown, freed or other-device buffer handle or address
     OUT_OF_RANGE = 3  # a buffer is too small for the requested bytes or elements
     OUT_OF_MEMORY = 4  # device or host memory exhausted (after releasing the pool)
-    NOT_INITIALIZED = 5  # no device initialised, or called after shutdown_driver
+    NOT_INITIALIZED = 5  # no device initialised, called after shutdown_driver, or in a child forked after the first device call
     NO_DEVICE = 6  # no OpenCL platform/device, or gpu_index out of range
     BUILD_FAILED = 7  # a kernel program failed to build; the message has the log
     DEVICE_ERROR = 8  # an OpenCL call failed; the message names it and the code
@@ -52,7 +52,7 @@ DESCRIPTIONS: Dict[int, str] = {
     2: "unknown, freed or other-device buffer handle or address",
     3: "a buffer is too small for the requested bytes or elements",
     4: "device or host memory exhausted (after releasing the pool)",
-    5: "no device initialised, or called after shutdown_driver",
+    5: "no device initialised, called after shutdown_driver, or in a child forked after the first device call",
     6: "no OpenCL platform/device, or gpu_index out of range",
     7: "a kernel program failed to build; the message has the log",
     8: "an OpenCL call failed; the message names it and the code",

@@ -32,7 +32,7 @@ from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        is_grad_enabled, topological_order)
 from .buffer import MASK_VALUE, GPUBuffer, causal_mask, constant_buffer
 from .checkpoint import CHECKPOINT_FORMAT, load_checkpoint, read_checkpoint, save_checkpoint
-from .cli import build_arg_parser, config_from_args, main, parse_gpus
+from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_inspector
 from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
@@ -69,7 +69,8 @@ __all__ = [
     "TinyTokenizer", "TOKENIZER_CHARS", "UNK_DISPLAY", "TextData", "read_corpus",
     "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint",
     "train_step", "evaluate", "generate", "train", "ProgressBar", "plot_losses",
-    "print_summary", "build_arg_parser", "config_from_args", "main", "parse_gpus", "DataParallel",
+    "print_summary", "build_arg_parser", "config_from_args", "main", "parse_gpus",
+    "start_inspector", "DataParallel",
     # configuration
     "FP_TYPE", "IDX_TYPE", "DEFAULT_CONFIG", "BUNDLED_CORPUS",
 ]

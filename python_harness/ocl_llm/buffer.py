@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from aethercl import AetherCLError, Buffer
+from aethercl import AetherCLError, Buffer, inspect
 
 from .config import FP_TYPE
 from .runtime import NOT_INITIALIZED, Runtime, current_runtime
@@ -32,6 +32,11 @@ class GPUBuffer(Buffer):
         except AetherCLError as error:
             raise MemoryError(f"allocate_gpu_memory({self.size}) for '{tag}': {error}") from error
         runtime.buffers.add(self)
+        # While an inspector runs, named buffers get their tag as label (one call each); the many
+        # short-lived "tensor" temporaries stay unlabelled (the page counts them) to keep the
+        # step's cost flat.
+        if tag != "tensor" and inspect.active() is not None:
+            self.label = tag
         if _init_zeros and self.size:
             self.write(np.zeros(self.size // self.dtype.itemsize, self.dtype))
 

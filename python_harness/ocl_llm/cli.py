@@ -40,7 +40,20 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
     p.add_argument("--sample_length", type=int, default=defaults["sample_length"])
     p.add_argument("--checkpoint_filename", default=defaults["checkpoint_filename"])
     p.add_argument("--plot", default=None, help="write the loss curve PNG here")
+    p.add_argument("--inspect", type=int, default=None, metavar="PORT",
+                   help="serve the inspector page on PORT (0: any free port) while training; "
+                        "its URL with the access token is printed at start")
+    p.add_argument("--inspect_host", default="127.0.0.1",
+                   help="address the inspector binds (default loopback only)")
     return p
+
+
+def start_inspector(args: argparse.Namespace):
+    """Starts aethercl.inspect when --inspect was given; returns it (or None)."""
+    if args.inspect is None:
+        return None
+    from aethercl import inspect
+    return inspect.serve(port=args.inspect, host=args.inspect_host)
 
 
 def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAULT_CONFIG
@@ -72,6 +85,7 @@ def parse_gpus(text: Optional[str]) -> Optional[List[int]]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
     config = config_from_args(args)
+    start_inspector(args)
     try:
         gpus = parse_gpus(args.gpus)
         summary = train(config, gpu_id=args.gpu_id, load_checkpoint_path=args.load_checkpoint,

@@ -10,6 +10,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from aethercl import inspect
+
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data_parallel import DataParallel
 from .config import IDX_TYPE
@@ -115,6 +117,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             parallel = DataParallel(config, gpus, model, optimizer)
             print(f"[ocl] data parallel over devices {list(gpus)} (batch rows split between "
                   f"them, gradients all-reduced)", file=out)
+        if inspect.active() is not None:   # name the long-lived buffers on the inspector page
+            for i, parameter in enumerate(model.parameters()):
+                parameter.data.label = f"param_{i}_" + "x".join(map(str, parameter.shape))
         text, data_path = read_corpus(config["data_file"])
         data = TextData(np.asarray(tokenizer.encode(text), IDX_TYPE), config["max_len"],
                         config["batch_size"], config["val_split"], config["seed"])
@@ -137,6 +142,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])
             print(f"[ocl] validation loss before training: {v0:.4f}", file=out)
+            inspect.report_loss(progress["global_step"], v0, "validation")
+        inspect.report_event("training", f"training {total_steps - progress['global_step']} "
+                             f"steps of a {model.num_parameters():,}-parameter model")
         first_step = progress["global_step"]
         bar = ProgressBar(total_steps - first_step, stream=sys.stderr)
         tokens = 0
@@ -158,16 +166,20 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             step = progress["global_step"]
             tokens += inputs.size
             history["train"].append([step, loss])
+            inspect.report_loss(step, loss)
             limit = config.get("time_limit_s")
             time_limited = bool(limit) and time.perf_counter() - bar.start > limit
             done = step == total_steps or time_limited
             if step % config["eval_every"] == 0 or done:
                 val = evaluate(model, val_batches)
                 history["val"].append([step, val])
+                inspect.report_loss(step, val, "validation")
                 if best is None or val < best:
                     best = progress["best_val_loss"] = val
                     save_checkpoint(checkpoint_path, model, optimizer, tokenizer, config,
                                     progress)
+                    inspect.report_event("training", f"step {step}: best validation loss "
+                                         f"{val:.4f}, checkpoint saved")
                 bar.update(step - first_step, loss, tokens, val, force=True)
             else:
                 bar.update(step - first_step, loss, tokens, val)

@@ -160,6 +160,8 @@ def call_everything(phase, handle):
                 args.append(shape)
             elif p.c_type == "void* const*":   # token arrays of the collectives
                 args.append((ctypes.c_void_p * 2)(handle, handle))
+            elif p.c_type == "float*":
+                args.append(ctypes.byref(ctypes.c_float()))
             else:
                 args.append(DEFAULTS[p.c_type])
         result = getattr(lib, s.name)(*args)
