@@ -296,7 +296,10 @@ def make_wrapper(symbol, description: str) -> Wrapper:
     params = list(symbol.parameters)
     if kind in ("text_out", "bytes_out"):
         params = params[:-2]
-    taken = {"dev", "ctypes"}
+    # The module's own names: a C parameter called "target" or "pointer" must not shadow them.
+    taken = {"dev", "ctypes", "target", "library", "pointer", "pointer_array", "scalar_array",
+             "struct_pointer", "text", "text_result", "index_of", "nullable", "checked_void",
+             "Buffer", "Device"}
     has_device = bool(params) and params[0].name == "gpu_index" and params[0].c_type == "int"
     arguments = [_argument(p, taken) for p in (params[1:] if has_device else params)]
     default = None if arguments or has_device else "0"

@@ -5,8 +5,7 @@
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
-
-#include <unistd.h>
+#include "support/process.h"
 
 #include <fstream>
 #include <map>
@@ -120,7 +119,7 @@ void store_gemm_tuning(const std::filesystem::path& path, const GemmTuningKey& k
   std::error_code error;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
   std::filesystem::path temp = path;
-  temp += ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  temp += ".tmp." + std::to_string(current_process_id());
   {
     std::ofstream out(temp, std::ios::trunc);
     for (const std::string& line : kept) out << line << '\n';

@@ -5,10 +5,13 @@
 #include "support/env.h"
 #include "support/hash.h"
 #include "support/log.h"
+#include "support/process.h"
 
+#ifndef _WIN32
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -38,6 +41,24 @@ void append_u64(std::string& out, std::uint64_t value) {
 // The whole file at path; nullopt when there is none (a plain miss). Throws std::runtime_error
 // with the reason when something by that name exists but cannot be read as a regular file: the
 // open never blocks (O_NONBLOCK: a FIFO), and directories, devices and sockets are refused.
+#ifdef _WIN32
+// Windows has no FIFOs to block on: refuse anything that is not a regular file, then read it.
+std::optional<std::vector<unsigned char>> read_entry(const std::filesystem::path& path) {
+  std::error_code error;
+  auto status = std::filesystem::status(path, error);
+  if (error || status.type() == std::filesystem::file_type::not_found) return std::nullopt;
+  if (status.type() != std::filesystem::file_type::regular) {
+    throw std::runtime_error("not a regular file");
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("open failed");
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)),
+                                   std::istreambuf_iterator<char>());
+  if (file.bad()) throw std::runtime_error("read failed");
+  if (bytes.size() > BinaryCache::kMaxEntryBytes) throw std::runtime_error("larger than any entry");
+  return bytes;
+}
+#else
 std::optional<std::vector<unsigned char>> read_entry(const std::filesystem::path& path) {
   auto failure = [](const char* what) {
     return std::runtime_error(fmt::format("{}: {}", what, std::generic_category().message(errno)));
@@ -76,6 +97,7 @@ std::optional<std::vector<unsigned char>> read_entry(const std::filesystem::path
   bytes.resize(filled);
   return bytes;
 }
+#endif
 
 // Logs a cache failure: a warning the first time flag is seen clear in this process, debug after.
 template <typename... Args>
@@ -130,7 +152,7 @@ void write_entry(const std::filesystem::path& directory, const std::filesystem::
   append_u64(header, Hasher().add(binary.data(), binary.size()).low());
   static std::atomic<unsigned> sequence{0};  // two devices of one model share keys
   std::filesystem::path temp_path =
-      directory / fmt::format("{}.tmp.{}.{}", key, static_cast<long>(::getpid()), ++sequence);
+      directory / fmt::format("{}.tmp.{}.{}", key, current_process_id(), ++sequence);
   {
     std::ofstream file(temp_path, std::ios::binary | std::ios::trunc);
     file.write(header.data(), static_cast<std::streamsize>(header.size()));

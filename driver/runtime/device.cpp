@@ -52,7 +52,7 @@ Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
   streams_.push_back(
       std::make_unique<Stream>(index_, 0, nullptr, create_queue(profiling_), false, profiling_));
   std::uint64_t limit = info_.global_mem_bytes;
-  if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
+  if (auto cap = env::bytes(env::kMemoryLimit, 1)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   pool_->set_before_release([this] { drain(); });

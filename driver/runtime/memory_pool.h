@@ -59,6 +59,7 @@ class MemoryPool {
   // The stream was destroyed: its cached blocks serve any stream once retired has completed.
   void retire_stream(std::uint64_t stream, cl_event retired);
   void trim() noexcept;  // releases every cached block
+  void reset_peak() noexcept { stats_.peak_bytes_reserved = stats_.bytes_reserved; }
   // Releases every cached block; blocks still handed out must have been released first.
   void release_all() noexcept;
   // Called before any clReleaseMemObject: the device drains its submission thread there, so no

@@ -6,10 +6,17 @@
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
+#include "support/process.h"
 
+#include <cstdlib>
 #include <mutex>
 
 namespace aethercl {
+namespace {
+
+void trace_exit_hook() { Runtime::instance().write_trace_at_exit(); }
+
+}  // namespace
 
 Runtime& Runtime::instance() {
   static Runtime* runtime = new Runtime();
@@ -33,6 +40,11 @@ void Runtime::initialize(int gpu_index) {
   if (auto path = env::get(env::kTrace); path && !Tracer::instance().active()) {
     Tracer::instance().start(*path);
     traced_from_environment_ = true;
+    trace_process_id_ = current_process_id();
+    static const bool registered = std::atexit(&trace_exit_hook) == 0;
+    if (!registered) {
+      log().warn("{}: cannot register the exit hook; call shutdown_driver", env::kTrace);
+    }
   }
   // The Device adopts the shared reference first thing, so it is released on every path.
   cl_context shared = shared_contexts_.acquire(devices, gpu_index);
@@ -68,6 +80,13 @@ void Runtime::shutdown() noexcept {
     streams_.remove_if([&](const StreamEntry& stream) { return stream.device_index == device_index; });
     host_memory_.remove_device(index);
   }
+  write_environment_trace();
+  devices_.clear();  // each Device finishes its queue before releasing
+  shared_contexts_.clear();
+  warned_fallback_ = false;
+}
+
+void Runtime::write_environment_trace() noexcept {
   if (traced_from_environment_ && Tracer::instance().active()) {
     try {
       for (auto& [index, device] : devices_) {
@@ -75,14 +94,21 @@ void Runtime::shutdown() noexcept {
         device->synchronize();
       }
       log().warn("trace written; per-kernel device time:\n{}", Tracer::instance().stop());
-    } catch (const Error& error) {
+    } catch (const std::exception& error) {
       log().warn("could not write the trace: {}", error.what());
     }
   }
   traced_from_environment_ = false;
-  devices_.clear();  // each Device finishes its queue before releasing
-  shared_contexts_.clear();
-  warned_fallback_ = false;
+}
+
+void Runtime::write_trace_at_exit() noexcept {
+  std::unique_lock lock(lifecycle_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    log().warn("{}: a call was still running at exit; the trace is not written", env::kTrace);
+    return;
+  }
+  if (trace_process_id_ != current_process_id()) return;  // a forked child: the parent writes it
+  write_environment_trace();
 }
 
 void Runtime::finish_all() {

@@ -45,6 +45,10 @@ class Runtime {
   // Releases every device and buffer; harmless when nothing is initialised. Writes the trace
   // started by AETHERCL_TRACE, if any.
   void shutdown() noexcept;
+  // At process exit (atexit, registered when AETHERCL_TRACE starts a trace): writes that trace if
+  // shutdown_driver never did. Releases nothing; skipped in a forked child and while another
+  // thread is inside a call (the trace is then lost, with a warning).
+  void write_trace_at_exit() noexcept;
   // Waits for every initialised device's queue (tracing needs all events finished).
   void finish_all();
   // Gives every initialised device a profiling queue (tracing started after initialisation).
@@ -70,6 +74,8 @@ class Runtime {
 
  private:
   Runtime() = default;
+  // With lifecycle_mutex_ held exclusively: finishes the queues and writes the AETHERCL_TRACE file.
+  void write_environment_trace() noexcept;
 
   std::shared_mutex lifecycle_mutex_;
   std::map<int, std::unique_ptr<Device>> devices_;
@@ -81,6 +87,7 @@ class Runtime {
   HostMemoryRegistry host_memory_;
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
+  long trace_process_id_ = 0;             // the process that started it (guarded likewise)
 };
 
 }  // namespace aethercl

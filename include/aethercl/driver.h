@@ -572,19 +572,383 @@ AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, vo
  * with a message naming it. The setting lasts until changed or until shutdown_driver. Returns 0
  * for an unknown mode or an uninitialised device. */
 AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
+/* Training ops (version 3)                                                               */
+/* ===================================================================================== */
+/* Conventions of this section, in addition to those at the top of the file:
+ *  - Every function takes gpu_index first and a stream last. stream NULL means the calling
+ *    thread's current stream of the device; until streams exist in this build any other value is
+ *    refused (AETHERCL_INVALID_HANDLE).
+ *  - Element counts are size_t; tensor dimensions are int and must be >= 0. Zero work (a count
+ *    of 0, an empty tensor) returns 1 without touching memory; buffers are still checked
+ *    against the sizes their (possibly empty) shapes need.
+ *  - Descriptor structs start with size_t struct_size = sizeof(the struct) of the caller's
+ *    header; smaller is refused, larger (a newer header) is accepted. NULL descriptors are
+ *    refused. A descriptor is read once, during the call.
+ *  - Optional buffers are NULL to skip; NULL required buffers, bad tokens and buffers smaller than
+ *    the shape needs are refused with the argument named (descriptor fields as "desc.x").
+ *  - Outputs are overwritten, never accumulated, unless a function says otherwise. Elementwise
+ *    functions may run in place (an output equal to an input of the same shape); functions that
+ *    reduce or gather refuse an output that is also an input.
+ *  - Results are deterministic: the same call on the same device gives the same bits. Sums use a
+ *    fixed order and accumulate in double on devices with FP64, in float otherwise.
+ *  - Float hyper-parameters that are NaN or out of their documented range are refused
+ *    (AETHERCL_INVALID_ARGUMENT). */
+
+/* Reduction ops (version-3 codes; ARGMAX/ARGMIN write int32 indices). */
+enum aethercl_reduce_op {
+  AETHERCL_SUM = 0,
+  AETHERCL_MEAN = 1,
+  AETHERCL_MAX = 2,
+  AETHERCL_MIN = 3,
+  AETHERCL_ARGMAX = 4,
+  AETHERCL_ARGMIN = 5,
+  AETHERCL_NO_REDUCTION = 6 /* losses only: one value per element / row */
+};
+
+/* ---- Random numbers: Philox4x32-10 ----------------------------------------------------------
+ * The generator is Philox4x32-10 (Salmon et al., SC11, the Random123 definition), keyed by
+ * seed (key word 0 = low 32 bits, word 1 = high 32 bits). It defines one stream of 32-bit words:
+ * word w is lane (w mod 4) of the block whose 128-bit counter is (w / 4) as a 64-bit number in
+ * counter words 0 (low) and 1 (high), words 2 and 3 zero. Element i of a call with `offset` uses
+ * stream position e = offset + i, so filling n elements at offset o and then n at o + n gives the
+ * same values as filling 2n at o. Output is bit-identical on every device for BITS and UNIFORM
+ * (the float expressions below are evaluated without contraction); NORMAL goes through the
+ * device's log, sqrt, cos and sin and agrees to a few ulp. */
+enum aethercl_rng_distribution {
+  AETHERCL_RNG_BITS = 0,    /* the raw word e, as uint32; a and b are ignored */
+  AETHERCL_RNG_UNIFORM = 1, /* u = (word e >> 8) * 2^-24 in [0, 1); value a + (b - a) * u */
+  AETHERCL_RNG_NORMAL = 2   /* Box-Muller on the word pair p = e / 2 (words 2p, 2p+1):
+                               u1 = ((w[2p] >> 8) + 1) * 2^-24, u2 = (w[2p+1] >> 8) * 2^-24,
+                               r = sqrt(-2 ln u1); even e takes r cos(2 pi u2), odd e
+                               r sin(2 pi u2); value a + b * z (a = mean, b = std >= 0) */
+};
+
+/* Fills count elements of buffer (float32; uint32 for BITS) with the distribution. a and b must
+ * be finite; UNIFORM needs a <= b and NORMAL b >= 0. */
+AETHERCL_API int aethercl_rng_fill(int gpu_index, void* buffer, size_t count, int distribution,
+                                   float a, float b, unsigned long long seed,
+                                   unsigned long long offset, void* stream);
+
+/* Dropout: element i is kept when the UNIFORM value (a = 0, b = 1) at stream position offset + i
+ * is >= p; kept elements are scaled by 1 / (1 - p) (float32 division), dropped ones are 0.
+ * p in [0, 1]; p = 1 drops everything. mask (uint8, count bytes: 1 kept, 0 dropped) is optional;
+ * y may equal x. */
+AETHERCL_API int aethercl_dropout(int gpu_index, void* x, void* y, void* mask, size_t count,
+                                  float p, unsigned long long seed, unsigned long long offset,
+                                  void* stream);
+/* dx = mask ? dy / (1 - p) : 0, with the mask of the forward call; dx may equal dy. */
+AETHERCL_API int aethercl_dropout_backward(int gpu_index, void* dy, void* mask, void* dx,
+                                           size_t count, float p, void* stream);
+
+/* ---- Elementwise: unary ops, scalar forms, broadcasting binary ops ---------------------------
+ * Unary ops y = f(x; alpha). Derivatives used by aethercl_unary_backward are given where they
+ * are not the textbook ones. */
+enum aethercl_unary_op {
+  AETHERCL_UNARY_RELU = 0,       /* max(x, 0); derivative 0 at x = 0 */
+  AETHERCL_UNARY_LEAKY_RELU = 1, /* x > 0 ? x : alpha * x (alpha = negative slope) */
+  AETHERCL_UNARY_SIGMOID = 2,
+  AETHERCL_UNARY_TANH = 3,
+  AETHERCL_UNARY_SILU = 4,       /* x * sigmoid(x) */
+  AETHERCL_UNARY_GELU = 5,       /* 0.5 x (1 + erf(x / sqrt 2)) */
+  AETHERCL_UNARY_GELU_TANH = 6,  /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+  AETHERCL_UNARY_EXP = 7,
+  AETHERCL_UNARY_LOG = 8,
+  AETHERCL_UNARY_SQRT = 9,
+  AETHERCL_UNARY_RSQRT = 10,     /* 1 / sqrt(x) */
+  AETHERCL_UNARY_ABS = 11,       /* derivative 0 at x = 0 */
+  AETHERCL_UNARY_NEG = 12,
+  AETHERCL_UNARY_ADD_SCALAR = 13,  /* x + alpha */
+  AETHERCL_UNARY_SUB_SCALAR = 14,  /* x - alpha */
+  AETHERCL_UNARY_RSUB_SCALAR = 15, /* alpha - x */
+  AETHERCL_UNARY_MUL_SCALAR = 16,  /* x * alpha */
+  AETHERCL_UNARY_DIV_SCALAR = 17,  /* x / alpha */
+  AETHERCL_UNARY_RDIV_SCALAR = 18, /* alpha / x */
+  AETHERCL_UNARY_MAX_SCALAR = 19,  /* max(x, alpha); gradient passes where x >= alpha */
+  AETHERCL_UNARY_MIN_SCALAR = 20,  /* min(x, alpha); gradient passes where x <= alpha */
+  AETHERCL_UNARY_POW_SCALAR = 21   /* pow(x, alpha) (NaN for x < 0 and non-integer alpha) */
+};
+
+/* y[i] = f(x[i]) over count float32 elements; y may equal x. alpha is used by the ops that say
+ * so and must be finite for them. */
+AETHERCL_API int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t count,
+                                float alpha, void* stream);
+/* dx[i] = dy[i] * f'(x[i]) with the forward input x; dx may equal dy. */
+AETHERCL_API int aethercl_unary_backward(int gpu_index, int op, void* x, void* dy, void* dx,
+                                         size_t count, float alpha, void* stream);
+
+enum aethercl_binary_op {
+  AETHERCL_BINARY_ADD = 0,
+  AETHERCL_BINARY_SUB = 1, /* a - b */
+  AETHERCL_BINARY_MUL = 2,
+  AETHERCL_BINARY_DIV = 3, /* a / b */
+  AETHERCL_BINARY_MAX = 4, /* gradient split in halves where a == b (as PyTorch's maximum) */
+  AETHERCL_BINARY_MIN = 5, /* likewise */
+  AETHERCL_BINARY_POW = 6  /* pow(a, b); d/db = pow(a, b) ln a */
+};
+
+/* Two dense row-major float32 operands of ndim (1 to 4) dimensions each, broadcast as NumPy
+ * does: in every dimension the sizes are equal or one of them is 1 (pad the shorter shape with
+ * leading 1s). c has the broadcast shape max(shape_a[d], shape_b[d]) (0 where either is 0). */
+typedef struct aethercl_broadcast_desc {
+  size_t struct_size;
+  int ndim;
+  int shape_a[4];
+  int shape_b[4];
+  void* a; /* prod(shape_a) floats */
+  void* b; /* prod(shape_b) floats */
+  void* c; /* prod(broadcast shape) floats; read by neither function */
+} aethercl_broadcast_desc;
+
+/* c = a op b with broadcasting. c may equal a (or b) when that operand has the full shape. */
+AETHERCL_API int aethercl_binary(int gpu_index, int op, const aethercl_broadcast_desc* desc,
+                                 void* stream);
+/* Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
+ * (broadcast shape) times the partial derivative, summed over the dimensions that operand was
+ * broadcast along (ascending order). desc->a and desc->b are the forward inputs (ADD and SUB do
+ * not read them and accept NULL); desc->c is ignored. da and db must not alias dc. */
+AETHERCL_API int aethercl_binary_backward(int gpu_index, int op,
+                                          const aethercl_broadcast_desc* desc, void* dc,
+                                          void* da, void* db, void* stream);
+
+/* ---- Reductions over one axis ------------------------------------------------------------------
+ * x has ndim (1 to 4) dimensions shape[0..ndim-1]; axis is in [-ndim, ndim) (negative counts from
+ * the end). y has the shape without that axis (keep-dims is the same memory): float32, or int32
+ * indices for ARGMAX/ARGMIN. MAX and MIN propagate NaN; ARGMAX/ARGMIN return the first index of
+ * the extreme value (a NaN counts as the extreme). An empty axis gives SUM 0 and MEAN NaN and is
+ * refused for the others (unless y is empty too). y must not alias x. */
+AETHERCL_API int aethercl_reduce(int gpu_index, int op, void* x, void* y, int ndim,
+                                 const int* shape, int axis, void* stream);
+/* dx (shape) from dy (the reduced shape): SUM broadcasts dy, MEAN broadcasts dy / shape[axis],
+ * MAX and MIN route dy to the index ARGMAX / ARGMIN picks (x required; NULL accepted for SUM and
+ * MEAN). ARGMAX and ARGMIN have no gradient and are refused. */
+AETHERCL_API int aethercl_reduce_backward(int gpu_index, int op, void* x, void* dy, void* dx,
+                                          int ndim, const int* shape, int axis, void* stream);
+
+/* ---- Normalisation --------------------------------------------------------------------------- */
+enum aethercl_norm_kind {
+  AETHERCL_NORM_LAYER = 0, /* y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps),
+                              var biased, over each row */
+  AETHERCL_NORM_RMS = 1    /* y = x * rstd * gamma + beta, rstd = 1/sqrt(mean(x^2) + eps) */
+};
+
+/* Row-wise normalisation of x (rows x cols). gamma and beta (cols) are optional (NULL: 1 and 0).
+ * The forward reads x, gamma, beta and writes y; the backward reads x, gamma, dy and writes any of
+ * dx (rows x cols), dgamma = sum over rows of dy * xhat and dbeta = sum over rows of dy (cols
+ * each), recomputing the statistics from x. eps > 0. */
+typedef struct aethercl_norm_desc {
+  size_t struct_size;
+  int kind;
+  int rows, cols;
+  float eps;
+  void* x;
+  void* gamma;
+  void* beta;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dgamma;
+  void* dbeta;
+} aethercl_norm_desc;
+
+AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc,
+                                       void* stream);
+AETHERCL_API int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc* desc,
+                                        void* stream);
+
+/* Batch normalisation of x (n x channels x spatial; NCHW with spatial = H * W, or 1 for (N, C)).
+ * Training (training = 1): per-channel batch mean and biased variance normalise x; save_mean and
+ * save_rstd (channels each, optional in the forward) receive mean and 1/sqrt(var + eps); when
+ * running_mean/running_var are given they become (1 - momentum) * running + momentum * batch
+ * statistic, with the unbiased variance (n * spatial must be > 1). Evaluation (training = 0):
+ * running_mean and running_var (required) normalise x. gamma and beta (channels) are optional.
+ * The backward in training mode needs save_mean and save_rstd from the forward; in evaluation
+ * mode it uses the running statistics. eps > 0, momentum in [0, 1]. */
+typedef struct aethercl_batchnorm_desc {
+  size_t struct_size;
+  int n, channels, spatial;
+  int training;
+  float momentum;
+  float eps;
+  void* x;
+  void* gamma;
+  void* beta;
+  void* running_mean;
+  void* running_var;
+  void* save_mean;
+  void* save_rstd;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dgamma;
+  void* dbeta;
+} aethercl_batchnorm_desc;
+
+AETHERCL_API int aethercl_batchnorm_forward(int gpu_index, const aethercl_batchnorm_desc* desc,
+                                            void* stream);
+AETHERCL_API int aethercl_batchnorm_backward(int gpu_index, const aethercl_batchnorm_desc* desc,
+                                             void* stream);
+
+/* ---- Optimisers and gradient clipping -------------------------------------------------------- */
+enum aethercl_optimizer_kind {
+  AETHERCL_OPTIMIZER_SGD = 0,  /* PyTorch's SGD: g += weight_decay * p; with momentum
+                                  buf = step == 1 ? g : momentum * buf + (1 - dampening) * g,
+                                  g = nesterov ? g + momentum * buf : buf; p -= lr * g */
+  AETHERCL_OPTIMIZER_ADAMW = 1 /* decoupled decay: p *= 1 - lr * weight_decay; then Adam with
+                                  bias correction: p -= lr / (1 - beta1^step) * m /
+                                  (sqrt(v) / sqrt(1 - beta2^step) + eps) */
+};
+
+/* One update, in place on param and the state buffers, over count float32 elements. SGD:
+ * state1 is the momentum buffer (required when momentum > 0, else unused); nesterov needs
+ * momentum > 0 and dampening 0. AdamW: state1 = m, state2 = v (both required). step >= 1 counts
+ * updates from 1. lr, weight_decay, momentum, dampening, eps >= 0 and finite; betas in [0, 1). */
+typedef struct aethercl_optimizer_desc {
+  size_t struct_size;
+  int kind;
+  size_t count;
+  void* param;
+  void* grad;
+  void* state1;
+  void* state2;
+  float lr;
+  float weight_decay;
+  float momentum;
+  float dampening;
+  int nesterov;
+  float beta1;
+  float beta2;
+  float eps;
+  int step;
+} aethercl_optimizer_desc;
+
+AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer_desc* desc,
+                                         void* stream);
+
+/* Global L2 gradient-norm clipping on the device, with no host read: total = sqrt(sum over the
+ * num_tensors buffers grads[t] of counts[t] float32 elements of g^2); every gradient is
+ * multiplied by min(1, max_norm / (total + 1e-6)) (left unchanged when total is not finite).
+ * total_norm (optional, one float32) receives total. max_norm >= 0 (infinity: only measure).
+ * num_tensors in [0, 65536]; a buffer may appear only once. */
+AETHERCL_API int aethercl_clip_grad_norm(int gpu_index, int num_tensors, void* const* grads,
+                                         const size_t* counts, float max_norm, void* total_norm,
+                                         void* stream);
+
+/* ---- Losses ------------------------------------------------------------------------------------
+ * Mean squared error over count float32 elements: loss (one float, optional) = sum of (p - t)^2,
+ * divided by count for MEAN; grad (count floats, optional) = d loss / d pred = 2 (p - t)
+ * (/ count for MEAN). reduction is AETHERCL_SUM or AETHERCL_MEAN. */
+AETHERCL_API int aethercl_mse_loss(int gpu_index, void* pred, void* target, void* loss,
+                                   void* grad, size_t count, int reduction, void* stream);
+
+/* Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused with
+ * log-softmax. A row whose target equals ignore_index contributes 0 and a zero gradient row; a
+ * target outside [0, classes) that is not ignore_index makes that row's loss and gradient NaN.
+ * With label smoothing s in [0, 1] the target distribution is (1 - s) onehot + s / classes.
+ * reduction: AETHERCL_SUM, AETHERCL_MEAN (divided by the number of rows not ignored: NaN when
+ * there are none) or AETHERCL_NO_REDUCTION (loss holds one value per row). loss and grad
+ * (d loss / d logits, rows x classes) are optional. */
+typedef struct aethercl_cross_entropy_desc {
+  size_t struct_size;
+  int rows, classes;
+  int ignore_index;
+  float label_smoothing;
+  int reduction;
+  void* logits;
+  void* targets;
+  void* loss;
+  void* grad;
+} aethercl_cross_entropy_desc;
+
+AETHERCL_API int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entropy_desc* desc,
+                                        void* stream);
+
+/* ---- Convolution and pooling (NCHW float32) ------------------------------------------------
+ * Output size per spatial dimension: out = (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1
+ * (floor), which must be >= 1. */
+
+/* 2-D convolution (cross-correlation, as PyTorch): x (n, c_in, h, w), weight (c_out,
+ * c_in / groups, kernel_h, kernel_w), bias (c_out, optional), y (n, c_out, out_h, out_w).
+ * groups divides c_in and c_out (groups = c_in = c_out is depthwise). stride and dilation >= 1,
+ * pad >= 0. The products run on the GEMM engine through im2col / col2im in chunks of images;
+ * compute is a compute mode (AETHERCL_COMPUTE_DEFAULT = 0 or FP32 = 1 today; other modes answer
+ * AETHERCL_NOT_IMPLEMENTED). The backward reads x, weight and dy and writes any of dx, dweight
+ * (overwritten) and dbias. */
+typedef struct aethercl_conv2d_desc {
+  size_t struct_size;
+  int n, c_in, h, w;
+  int c_out, kernel_h, kernel_w;
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int dilation_h, dilation_w;
+  int groups;
+  int compute;
+  void* x;
+  void* weight;
+  void* bias;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dweight;
+  void* dbias;
+} aethercl_conv2d_desc;
+
+AETHERCL_API int aethercl_conv2d_forward(int gpu_index, const aethercl_conv2d_desc* desc,
+                                         void* stream);
+AETHERCL_API int aethercl_conv2d_backward(int gpu_index, const aethercl_conv2d_desc* desc,
+                                          void* stream);
+
+enum aethercl_pool_kind {
+  AETHERCL_POOL_MAX = 0, /* padding counts as -infinity; NaN propagates */
+  AETHERCL_POOL_AVG = 1  /* divisor: kernel_h * kernel_w with count_include_pad, else the
+                            number of window positions inside the input */
+};
+
+/* 2-D pooling of x (n, channels, h, w) into y (n, channels, out_h, out_w) with kernel, stride
+ * (>= 1) and pad (0 <= pad <= kernel / 2), floor mode. MAX may store indices (int32, same shape
+ * as y: the flat position h_index * w + w_index of the maximum within its input plane, the first
+ * one on ties); its backward needs them. The backward writes dx (every element) from dy. */
+typedef struct aethercl_pool2d_desc {
+  size_t struct_size;
+  int kind;
+  int n, channels, h, w;
+  int kernel_h, kernel_w;
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int count_include_pad;
+  void* x;
+  void* y;
+  void* indices;
+  void* dy;
+  void* dx;
+} aethercl_pool2d_desc;
+
+AETHERCL_API int aethercl_pool2d_forward(int gpu_index, const aethercl_pool2d_desc* desc,
+                                         void* stream);
+AETHERCL_API int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_desc* desc,
+                                          void* stream);
+/* Memory pool (ABI version 3)                                                            */
+/* ===================================================================================== */
+
+/* Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL, like
+ * torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other processes
+ * can use that memory. Live buffers are untouched; a freed block still used by enqueued work is
+ * released by OpenCL once that work completes. Returns 0 when gpu_index resolves to no
+ * initialised device. */
+AETHERCL_API int aethercl_empty_cache(int gpu_index);
+
+/* Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+ * aethercl_memory_stats becomes the bytes reserved right now, like
+ * torch.cuda.reset_peak_memory_stats. Returns 0 when gpu_index resolves to no initialised
+ * device. */
+AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
 /* ===================================================================================== */
 /* Many devices: communicators, collectives, peer copies (ABI version 3)                 */
 /* ===================================================================================== */
 
-/* dtype arguments take the aethercl_dtype codes above (AETHERCL_F32, AETHERCL_F16, ...). */
-
-/* Reduction ops of aethercl_all_reduce and aethercl_reduce_scatter. */
-enum aethercl_reduce_op {
-  AETHERCL_SUM = 0,
-  AETHERCL_MEAN = 1, /* the sum divided by the number of devices */
-  AETHERCL_MAX = 2,  /* MAX and MIN propagate NaN: any NaN contribution gives NaN */
-  AETHERCL_MIN = 3
-};
+/* dtype arguments take the aethercl_dtype codes and op arguments AETHERCL_SUM, AETHERCL_MEAN,
+ * AETHERCL_MAX or AETHERCL_MIN of aethercl_reduce_op (both defined above; the other reduce codes
+ * are refused). For collectives MEAN is the sum divided by the number of devices, and MAX and MIN
+ * propagate NaN: any NaN contribution gives NaN. */
 
 /* Creates a communicator over count devices: rank i is gpu_indices[i]. Every index must be
  * initialised (no single-device fallback here) and appear once; count is 1 .. the number of

@@ -105,12 +105,19 @@ def parse_manifest(text: str) -> List[Symbol]:
 
 
 def find_manifest(library_path: Optional[str] = None) -> Path:
-    """AETHERCL_MANIFEST, else driver.abi next to the library, else the source tree's abi/."""
+    """AETHERCL_MANIFEST, else driver.abi next to the library (the name it was loaded by, then
+    the file a link points to) or in an install prefix's share/aethercl, else the source tree's
+    abi/, else the package's own copy."""
     candidates = []
     if os.environ.get("AETHERCL_MANIFEST"):
         candidates.append(Path(os.environ["AETHERCL_MANIFEST"]))
     if library_path:
-        candidates.append(Path(library_path).resolve().parent / "driver.abi")
+        for directory in dict.fromkeys([Path(library_path).absolute().parent,
+                                        Path(library_path).resolve().parent]):
+            candidates.append(directory / "driver.abi")
+            # <prefix>/lib[/<multiarch>][/aethercl] -> <prefix>/share/aethercl
+            candidates += [up / "share" / "aethercl" / "driver.abi"
+                           for up in list(directory.parents)[:3]]
     candidates.append(Path(__file__).resolve().parents[2] / "abi" / "driver.abi")
     candidates.append(Path(__file__).resolve().parent / "driver.abi")
     for candidate in candidates:

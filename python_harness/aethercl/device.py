@@ -1,15 +1,20 @@
-"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics)
-and a Buffer (a device allocation with NumPy in/out, a label, and deterministic free)."""
+"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics
+and pool controls; a context manager) and a Buffer (a device allocation with NumPy in/out, a
+label, and deterministic free)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Sequence, Tuple
+import threading
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
 
-from .library import AetherCLError, Library
+from .errors import AetherCLError
+from .library import Library
 
 _DEFAULT_LIBRARY: Optional[Library] = None
+_CURRENT = threading.local()  # .stack: the Devices of the enclosing `with` blocks
 
 
 def default_library() -> Library:
@@ -20,17 +25,31 @@ def default_library() -> Library:
     return _DEFAULT_LIBRARY
 
 
+def current_device() -> Optional["Device"]:
+    """The Device of this thread's innermost `with Device(...)` block, None outside one."""
+    stack: List[Device] = getattr(_CURRENT, "stack", [])
+    return stack[-1] if stack else None
+
+
 class Device:
-    """One visible device of the driver, selected by gpu_index."""
+    """One visible device of the driver, selected by gpu_index (aethercl_device_count() order).
+
+    As a context manager it is this thread's current_device() inside the block; leaving the
+    block waits for the device's work (so a deferred device error is raised there, not later):
+
+        with aethercl.Device(0) as dev:
+            x = dev.from_numpy(array)
+    """
 
     def __init__(self, index: int = 0, library: Optional[Library] = None,
-                 initialize: bool = True):
-        self.lib = library if library is not None else default_library()
+                 initialize: bool = True) -> None:
+        self.lib: Library = library if library is not None else default_library()
         self.index = int(index)
         if initialize:
             self.initialize()
 
     def initialize(self) -> "Device":
+        """initialize_gpu(index); idempotent. Raises NoDeviceError for an index out of range."""
         self.lib.check("initialize_gpu", self.index)
         return self
 
@@ -39,39 +58,94 @@ class Device:
         self.lib.shutdown_driver()
 
     def info(self) -> Dict[str, Any]:
+        """The driver's description of the device (name, type, memory, extensions, ...)."""
         return json.loads(self.lib.json_call("aethercl_device_info", self.index))
 
     @property
     def name(self) -> str:
+        """The OpenCL device name."""
         return str(self.info().get("name", "?"))
 
     def synchronize(self) -> None:
+        """Waits for all work enqueued on the device; raises a deferred device error."""
         self.lib.check("aethercl_synchronize", self.index)
 
     def memory_stats(self) -> Dict[str, Any]:
+        """The pool's statistics: bytes in use, reserved, cached, peak, live buffers, labels."""
         return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))
 
+    def empty_cache(self) -> None:
+        """Returns the pool's cached (freed) blocks to OpenCL, like torch.cuda.empty_cache."""
+        self.lib.check("aethercl_empty_cache", self.index)
+
+    def reset_peak_memory_stats(self) -> None:
+        """Restarts peak_bytes_reserved at the bytes reserved now."""
+        self.lib.check("aethercl_reset_peak_memory_stats", self.index)
+
     def alloc(self, nbytes: int, label: Optional[str] = None) -> "Buffer":
+        """An uninitialised buffer of nbytes bytes."""
         return Buffer(self, nbytes, label=label)
 
-    def empty(self, shape: Sequence[int], dtype=np.float32,
+    def empty(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
+        """An uninitialised buffer sized for an array of this shape and dtype."""
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return Buffer(self, nbytes, shape=shape, dtype=dtype, label=label)
 
-    def zeros(self, shape: Sequence[int], dtype=np.float32,
+    def zeros(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
+        """A buffer holding zeros of this shape and dtype."""
         return self.from_numpy(np.zeros(tuple(shape), dtype), label=label)
 
-    def from_numpy(self, array, label: Optional[str] = None) -> "Buffer":
+    def from_numpy(self, array: Any, label: Optional[str] = None) -> "Buffer":
+        """A buffer holding a copy of the array (made C-contiguous)."""
         return Buffer.from_numpy(self, array, label=label)
+
+    def __enter__(self) -> "Device":
+        if not hasattr(_CURRENT, "stack"):
+            _CURRENT.stack = []
+        _CURRENT.stack.append(self)
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], traceback: Optional[TracebackType]) -> None:
+        _CURRENT.stack.pop()
+        if exc_type is None:
+            self.synchronize()
 
     def __repr__(self) -> str:
         return f"Device(index={self.index})"
 
 
-def _as_contiguous(array) -> np.ndarray:
+DeviceLike = Union[Device, int]
+
+
+def _device_of(device: Optional[DeviceLike]) -> Device:
+    if isinstance(device, Device):
+        return device
+    if device is None:
+        current = current_device()
+        return current if current is not None else Device(0)
+    return Device(int(device))
+
+
+def empty_cache(device: Optional[DeviceLike] = None) -> None:
+    """Returns a device pool's cached blocks to OpenCL (default: the current device, else 0)."""
+    _device_of(device).empty_cache()
+
+
+def reset_peak_memory_stats(device: Optional[DeviceLike] = None) -> None:
+    """Restarts a device's peak memory statistic (default: the current device, else 0)."""
+    _device_of(device).reset_peak_memory_stats()
+
+
+def memory_stats(device: Optional[DeviceLike] = None) -> Dict[str, Any]:
+    """A device's memory statistics (default: the current device, else 0)."""
+    return _device_of(device).memory_stats()
+
+
+def _as_contiguous(array: Any) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
@@ -81,19 +155,20 @@ class Buffer:
     and a forgotten buffer is freed when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype=None, label: Optional[str] = None):
+                 dtype: Any = None, label: Optional[str] = None) -> None:
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
         self.dtype = np.dtype(dtype) if dtype is not None else None
-        self._label = None
+        self._label: Optional[str] = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
         if label:
             self.label = label
 
     @classmethod
-    def from_numpy(cls, device: Device, array, label: Optional[str] = None) -> "Buffer":
+    def from_numpy(cls, device: Device, array: Any, label: Optional[str] = None) -> "Buffer":
+        """A new buffer holding a copy of the array, with its shape and dtype."""
         array = _as_contiguous(array)
         buffer = cls(device, max(array.nbytes, 1), shape=array.shape, dtype=array.dtype,
                      label=label)
@@ -106,6 +181,7 @@ class Buffer:
 
     @property
     def alive(self) -> bool:
+        """False once freed."""
         return self.handle is not None
 
     def _require_alive(self) -> int:
@@ -115,6 +191,7 @@ class Buffer:
 
     @property
     def label(self) -> Optional[str]:
+        """The label memory statistics and error messages name the buffer by (None: none)."""
         return self._label
 
     @label.setter
@@ -170,6 +247,7 @@ class Buffer:
 
     def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype=None,
                  offset: int = 0) -> np.ndarray:
+        """A new array read from the buffer: its own shape/dtype by default, else as given."""
         dtype = np.dtype(dtype) if dtype is not None else (self.dtype or np.dtype(np.uint8))
         if shape is None:
             shape = self.shape if self.shape is not None and dtype == self.dtype else (
@@ -182,11 +260,13 @@ class Buffer:
                               other._require_alive(), self.nbytes if nbytes is None else nbytes)
 
     def clone(self) -> "Buffer":
+        """A new buffer with a device-side copy of this one."""
         copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self.dtype)
         self.copy_to(copy)
         return copy
 
     def free(self) -> None:
+        """Returns the memory to the device pool; idempotent."""
         handle, self.handle = self.handle, None
         if handle is not None:
             self.device.lib.free_gpu_memory(self.device.index, handle)
@@ -194,10 +274,10 @@ class Buffer:
     def __enter__(self) -> "Buffer":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.free()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
@@ -209,4 +289,5 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-__all__ = ["AetherCLError", "Buffer", "Device", "default_library"]
+__all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "current_device", "default_library",
+           "empty_cache", "memory_stats", "reset_peak_memory_stats"]

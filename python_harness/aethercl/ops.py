@@ -829,6 +829,278 @@ def set_matmul_precision(dev: DeviceLike, compute: int) -> None:
     _lib.check("aethercl_set_matmul_precision", _index, compute)
 
 
+@_entry("aethercl_rng_fill")
+def rng_fill(dev: DeviceLike, buffer: Pointer, count: int, distribution: int, a: float, b: float,
+             seed: int, offset: int, stream: Pointer) -> None:
+    """Fills count elements of buffer (float32; uint32 for BITS) with the distribution.
+
+    C: int aethercl_rng_fill(int gpu_index, void* buffer, size_t count, int distribution, float a,
+    float b, unsigned long long seed, unsigned long long offset, void* stream). Raises AetherCLError
+    unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_rng_fill", _index, pointer(buffer), count, distribution, a, b, seed,
+               offset, pointer(stream))
+
+
+@_entry("aethercl_dropout")
+def dropout(dev: DeviceLike, x: Pointer, y: Pointer, mask: Pointer, count: int, p: float, seed: int,
+            offset: int, stream: Pointer) -> None:
+    """Dropout: element i is kept when the UNIFORM value (a = 0, b = 1) at stream position offset +
+    i is >= p; kept elements are scaled by 1 / (1 - p) (float32 division), dropped ones are 0.
+
+    C: int aethercl_dropout(int gpu_index, void* x, void* y, void* mask, size_t count, float p,
+    unsigned long long seed, unsigned long long offset, void* stream). Raises AetherCLError unless
+    it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_dropout", _index, pointer(x), pointer(y), pointer(mask), count, p, seed,
+               offset, pointer(stream))
+
+
+@_entry("aethercl_dropout_backward")
+def dropout_backward(dev: DeviceLike, dy: Pointer, mask: Pointer, dx: Pointer, count: int, p: float,
+                     stream: Pointer) -> None:
+    """dx = mask ? dy / (1 - p) : 0, with the mask of the forward call; dx may equal dy.
+
+    C: int aethercl_dropout_backward(int gpu_index, void* dy, void* mask, void* dx, size_t count,
+    float p, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_dropout_backward", _index, pointer(dy), pointer(mask), pointer(dx), count,
+               p, pointer(stream))
+
+
+@_entry("aethercl_unary")
+def unary(dev: DeviceLike, op: int, x: Pointer, y: Pointer, count: int, alpha: float,
+          stream: Pointer) -> None:
+    """y[i] = f(x[i]) over count float32 elements; y may equal x.
+
+    C: int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t count, float alpha, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_unary", _index, op, pointer(x), pointer(y), count, alpha, pointer(stream))
+
+
+@_entry("aethercl_unary_backward")
+def unary_backward(dev: DeviceLike, op: int, x: Pointer, dy: Pointer, dx: Pointer, count: int,
+                   alpha: float, stream: Pointer) -> None:
+    """dx[i] = dy[i] * f'(x[i]) with the forward input x; dx may equal dy.
+
+    C: int aethercl_unary_backward(int gpu_index, int op, void* x, void* dy, void* dx, size_t count,
+    float alpha, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_unary_backward", _index, op, pointer(x), pointer(dy), pointer(dx), count,
+               alpha, pointer(stream))
+
+
+@_entry("aethercl_binary")
+def binary(dev: DeviceLike, op: int, desc: StructPointer, stream: Pointer) -> None:
+    """c = a op b with broadcasting.
+
+    C: int aethercl_binary(int gpu_index, int op, const aethercl_broadcast_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_binary", _index, op, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_binary_backward")
+def binary_backward(dev: DeviceLike, op: int, desc: StructPointer, dc: Pointer, da: Pointer,
+                    db: Pointer, stream: Pointer) -> None:
+    """Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
+    (broadcast shape) times the partial derivative, summed over the dimensions that operand was
+    broadcast along (ascending order).
+
+    C: int aethercl_binary_backward(int gpu_index, int op, const aethercl_broadcast_desc* desc,
+    void* dc, void* da, void* db, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_binary_backward", _index, op, struct_pointer(desc), pointer(dc),
+               pointer(da), pointer(db), pointer(stream))
+
+
+@_entry("aethercl_reduce")
+def reduce(dev: DeviceLike, op: int, x: Pointer, y: Pointer, ndim: int, shape: ScalarArray,
+           axis: int, stream: Pointer) -> None:
+    """x has ndim (1 to 4) dimensions shape[0..ndim-1]; axis is in [-ndim, ndim) (negative counts
+    from the end).
+
+    C: int aethercl_reduce(int gpu_index, int op, void* x, void* y, int ndim, const int* shape, int
+    axis, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_reduce", _index, op, pointer(x), pointer(y), ndim,
+               scalar_array(shape, ctypes.c_int), axis, pointer(stream))
+
+
+@_entry("aethercl_reduce_backward")
+def reduce_backward(dev: DeviceLike, op: int, x: Pointer, dy: Pointer, dx: Pointer, ndim: int,
+                    shape: ScalarArray, axis: int, stream: Pointer) -> None:
+    """dx (shape) from dy (the reduced shape): SUM broadcasts dy, MEAN broadcasts dy / shape[axis],
+    MAX and MIN route dy to the index ARGMAX / ARGMIN picks (x required; NULL accepted for SUM and
+    MEAN).
+
+    C: int aethercl_reduce_backward(int gpu_index, int op, void* x, void* dy, void* dx, int ndim,
+    const int* shape, int axis, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_reduce_backward", _index, op, pointer(x), pointer(dy), pointer(dx), ndim,
+               scalar_array(shape, ctypes.c_int), axis, pointer(stream))
+
+
+@_entry("aethercl_norm_forward")
+def norm_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Row-wise normalisation of x (rows x cols).
+
+    C: int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_norm_forward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_norm_backward")
+def norm_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Row-wise normalisation of x (rows x cols).
+
+    C: int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_norm_backward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_batchnorm_forward")
+def batchnorm_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Batch normalisation of x (n x channels x spatial; NCHW with spatial = H * W, or 1 for (N,
+    C)).
+
+    C: int aethercl_batchnorm_forward(int gpu_index, const aethercl_batchnorm_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_batchnorm_forward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_batchnorm_backward")
+def batchnorm_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Batch normalisation of x (n x channels x spatial; NCHW with spatial = H * W, or 1 for (N,
+    C)).
+
+    C: int aethercl_batchnorm_backward(int gpu_index, const aethercl_batchnorm_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_batchnorm_backward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_optimizer_step")
+def optimizer_step(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """One update, in place on param and the state buffers, over count float32 elements.
+
+    C: int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_optimizer_step", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_clip_grad_norm")
+def clip_grad_norm(dev: DeviceLike, num_tensors: int, grads: PointerArray, counts: ScalarArray,
+                   max_norm: float, total_norm: Pointer, stream: Pointer) -> None:
+    """Global L2 gradient-norm clipping on the device, with no host read: total = sqrt(sum over the
+    num_tensors buffers grads[t] of counts[t] float32 elements of g^2); every gradient is multiplied
+    by min(1, max_norm / (total + 1e-6)) (left unchanged when total is not finite).
+
+    C: int aethercl_clip_grad_norm(int gpu_index, int num_tensors, void* const* grads, const size_t*
+    counts, float max_norm, void* total_norm, void* stream). Raises AetherCLError unless it returns
+    1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_clip_grad_norm", _index, num_tensors, pointer_array(grads),
+               scalar_array(counts, ctypes.c_ulong), max_norm, pointer(total_norm), pointer(stream))
+
+
+@_entry("aethercl_mse_loss")
+def mse_loss(dev: DeviceLike, pred: Pointer, target_: Pointer, loss: Pointer, grad: Pointer,
+             count: int, reduction: int, stream: Pointer) -> None:
+    """Mean squared error over count float32 elements: loss (one float, optional) = sum of (p -
+    t)^2, divided by count for MEAN; grad (count floats, optional) = d loss / d pred = 2 (p - t) (/
+    count for MEAN).
+
+    C: int aethercl_mse_loss(int gpu_index, void* pred, void* target, void* loss, void* grad, size_t
+    count, int reduction, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_mse_loss", _index, pointer(pred), pointer(target_), pointer(loss),
+               pointer(grad), count, reduction, pointer(stream))
+
+
+@_entry("aethercl_cross_entropy")
+def cross_entropy(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused with
+    log-softmax.
+
+    C: int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entropy_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_cross_entropy", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_conv2d_forward")
+def conv2d_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """2-D convolution (cross-correlation, as PyTorch): x (n, c_in, h, w), weight (c_out, c_in /
+    groups, kernel_h, kernel_w), bias (c_out, optional), y (n, c_out, out_h, out_w).
+
+    C: int aethercl_conv2d_forward(int gpu_index, const aethercl_conv2d_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_conv2d_forward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_conv2d_backward")
+def conv2d_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """2-D convolution (cross-correlation, as PyTorch): x (n, c_in, h, w), weight (c_out, c_in /
+    groups, kernel_h, kernel_w), bias (c_out, optional), y (n, c_out, out_h, out_w).
+
+    C: int aethercl_conv2d_backward(int gpu_index, const aethercl_conv2d_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_conv2d_backward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_pool2d_forward")
+def pool2d_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """2-D pooling of x (n, channels, h, w) into y (n, channels, out_h, out_w) with kernel, stride
+    (>= 1) and pad (0 <= pad <= kernel / 2), floor mode.
+
+    C: int aethercl_pool2d_forward(int gpu_index, const aethercl_pool2d_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_pool2d_forward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_pool2d_backward")
+def pool2d_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """2-D pooling of x (n, channels, h, w) into y (n, channels, out_h, out_w) with kernel, stride
+    (>= 1) and pad (0 <= pad <= kernel / 2), floor mode.
+
+    C: int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_pool2d_backward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_empty_cache")
+def empty_cache(dev: DeviceLike) -> None:
+    """Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL,
+    like torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other
+    processes can use that memory.
+
+    C: int aethercl_empty_cache(int gpu_index). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_empty_cache", _index)
+
+
+@_entry("aethercl_reset_peak_memory_stats")
+def reset_peak_memory_stats(dev: DeviceLike) -> None:
+    """Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+    aethercl_memory_stats becomes the bytes reserved right now, like
+    torch.cuda.reset_peak_memory_stats.
+
+    C: int aethercl_reset_peak_memory_stats(int gpu_index). Raises AetherCLError unless it returns
+    1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_reset_peak_memory_stats", _index)
+
+
 @_entry("aethercl_comm_create")
 def comm_create(dev: DeviceLike, count: int, gpu_indices: ScalarArray) -> int:
     """Creates a communicator over count devices: rank i is gpu_indices[i].

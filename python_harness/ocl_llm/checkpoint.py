@@ -34,7 +34,8 @@ def save_checkpoint(path, model: SimpleModel, optimizer: AdamOptimizer, tokenize
     metadata = {
         "format": CHECKPOINT_FORMAT,
         "config": config,
-        "optimizer": {"t": opt["t"], "lr": optimizer.lr, "betas": list(optimizer.betas),
+        "optimizer": {"kind": getattr(optimizer, "kind_name", "adam"),
+                      "t": opt["t"], "lr": optimizer.lr, "betas": list(optimizer.betas),
                       "eps": optimizer.eps, "weight_decay": optimizer.weight_decay},
         "tokenizer": {"vocab": tokenizer.get_vocab(),
                       "inv_vocab": {str(k): v for k, v in tokenizer.get_inv_vocab().items()}},
@@ -72,7 +73,10 @@ def load_checkpoint(path) -> Tuple[SimpleModel, AdamOptimizer, TinyTokenizer, Di
     n = len(model.parameters())
     model.load_state_dict({f"param_{i}": arrays[f"param_{i}"] for i in range(n)})
     o = metadata["optimizer"]
-    optimizer = AdamOptimizer(model.parameters(), lr=o["lr"], betas=o["betas"], eps=o["eps"],
+    optimizer_class = AdamOptimizer
+    if o.get("kind") == "adamw":
+        from .optimizers import AdamW as optimizer_class
+    optimizer = optimizer_class(model.parameters(), lr=o["lr"], betas=o["betas"], eps=o["eps"],
                               weight_decay=o["weight_decay"])
     optimizer.load_state_dict({"t": o["t"],
                                "m": {f"state_{i}": arrays[f"adam_m_{i}"] for i in range(n)},

@@ -30,7 +30,12 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
     for name in ("embed_dim", "num_layers", "num_heads", "d_ff", "max_len", "batch_size"):
         p.add_argument(f"--{name}", type=int, default=defaults[name])
     p.add_argument("--lr", type=float, default=defaults["lr"])
-    p.add_argument("--wd", type=float, default=defaults["wd"], help="coupled L2 weight decay")
+    p.add_argument("--wd", type=float, default=defaults["wd"],
+                   help="weight decay (coupled L2 for adam, decoupled for adamw)")
+    p.add_argument("--optimizer", choices=("adam", "adamw"), default=defaults["optimizer"],
+                   help="adam: the original Adam with L2 decay; adamw: decoupled weight decay")
+    p.add_argument("--dropout", type=float, default=defaults["dropout"],
+                   help="residual dropout probability in every block while training")
     p.add_argument("--eval_every", type=int, default=defaults["eval_every"])
     p.add_argument("--eval_batches", type=int, default=defaults["eval_batches"])
     p.add_argument("--seed", type=int, default=defaults["seed"])
@@ -60,7 +65,8 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
                      ) -> Dict[str, Any]:
     config = dict(defaults)
     config.update(data_file=args.data_file, num_epochs=args.epochs, max_steps=args.steps,
-                  lr=args.lr, wd=args.wd, eval_every=args.eval_every,
+                  lr=args.lr, wd=args.wd, optimizer=args.optimizer, dropout=args.dropout,
+                  eval_every=args.eval_every,
                   eval_batches=args.eval_batches, seed=args.seed, causal=not args.no_causal,
                   sample_length=args.sample_length,
                   checkpoint_filename=args.checkpoint_filename)

@@ -17,6 +17,8 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "num_layers": 6, "causal": True,
     # optimisation
     "lr": 3e-4, "betas": [0.9, 0.999], "eps": 1e-8, "wd": 0.02, "num_epochs": 20,
+    "optimizer": "adam",   # "adam": coupled L2 decay (the original); "adamw": decoupled
+    "dropout": 0.0,        # residual dropout after attention and feed-forward (training only)
     "max_steps": None, "val_split": 0.1, "seed": 1234, "init_seed": 42,
     # evaluation and output
     "eval_every": 500, "eval_batches": 8, "sample_length": 200, "temperature": 0.8,

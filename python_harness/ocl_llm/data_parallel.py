@@ -31,30 +31,31 @@ class DataParallel:
     `optimizer` when given, e.g. from a checkpoint)."""
 
     def __init__(self, config, gpu_ids: Sequence[int], model: Optional[SimpleModel] = None,
-                 optimizer: Optional[AdamOptimizer] = None):
+                 optimizer=None, make_optimizer=None):
         if len(gpu_ids) < 1 or len(set(gpu_ids)) != len(gpu_ids):
             raise ValueError(f"--gpus needs distinct device indices, got {list(gpu_ids)}")
         self.config = dict(config)
+        self._make_optimizer = make_optimizer or self._adam
         primary = current_runtime()
         if primary.index != gpu_ids[0]:
             raise ValueError(f"the current device is {primary.index}, not gpus[0] = {gpu_ids[0]}")
         self.runtimes: List[Runtime] = [primary]
         self.models: List[SimpleModel] = [model or SimpleModel(self.config)]
-        self.optimizers: List[AdamOptimizer] = [optimizer or self._optimizer(self.models[0])]
+        self.optimizers = [optimizer or self._make_optimizer(self.models[0], self.config)]
         for index in gpu_ids[1:]:
             ocl_initialize(index, verbose=False)
             self.runtimes.append(current_runtime())
             replica = SimpleModel(self.config)
             self.models.append(replica)
-            self.optimizers.append(self._optimizer(replica))
+            self.optimizers.append(self._make_optimizer(replica, self.config))
         set_current_runtime(primary)
         self.comm = Communicator([r.device for r in self.runtimes])
         self._buckets: List[GPUBuffer] = []
         self._bucket_elements = 0
         self._broadcast_state()
 
-    def _optimizer(self, model: SimpleModel) -> AdamOptimizer:
-        c = self.config
+    @staticmethod
+    def _adam(model: SimpleModel, c) -> AdamOptimizer:
         return AdamOptimizer(model.parameters(), lr=c["lr"], betas=c["betas"], eps=c["eps"],
                              weight_decay=c["wd"])
 
@@ -66,14 +67,14 @@ class DataParallel:
         return list(zip(*per_replica))
 
     def _broadcast_state(self) -> None:
-        """Replica 0's parameters and Adam moments (and step count) on every replica."""
+        """Replica 0's parameters (broadcast by the devices) and optimizer state (moments and
+        step count, through its state dict) on every replica."""
         for params in self._groups([m.parameters() for m in self.models]):
             self.comm.broadcast([p.data for p in params], params[0].numel, root=0)
-        for state in ("m", "v"):
-            for buffers in self._groups([getattr(o, state) for o in self.optimizers]):
-                self.comm.broadcast(buffers, buffers[0].nbytes // 4, root=0)
-        for optimizer in self.optimizers[1:]:
-            optimizer.t = self.optimizers[0].t
+        if len(self.optimizers) > 1:
+            state = self.optimizers[0].state_dict()
+            for optimizer in self.optimizers[1:]:
+                optimizer.load_state_dict(state)
 
     def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
         """One data-parallel training step on a batch (rows split as evenly as possible, every

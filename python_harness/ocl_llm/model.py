@@ -21,7 +21,8 @@ class SimpleModel:
         self.embedding = Embedding(V, E, rng=rng)
         self.pos_encoding = PositionalEncoding(config["max_len"], E)
         self.blocks = [TransformerBlock(E, config["num_heads"], config["d_ff"],
-                                        config.get("causal", True), rng, f"block{i}")
+                                        config.get("causal", True), rng, f"block{i}",
+                                        config.get("dropout", 0.0))
                        for i in range(config["num_layers"])]
         self.final_norm = LayerNorm()
         self.output_layer = Linear(E, V, rng=rng, name="output")
@@ -46,9 +47,13 @@ class SimpleModel:
 
     def train(self) -> None:
         self.training = True
+        for block in self.blocks:
+            block.training = True
 
     def eval(self) -> None:
         self.training = False
+        for block in self.blocks:
+            block.training = False
 
     def state_dict(self) -> Dict[str, np.ndarray]:
         return {f"param_{i}": p.to_host() for i, p in enumerate(self.parameters())}

@@ -162,16 +162,25 @@ class TransformerBlock:
     """Pre-LN block: x + MHA(LN(x)), then x + W2 GELU(W1 LN(x) + b1) + b2."""
 
     def __init__(self, embed_dim: int, num_heads: int, d_ff: int, causal: bool = True,
-                 rng: Optional[np.random.Generator] = None, name: str = "block"):
+                 rng: Optional[np.random.Generator] = None, name: str = "block",
+                 dropout: float = 0.0):
         self.ln1, self.ln2 = LayerNorm(), LayerNorm()
+        self.dropout, self.training = float(dropout), True
         self.attn = MultiHeadAttention(embed_dim, num_heads, causal, rng, name + ".attn")
         self.ff1 = Linear(embed_dim, d_ff, rng=rng, name=name + ".ff1")
         self.ff2 = Linear(d_ff, embed_dim, rng=rng, name=name + ".ff2")
         self.act = GeLUActivation()
 
     def __call__(self, x: OclTensor) -> OclTensor:
-        x = x.add(self.attn(self.ln1(x)))
-        return x.add(self.ff2(self.act(self.ff1(self.ln2(x)))))
+        x = x.add(self._drop(self.attn(self.ln1(x))))
+        return x.add(self._drop(self.ff2(self.act(self.ff1(self.ln2(x))))))
+
+    def _drop(self, h: OclTensor) -> OclTensor:
+        """Residual dropout (aethercl_dropout) while training; identity otherwise."""
+        if not self.training or self.dropout == 0.0:
+            return h
+        from .functional import dropout
+        return dropout(h, self.dropout, True)
 
     def parameters(self) -> List[Parameter]:
         # documented order: Wq, Wk, Wv, Wo, bo, W1, b1, W2, b2

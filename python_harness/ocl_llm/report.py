@@ -9,53 +9,9 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 
-class ProgressBar:
-    """One status line (step, loss, tokens/s, ETA): redrawn in place on a terminal, printed every
-    `every` steps otherwise. Plain text on stderr."""
-
-    def __init__(self, total: int, stream=None, width: int = 24):
-        self.total, self.width = max(total, 1), width
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.every = max(1, self.total // 25)
-        self.start = time.perf_counter()
-        self.last_line = ""
-
-    def update(self, step: int, loss: float, tokens: int, val: Optional[float] = None,
-               force: bool = False) -> None:
-        elapsed = time.perf_counter() - self.start
-        rate = tokens / elapsed if elapsed > 0 else 0.0
-        eta = elapsed / step * (self.total - step) if step else 0.0
-        filled = int(self.width * step / self.total)
-        bar = "#" * filled + "." * (self.width - filled)
-        line = (f"step {step:>5}/{self.total} [{bar}] loss {loss:6.3f}"
-                + (f" val {val:6.3f}" if val is not None else "")
-                + f" | {rate:7.0f} tok/s | ETA {format_seconds(eta)}")
-        self.last_line = line
-        if self.tty:
-            self.stream.write("\r" + line)
-            self.stream.flush()
-        elif force or step % self.every == 0 or step == self.total:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-
-    def message(self, text: str) -> None:
-        if self.tty:
-            self.stream.write("\r" + " " * len(self.last_line) + "\r")
-        self.stream.write(text + "\n")
-        if self.tty and self.last_line:
-            self.stream.write(self.last_line)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def format_seconds(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s"
+# The progress bar (tqdm on a terminal where installed, plain lines otherwise) lives in the
+# aethercl package; re-exported here for the frontend's interface.
+from aethercl.progress import ProgressBar, format_seconds  # noqa: E402,F401
 
 
 def plot_losses(history: Dict[str, List[List[float]]], path) -> Optional[Path]:
@@ -69,6 +25,7 @@ def plot_losses(history: Dict[str, List[List[float]]], path) -> Optional[Path]:
         print("[ocl] matplotlib is not installed: no loss curve", file=sys.stderr)
         return None
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     train = np.asarray(history.get("train", []), np.float64).reshape(-1, 2)
     val = np.asarray(history.get("val", []), np.float64).reshape(-1, 2)

@@ -24,6 +24,16 @@ from .tensor import OclTensor
 from .text import TextData, TinyTokenizer, read_corpus
 
 
+def make_optimizer(model: SimpleModel, config: Dict[str, Any]):
+    """Adam with coupled L2 decay (the original) or AdamW (--optimizer adamw)."""
+    if config.get("optimizer", "adam") == "adamw":
+        from .optimizers import AdamW
+        return AdamW(model.parameters(), lr=config["lr"], betas=config["betas"],
+                     eps=config["eps"], weight_decay=config["wd"])
+    return AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
+                         eps=config["eps"], weight_decay=config["wd"])
+
+
 def train_step(model: SimpleModel, optimizer: AdamOptimizer, inputs: np.ndarray,
                targets: np.ndarray) -> float:
     """zero_grad, forward, GPU loss + backward, Adam step (skipped for a non-finite loss)."""
@@ -110,11 +120,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             tokenizer = TinyTokenizer()
             config = dict(config, vocab_size=tokenizer.vocab_size)
             model = SimpleModel(config)
-            optimizer = AdamOptimizer(model.parameters(), lr=config["lr"],
-                                      betas=config["betas"], eps=config["eps"],
-                                      weight_decay=config["wd"])
+            optimizer = make_optimizer(model, config)
         if gpus:
-            parallel = DataParallel(config, gpus, model, optimizer)
+            parallel = DataParallel(config, gpus, model, optimizer, make_optimizer)
             print(f"[ocl] data parallel over devices {list(gpus)} (batch rows split between "
                   f"them, gradients all-reduced)", file=out)
         if inspect.active() is not None:   # name the long-lived buffers on the inspector page
@@ -138,6 +146,15 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         history = progress["history"]
         checkpoint_path = Path(save_dir) / config["checkpoint_filename"]
         best = progress.get("best_val_loss")
+        if total_steps <= progress["global_step"]:
+            # A resumed checkpoint already at --steps: train that many more instead of none.
+            extra = int(config.get("max_steps") or data.steps_per_epoch)
+            print(f"[ocl] the checkpoint is at step {progress['global_step']}, not below the "
+                  f"step limit {total_steps}: training {extra} more steps (pass a larger "
+                  f"--steps to set the total)", file=out)
+            total_steps = progress["global_step"] + extra
+        print("[ocl] the first steps compile the kernels for this device (on PoCL about 30 s; "
+              "cached in ~/.cache/aethercl, so later runs start at once)", file=out)
         if not history["val"]:
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])

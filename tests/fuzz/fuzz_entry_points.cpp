@@ -293,6 +293,7 @@ void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
     default: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
   }
 }
+#include "fuzz_train_ops.inc"
 
 // Many devices (one device here: communicators of it, bad tokens, collectives, peer copies).
 void many_device_step(State& s, Input& in, int gpu, void* const* h, int n_raw) {
@@ -345,7 +346,7 @@ void step(State& s, Input& in) {
     many_device_step(s, in, gpu, h, d[0]);
     return;
   }
-  switch (op % 44) {
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -444,12 +445,14 @@ void step(State& s, Input& in) {
     }
     case 42: {
       char text[512];
-      switch (in.byte() % 5) {
+      switch (in.byte() % 7) {
         case 0: check_pointer("aethercl_memory_stats", aethercl_memory_stats(gpu, text, in.byte() % 2 ? sizeof text : in.byte() % 8) == 0); break;
         case 1: check_pointer("aethercl_device_info", aethercl_device_info(gpu, in.byte() % 2 ? text : nullptr, sizeof text) == 0); break;
         case 2: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
         case 3: std::memcpy(text, scratch.data(), 80); text[in.byte() % 80] = '\0';
           check_status("aethercl_set_buffer_label", aethercl_set_buffer_label(gpu, h[0], in.byte() % 8 ? text : nullptr)); break;
+        case 4: check_status("aethercl_empty_cache", aethercl_empty_cache(gpu)); break;
+        case 5: check_status("aethercl_reset_peak_memory_stats", aethercl_reset_peak_memory_stats(gpu)); break;
         default: if (aethercl_status_name(d[0]) == nullptr) violation("aethercl_status_name", "NULL"); break;
       }
       break;
@@ -476,6 +479,7 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
+    case 44: train_step(in, gpu, h, d, f); break;
   }
 }
 

@@ -10,7 +10,8 @@ OPS = {"alloc": 0, "free": 4, "write": 7, "read": 9, "clone": 11, "matmul": 12, 
        "mul": 15, "mul_backward": 16, "gelu": 17, "layernorm": 19, "softmax": 21,
        "transpose": 23, "adam": 25, "transpose_batched": 28, "reduce_sum": 30,
        "embedding": 32, "log_softmax": 34, "cross_entropy": 35, "sim_alloc": 37,
-       "sim_write": 39, "sim_read": 40, "sim_mm": 41, "stats": 42, "lifecycle": 43}
+       "sim_write": 39, "sim_read": 40, "sim_mm": 41, "stats": 42, "lifecycle": 43,
+       "train": 44}
 
 
 def live(i, n):
@@ -56,6 +57,12 @@ def main():
                                                              extra=(1, 5, 6, 40, 48, 1, 1)),
         "lifecycle": program(2, 8, [step("lifecycle", extra=(0, 0)), step("stats", extra=(0, 1)),
                                     step("add", (live(0, 2),) * 3, (2,))]),
+        # training ops (fuzz_train_ops.inc): which, seed (4 bytes), offset selector + 4 bytes,
+        # count byte (x4 / 4 elements), then per-function bytes; relu and rng_fill on 16 floats
+        "train_ops": program(3, 16, [step("train", three, extra=(3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 16,
+                                                                  0, 0)),
+                                     step("train", three, extra=(0, 0, 0, 0, 9, 1, 0, 0, 0, 3, 16,
+                                                                  1, 0))]),
         "hostile_dims": program(3, 16, [step("add", three, (200,)),
                                         step("matmul", three, (255, 200, 220, 230)),
                                         step("reduce_sum", three, (190, 180, 181))]),

@@ -548,6 +548,7 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
             h.lib.aethercl_memory_stats(gpu, None, 0), True))
         add("aethercl_synchronize", f"gpu_index={gpu}", lambda h, gpu=gpu: h.succeeded(
             h.lib.aethercl_synchronize(gpu)))
+    pool_cases(add)
 
     trace_cases(add)
 
@@ -578,6 +579,40 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
                 fail("an empty label is still listed")
         add(name, f"label={case_id}", label_case)
     return cases
+
+
+def pool_cases(add) -> None:
+    """aethercl_empty_cache / aethercl_reset_peak_memory_stats: any gpu_index follows the
+    one-initialised-device rule; both keep live buffers intact and do what they say."""
+    for name in ("aethercl_empty_cache", "aethercl_reset_peak_memory_stats"):
+        for gpu in FOREIGN_GPU_INDICES:
+            add(name, f"gpu_index={gpu}", lambda h, gpu=gpu, name=name: h.succeeded(
+                getattr(h.lib, name)(gpu)))
+
+    def free_one(h, nbytes):
+        handle = h.lib.allocate_gpu_memory(h.index, nbytes)
+        if not handle:
+            fail(f"setup: allocate_gpu_memory({nbytes}) failed: {h.lib.last_error()}")
+        h.lib.free_gpu_memory(h.index, handle)
+
+    def empty_cache_keeps_live_buffers(h):
+        keep = h.alloc(4096, fill=0x5A)
+        free_one(h, 1 << 20)
+        h.succeeded(h.lib.aethercl_empty_cache(h.index))
+        stats = json.loads(h.lib.json_call("aethercl_memory_stats", h.index))
+        if stats["bytes_cached"] != 0:
+            fail(f"bytes_cached {stats['bytes_cached']} after empty_cache")
+        if h.contents(keep, 4096) != b"\x5a" * 4096:
+            fail("a live buffer changed")
+    add("aethercl_empty_cache", "keeps_live_buffers", empty_cache_keeps_live_buffers)
+
+    def reset_peak(h):
+        free_one(h, 8 << 20)
+        h.succeeded(h.lib.aethercl_reset_peak_memory_stats(h.index))
+        stats = json.loads(h.lib.json_call("aethercl_memory_stats", h.index))
+        if stats["peak_bytes_reserved"] != stats["bytes_reserved"]:
+            fail(f"peak {stats['peak_bytes_reserved']} != reserved {stats['bytes_reserved']}")
+    add("aethercl_reset_peak_memory_stats", "peak_is_current", reset_peak)
 
 
 def trace_cases(add) -> None:
@@ -1478,6 +1513,8 @@ def all_cases(symbols) -> List[Case]:
     for symbol in symbols:
         if symbol.name.startswith("execute_") and symbol.name not in SPECIAL:
             cases += compute_cases(symbol)
+    from hostile_train_cases import all_train_cases  # version-3 training ops
+    cases += all_train_cases(symbols)
     return cases
 
 

@@ -162,6 +162,8 @@ def call_everything(phase, handle):
                 args.append((ctypes.c_void_p * 2)(handle, handle))
             elif p.c_type == "float*":
                 args.append(ctypes.byref(ctypes.c_float()))
+            elif p.c_type.endswith("*"):  # arrays and descriptors of the version-3 functions
+                args.append(None)
             else:
                 args.append(DEFAULTS[p.c_type])
         result = getattr(lib, s.name)(*args)
@@ -237,6 +239,28 @@ for s in lib.symbols:
         h0.cleanup(); h1.cleanup()
         if (result != 0 or code != 2 or "belongs to device 1" not in message
                 or buffer not in message):
+            problems.append(f"{s.name}/{buffer}: {result} {code} {message!r}")
+# version-3 training ops: each buffer argument in turn from the other device
+from hostile_train_cases import Call, alloc_buffers, clip_buffers
+from op_specs import TRAIN_SPECS
+for s in lib.symbols:
+    if s.name not in TRAIN_SPECS:
+        continue
+    spec = TRAIN_SPECS[s.name]
+    clip = s.name == "aethercl_clip_grad_norm"
+    names = ["grads[0]", "total_norm"] if clip else list(spec.buffers)
+    for buffer in names:
+        make = (lambda h: clip_buffers(h, spec.values)) if clip else (
+            lambda h: alloc_buffers(h, spec, spec.values))
+        buffers = make(h0)
+        buffers[buffer] = make(h1)[buffer]
+        call = Call(h0, s, spec)
+        result = call.run(spec.values, buffers)
+        tried += 1
+        message, code = lib.last_error(), lib.last_error_code()
+        h0.cleanup(); h1.cleanup()
+        if (result != 0 or code != 2 or "belongs to device 1" not in message
+                or call.name_of(buffer) not in message):
             problems.append(f"{s.name}/{buffer}: {result} {code} {message!r}")
 # memory entry points, labels, and a free on the wrong device (must not free it)
 mine, theirs = lib.allocate_gpu_memory(0, 64), lib.allocate_gpu_memory(1, 64)

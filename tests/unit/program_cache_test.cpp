@@ -3,13 +3,14 @@
 
 #include "runtime/kernel_sources.h"
 #include "support/error.h"
+#include "support/process.h"
 #include "test_support.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+
 
 using namespace aethercl;
 
@@ -17,7 +18,7 @@ namespace {
 
 std::filesystem::path fresh_directory(const char* name) {
   auto path = std::filesystem::temp_directory_path() /
-              (std::string("aethercl-unit-") + name + "-" + std::to_string(::getpid()));
+              (std::string("aethercl-unit-") + name + "-" + std::to_string(current_process_id()));
   std::filesystem::remove_all(path);
   return path;
 }
