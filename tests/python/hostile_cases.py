@@ -1152,6 +1152,9 @@ def many_device_cases() -> List[Case]:
     for gpu in FOREIGN_GPU_INDICES:   # the single-device fallback, like every other call
         add(name, f"src_gpu={gpu}", lambda h, gpu=gpu: h.succeeded(copy(h, src_gpu=gpu)))
     add(name, "valid", lambda h: h.succeeded(copy(h)))
+    return cases
+
+
 # ---- AETHERCL_3 runtime functions (streams, events, host memory, transfers) -----------------
 # Generated from the manifest by parameter name: every stream, event, buffer, host-pointer,
 # out-pointer and span parameter of every such function gets its hostile values.

@@ -102,7 +102,7 @@ Worst sweep(const char* probe, double (*reference)(double), std::uint32_t stride
 }
 
 std::uint32_t sweep_stride() {
-  return static_cast<std::uint32_t>(env::count("AETHERCL_ULP_STRIDE").value_or(4093));
+  return static_cast<std::uint32_t>(env::count("AETHERCL_ULP_STRIDE", 1, 0xFFFFFFFFu).value_or(4093));
 }
 
 void report(const char* probe, const Worst& worst, std::uint32_t stride) {
