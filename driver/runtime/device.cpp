@@ -30,15 +30,20 @@ bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceK
 
 }  // namespace
 
-Device::Device(int index, const DeviceInfo& info)
+Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
     : index_(index),
       info_(info),
       sync_every_call_(env::flag(env::kSync, false)) {
-  cl_int status = CL_SUCCESS;
-  cl_context_properties properties[] = {
-      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
-  context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
-  cl::check(status, "clCreateContext");
+  if (shared_context != nullptr) {
+    context_ = cl::Context(shared_context);  // adopted first thing: released on every path
+    shares_context_ = true;
+  } else {
+    cl_int status = CL_SUCCESS;
+    cl_context_properties properties[] = {
+        CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
+    context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
+    cl::check(status, "clCreateContext");
+  }
   profiling_ = Tracer::instance().active();
   streams_.push_back(
       std::make_unique<Stream>(index_, 0, nullptr, create_queue(profiling_), false, profiling_));

@@ -40,7 +40,9 @@ class DeviceExtension {
 
 class Device {
  public:
-  Device(int index, const DeviceInfo& info);
+  // shared_context: a context reference handed over (the platform's shared context, see
+  // runtime/shared_contexts.h), or nullptr for a context of the device's own.
+  Device(int index, const DeviceInfo& info, cl_context shared_context = nullptr);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   // Drains the submission thread, waits for every stream, then releases programs, buffers,
@@ -52,6 +54,8 @@ class Device {
   std::mutex& mutex() { return mutex_; }
 
   cl_context context() const { return context_.get(); }
+  // Whether this device shares its context with other devices of its platform.
+  bool shares_context() const { return shares_context_; }
   MemoryPool& pool() { return *pool_; }
   ProgramCache& programs() { return *programs_; }
 
@@ -172,6 +176,7 @@ class Device {
   // device kind, runtime/device.cpp).
   enum class ReadPath { kDirect, kRing, kRingForMidSizes };
   ReadPath read_path_ = ReadPath::kDirect;
+  bool shares_context_ = false;
   std::map<const void*, std::unique_ptr<DeviceExtension>> extensions_;
 
   std::mutex deferred_mutex_;

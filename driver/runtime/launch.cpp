@@ -80,7 +80,8 @@ LaunchGeometry LaunchGeometry::grid(cl_uint dimensions, const std::size_t* globa
   return geometry;
 }
 
-void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event) {
+void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event,
+                   cl_uint wait_count, const cl_event* wait_list) {
   Kernel& target = *record.kernel;
   cl_kernel kernel = target.get();
   if (target.bound.size() < record.args.count()) target.bound.resize(record.args.count());
@@ -104,8 +105,8 @@ void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event*
   }
   const LaunchGeometry& g = record.geometry;
   cl::check(clEnqueueNDRangeKernel(queue, kernel, g.dimensions, nullptr, g.global.data(),
-                                   g.runtime_picks_local ? nullptr : g.local.data(), 0, nullptr,
-                                   event),
+                                   g.runtime_picks_local ? nullptr : g.local.data(), wait_count,
+                                   wait_list, event),
             "clEnqueueNDRangeKernel");
 }
 

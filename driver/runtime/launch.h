@@ -125,9 +125,11 @@ LaunchRecord make_launch(Kernel& kernel, const LaunchGeometry& geometry, const A
 }
 
 // Binds the record's arguments to its kernel (skipping arguments whose value is already bound)
-// and enqueues it on queue; event, when not NULL, receives the launch's event. Throws Error naming
-// the OpenCL call that failed. The caller owns the kernel's argument state for the duration
-// (kernel objects are not thread-safe to bind).
-void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event);
+// and enqueues it on queue, after the wait_count events of wait_list (collectives order launches
+// after transfers of other queues); event, when not NULL, receives the launch's event. Throws
+// Error naming the OpenCL call that failed. The caller owns the kernel's argument state for the
+// duration (kernel objects are not thread-safe to bind).
+void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event,
+                   cl_uint wait_count = 0, const cl_event* wait_list = nullptr);
 
 }  // namespace aethercl

@@ -46,13 +46,21 @@ void Runtime::initialize(int gpu_index) {
       log().warn("{}: cannot register the exit hook; call shutdown_driver", env::kTrace);
     }
   }
-  auto device = std::make_unique<Device>(gpu_index, devices[gpu_index]);
+  // The Device adopts the shared reference first thing, so it is released on every path.
+  cl_context shared = shared_contexts_.acquire(devices, gpu_index);
+  auto device = std::make_unique<Device>(gpu_index, devices[gpu_index], shared);
   log().info("initialised device {}: {}", gpu_index, device->info().name);
   devices_.emplace(gpu_index, std::move(device));
 }
 
 void Runtime::shutdown() noexcept {
   std::unique_lock lock(lifecycle_mutex_);
+  std::size_t comms = 0;
+  for (auto& comm : comms_.remove_all()) {
+    comm.reset();  // finishes its transfer queues and releases them before the devices go
+    ++comms;
+  }
+  if (comms > 0) log().info("shutdown released {} communicators still live", comms);
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
     try {
@@ -74,6 +82,7 @@ void Runtime::shutdown() noexcept {
   }
   write_environment_trace();
   devices_.clear();  // each Device finishes its queue before releasing
+  shared_contexts_.clear();
   warned_fallback_ = false;
 }
 

@@ -1,12 +1,15 @@
-// The process-wide runtime: initialised devices by visible index, and the registries of the
-// client's tokens (buffers, streams, events) and pinned host allocations.
+// The process-wide runtime: initialised devices by visible index (sharing one context per
+// platform where several are visible), and the registries of the client's tokens (buffers,
+// streams, events, communicators) and pinned host allocations.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
 // a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
 #pragma once
 
 #include "runtime/buffer_registry.h"
+#include "runtime/communicator.h"
 #include "runtime/device.h"
+#include "runtime/shared_contexts.h"
 #include "runtime/host_memory.h"
 #include "runtime/token_table.h"
 
@@ -53,6 +56,7 @@ class Runtime {
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
+  CommRegistry& comms() { return comms_; }
   TokenTable<StreamEntry>& streams() { return streams_; }
   TokenTable<EventRecord>& events() { return events_; }
   HostMemoryRegistry& host_memory() { return host_memory_; }
@@ -76,6 +80,8 @@ class Runtime {
   std::shared_mutex lifecycle_mutex_;
   std::map<int, std::unique_ptr<Device>> devices_;
   BufferRegistry buffers_;
+  CommRegistry comms_;
+  SharedContexts shared_contexts_;  // guarded by lifecycle_mutex_
   TokenTable<StreamEntry> streams_{token_tag::kStream, "stream"};
   TokenTable<EventRecord> events_{token_tag::kEvent, "event"};
   HostMemoryRegistry host_memory_;

@@ -8,6 +8,7 @@ const char* describe_token_tag(std::uint8_t tag) noexcept {
     case token_tag::kBuffer: return "a buffer handle";
     case token_tag::kStream: return "a stream";
     case token_tag::kEvent: return "an event";
+    case token_tag::kComm: return "a communicator";
     default: return nullptr;
   }
 }

@@ -18,6 +18,7 @@ namespace token_tag {
 inline constexpr std::uint8_t kBuffer = 0xAE;
 inline constexpr std::uint8_t kStream = 0xA5;
 inline constexpr std::uint8_t kEvent = 0xA7;
+inline constexpr std::uint8_t kComm = 0xC0;  // runtime/communicator.h
 }  // namespace token_tag
 
 // "a buffer handle", "a stream", "an event", or nullptr for a byte no token type uses.

@@ -943,6 +943,78 @@ AETHERCL_API int aethercl_empty_cache(int gpu_index);
  * torch.cuda.reset_peak_memory_stats. Returns 0 when gpu_index resolves to no initialised
  * device. */
 AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
+/* ===================================================================================== */
+/* Many devices: communicators, collectives, peer copies (ABI version 3)                 */
+/* ===================================================================================== */
+
+/* dtype arguments take the aethercl_dtype codes and op arguments AETHERCL_SUM, AETHERCL_MEAN,
+ * AETHERCL_MAX or AETHERCL_MIN of aethercl_reduce_op (both defined above; the other reduce codes
+ * are refused). For collectives MEAN is the sum divided by the number of devices, and MAX and MIN
+ * propagate NaN: any NaN contribution gives NaN. */
+
+/* Creates a communicator over count devices: rank i is gpu_indices[i]. Every index must be
+ * initialised (no single-device fallback here) and appear once; count is 1 .. the number of
+ * visible devices. Returns a communicator token (never reused), or NULL with the message naming
+ * the offending gpu_indices[i]. The communicator picks how bytes move between its devices:
+ *  - "device" path: all its devices share one OpenCL context (the driver gives the visible
+ *    devices of one platform a shared context; AETHERCL_SHARED_CONTEXT=0 turns that off) and copy
+ *    from each other's buffers on their own transfer queues; collectives return once enqueued;
+ *  - "host" path: the bytes relay through pinned host memory, pipelined in chunks; collectives
+ *    return once the data has moved.
+ * AETHERCL_PEER_PATH=device|host|auto (default auto) chooses. auto takes the device path for CPU
+ * devices sharing a context (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves
+ * copies between devices of one context by migrating whole buffers, far slower than the relay
+ * (docs/MANY_DEVICES.md). device is refused with AETHERCL_NOT_IMPLEMENTED when the devices do not
+ * share a context. The log names the path at
+ * info level. Each communicator keeps per-device scratch (a few pipeline chunks per device,
+ * AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the memory pool's accounting. */
+AETHERCL_API void* aethercl_comm_create(int count, const int* gpu_indices);
+
+/* Destroys a communicator once its queued transfers have finished. NULL, unknown and destroyed
+ * tokens are refused. shutdown_driver destroys every communicator. */
+AETHERCL_API int aethercl_comm_destroy(void* comm);
+
+/* Collectives. P = the communicator's device count; buffers[i], send[i], recv[i] must be buffer
+ * tokens of rank i's device, large enough for the elements named below (checked before anything
+ * runs), count elements of dtype (f32, f16, bf16; other dtype codes answer
+ * AETHERCL_NOT_IMPLEMENTED). Every collective is ordered after all earlier work on the calling
+ * thread's current stream of each member device, and later work on those streams observes its
+ * result. count 0 validates and
+ * returns 1. Results are deterministic for a fixed P: element e of a reduction is
+ * ((x_0[e] op x_1[e]) op x_2[e]) ... in rank order, computed in float and rounded once to the
+ * dtype (f16/bf16 round to nearest even); MEAN divides that sum by P. So every device holds the
+ * same bits, whichever path ran. A communicator of one device is valid: reductions leave the data
+ * as it is, all_gather and reduce_scatter copy. send[i] and recv[i] must be different buffers. */
+
+/* buffers[i] (count elements) := the reduction over all ranks, on every rank. */
+AETHERCL_API int aethercl_all_reduce(void* comm, void* const* buffers, size_t count, int dtype,
+                                     int op);
+
+/* buffers[i] := buffers[root] for every rank (root is a rank, 0 .. P-1); chunks flow along the
+ * ranks root, root+1, ... as a pipeline. */
+AETHERCL_API int aethercl_broadcast(void* comm, void* const* buffers, size_t count, int dtype,
+                                    int root);
+
+/* recv[i] (P x count elements) := send[0] .. send[P-1] (count each) in rank order, every rank. */
+AETHERCL_API int aethercl_all_gather(void* comm, void* const* send, void* const* recv,
+                                     size_t count, int dtype);
+
+/* recv[i] (count elements) := the reduction over all ranks of block i (elements i*count ..
+ * (i+1)*count - 1) of send[j] (P x count elements each). */
+AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* const* recv,
+                                         size_t count, int dtype, int op);
+
+/* Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu) at
+ * dst_offset, ordered after earlier work on the current streams of both devices; later work on
+ * those streams observes it. The
+ * path follows the communicator rule above: on the device path the copy is enqueued and the call
+ * returns; on the host path the bytes relay through pinned host memory and the call returns when
+ * they have arrived. src_gpu == dst_gpu is a
+ * device copy; overlapping ranges of one buffer are refused. Both spans must lie inside their
+ * buffers (also for size 0, which then does nothing). gpu indices follow the single-device
+ * fallback of every other call. */
+AETHERCL_API int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu,
+                                    void* src, size_t src_offset, size_t size);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,7 @@
 """AetherCL from Python: the ctypes shim over the driver library (every exported symbol declared
 from the ABI manifest), a typed layer (`Device`, `Buffer`, pool controls), the streams, events and pinned memory of ABI
-version 3 (`Stream`, `Event`, `HostBuffer`) and `aethercl.ops`, one
+version 3 (`Stream`, `Event`, `HostBuffer`), the many-device functions (`Communicator`,
+`copy_peer`) and `aethercl.ops`, one
 function per entry point (generated from the manifest by tools/gen_abi.py, like the status codes
 of aethercl.status). Failed calls raise `AetherCLError` subclasses (`aethercl.errors`)."""
 from __future__ import annotations
@@ -37,10 +38,11 @@ from .device import (  # noqa: E402
     reset_peak_memory_stats)
 from .streams import Event, HostBuffer, Stream  # noqa: E402
 from . import ops, status  # noqa: E402,F401
+from .collectives import Communicator, copy_peer  # noqa: E402
 
-__all__ = ["AetherCLError", "Buffer", "BuildFailedError", "Device", "DeviceError", "Event", "HostBuffer",
+__all__ = ["AetherCLError", "Buffer", "BuildFailedError", "Communicator", "Device", "DeviceError", "Event", "HostBuffer",
            "InternalError", "InvalidArgumentError", "InvalidHandleError", "Library",
            "NoDeviceError", "NotInitializedError", "OutOfMemoryError", "OutOfRangeError", "Status", "Stream",
-           "UnsupportedError", "__version__", "current_device", "default_library",
+           "UnsupportedError", "__version__", "copy_peer", "current_device", "default_library",
            "empty_cache", "find_library", "load_manifest", "memory_stats", "ops",
            "parse_manifest", "reset_peak_memory_stats", "status"]

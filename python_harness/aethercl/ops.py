@@ -1103,4 +1103,85 @@ def reset_peak_memory_stats(dev: DeviceLike) -> None:
     _lib.check("aethercl_reset_peak_memory_stats", _index)
 
 
+@_entry("aethercl_comm_create")
+def comm_create(dev: DeviceLike, count: int, gpu_indices: ScalarArray) -> int:
+    """Creates a communicator over count devices: rank i is gpu_indices[i].
+
+    C: void* aethercl_comm_create(int count, const int* gpu_indices). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    _lib = library(dev)
+    return _lib.check_handle("aethercl_comm_create", count, scalar_array(gpu_indices, ctypes.c_int))
+
+
+@_entry("aethercl_comm_destroy")
+def comm_destroy(dev: DeviceLike, comm: Pointer) -> None:
+    """Destroys a communicator once its queued transfers have finished.
+
+    C: int aethercl_comm_destroy(void* comm). Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_comm_destroy", pointer(comm))
+
+
+@_entry("aethercl_all_reduce")
+def all_reduce(dev: DeviceLike, comm: Pointer, buffers: PointerArray, count: int, dtype: int,
+               op: int) -> None:
+    """buffers[i] (count elements) := the reduction over all ranks, on every rank.
+
+    C: int aethercl_all_reduce(void* comm, void* const* buffers, size_t count, int dtype, int op).
+    Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_all_reduce", pointer(comm), pointer_array(buffers), count, dtype, op)
+
+
+@_entry("aethercl_broadcast")
+def broadcast(dev: DeviceLike, comm: Pointer, buffers: PointerArray, count: int, dtype: int,
+              root: int) -> None:
+    """buffers[i] := buffers[root] for every rank (root is a rank, 0 .. P-1); chunks flow along the
+    ranks root, root+1, ... as a pipeline.
+
+    C: int aethercl_broadcast(void* comm, void* const* buffers, size_t count, int dtype, int root).
+    Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_broadcast", pointer(comm), pointer_array(buffers), count, dtype, root)
+
+
+@_entry("aethercl_all_gather")
+def all_gather(dev: DeviceLike, comm: Pointer, send: PointerArray, recv: PointerArray, count: int,
+               dtype: int) -> None:
+    """recv[i] (P x count elements) := send[0] .. send[P-1] (count each) in rank order, every rank.
+
+    C: int aethercl_all_gather(void* comm, void* const* send, void* const* recv, size_t count, int
+    dtype). Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_all_gather", pointer(comm), pointer_array(send), pointer_array(recv),
+               count, dtype)
+
+
+@_entry("aethercl_reduce_scatter")
+def reduce_scatter(dev: DeviceLike, comm: Pointer, send: PointerArray, recv: PointerArray,
+                   count: int, dtype: int, op: int) -> None:
+    """recv[i] (count elements) := the reduction over all ranks of block i (elements i*count ..
+    (i+1)*count - 1) of send[j] (P x count elements each).
+
+    C: int aethercl_reduce_scatter(void* comm, void* const* send, void* const* recv, size_t count,
+    int dtype, int op). Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_reduce_scatter", pointer(comm), pointer_array(send), pointer_array(recv),
+               count, dtype, op)
+
+
+@_entry("aethercl_copy_peer")
+def copy_peer(dev: DeviceLike, dst_gpu: DeviceLike, dst: Pointer, dst_offset: int,
+              src_gpu: DeviceLike, src: Pointer, src_offset: int, size: int) -> None:
+    """Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu)
+    at dst_offset, ordered after earlier work on the current streams of both devices; later work on
+    those streams observes it.
+
+    C: int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu, void* src,
+    size_t src_offset, size_t size). Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_copy_peer", index_of(dst_gpu), pointer(dst), dst_offset, index_of(src_gpu),
+               pointer(src), src_offset, size)
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

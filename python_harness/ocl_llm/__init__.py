@@ -13,6 +13,7 @@ Modules, one concern each (a module only imports those above it):
   text        TinyTokenizer, read_corpus, TextData
   checkpoint  save/read/load_checkpoint
   report      ProgressBar, plot_losses, print_summary
+  data_parallel  DataParallel: replicas on several devices, gradients all-reduced
   train, cli  train_step, evaluate, generate, train; the command line (main)
 
 Written from the OCL-LLM frontend's documented interface and the calls of docs/ABI.md §7. Unlike
@@ -32,7 +33,8 @@ from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        is_grad_enabled, topological_order)
 from .buffer import MASK_VALUE, GPUBuffer, causal_mask, constant_buffer
 from .checkpoint import CHECKPOINT_FORMAT, load_checkpoint, read_checkpoint, save_checkpoint
-from .cli import build_arg_parser, config_from_args, main, start_inspector
+from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_inspector
+from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -68,7 +70,8 @@ __all__ = [
     "TinyTokenizer", "TOKENIZER_CHARS", "UNK_DISPLAY", "TextData", "read_corpus",
     "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint",
     "train_step", "evaluate", "generate", "train", "ProgressBar", "plot_losses",
-    "print_summary", "build_arg_parser", "config_from_args", "main", "start_inspector",
+    "print_summary", "build_arg_parser", "config_from_args", "main", "parse_gpus",
+    "start_inspector", "DataParallel",
     # configuration
     "FP_TYPE", "IDX_TYPE", "DEFAULT_CONFIG", "BUNDLED_CORPUS",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from aethercl import AetherCLError
 
@@ -18,6 +18,9 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
                      save_dir: str = "checkpoints") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--gpu_id", type=int, default=0, help="device index (gpu_index of every call)")
+    p.add_argument("--gpus", default=None,
+                   help="comma-separated device indices for data-parallel training, e.g. 0,1 "
+                        "(overrides --gpu_id)")
     p.add_argument("--load_checkpoint", default=None, help="resume from this .npz checkpoint")
     p.add_argument("--save_dir", default=save_dir, help="directory for the best checkpoint")
     p.add_argument("--data_file", default=defaults["data_file"], help="UTF-8 training text")
@@ -78,13 +81,27 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
     return config
 
 
+def parse_gpus(text: Optional[str]) -> Optional[List[int]]:
+    """'0,1' -> [0, 1]; None or '' -> None. Refuses anything else with a ValueError naming it."""
+    if not text:
+        return None
+    try:
+        gpus = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--gpus {text!r}: expected comma-separated device indices like 0,1")
+    if len(set(gpus)) != len(gpus) or min(gpus) < 0:
+        raise ValueError(f"--gpus {text!r}: indices must be distinct and non-negative")
+    return gpus
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
     config = config_from_args(args)
     start_inspector(args)
     try:
+        gpus = parse_gpus(args.gpus)
         summary = train(config, gpu_id=args.gpu_id, load_checkpoint_path=args.load_checkpoint,
-                        save_dir=args.save_dir, plot_path=args.plot)
+                        save_dir=args.save_dir, plot_path=args.plot, gpus=gpus)
     except (AetherCLError, MemoryError, FileNotFoundError, ValueError) as error:
         print(f"[ocl] error: {error}", file=sys.stderr)
         return 1

@@ -2,6 +2,8 @@
 the device (log_softmax + cross_entropy_loss_grad)."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from aethercl import ops
@@ -13,11 +15,17 @@ from .tensor import OclTensor
 
 
 def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
-                                    pad_id: int = 0) -> float:
+                                    pad_id: int = 0, denominator: Optional[float] = None,
+                                    deferred: bool = False):
     """Mean cross entropy over the targets that are not padding, computed on the device with
     log_softmax + cross_entropy. If logits require grad, the gradient (probabilities minus one-hot)
     is zeroed on padding rows, divided by the number of valid targets and back-propagated; the
-    per-row weights are broadcast on the device by a K=1 matmul against a ones row."""
+    per-row weights are broadcast on the device by a K=1 matmul against a ones row.
+
+    Data parallelism: `denominator` replaces the number of valid targets the gradient is divided
+    by (a replica's shard divides by its share of the whole batch's count), and `deferred=True`
+    enqueues everything without waiting and returns a PendingLoss whose sum() reads the summed
+    loss of the valid rows later (so the devices of all replicas run at once)."""
     B, S, V = logits.shape
     rows = B * S
     targets = np.ascontiguousarray(target_ids, dtype=IDX_TYPE).reshape(rows)
@@ -32,16 +40,37 @@ def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
     ops.log_softmax(dev, logits.data.ptr, log_probs.ptr, B, S, V)
     ops.cross_entropy_loss_grad(dev, log_probs.ptr, target_buffer.ptr, grad.data.ptr,
                                 loss_rows.ptr, B, S, V)
-    losses = loss_rows.read((rows,))
-    mean = float(losses[valid].astype(np.float64).sum() / num_valid) if num_valid else 0.0
+    pending = PendingLoss(loss_rows, valid)
+    if not deferred:
+        losses_sum = pending.sum()
+    scale = denominator if denominator is not None else num_valid
     if logits.requires_grad and is_grad_enabled() and num_valid:
-        weights = logits.new_tensor((valid / num_valid).astype(FP_TYPE).reshape(1, rows, 1))
+        weights = logits.new_tensor((valid / scale).astype(FP_TYPE).reshape(1, rows, 1))
         ones = constant_buffer(runtime, V, 1.0)
         row_scale = logits.new_empty((rows, V))
         ops.matmul(dev, weights.data.ptr, ones.ptr, row_scale.data.ptr, 1, rows, V, 1)
         scaled = logits.new_empty((B, S, V))
         ops.mul(dev, grad.data.ptr, row_scale.data.ptr, scaled.data.ptr, rows * V)
         logits.backward(scaled)
-    for buffer in (log_probs, target_buffer, loss_rows):
+    for buffer in (log_probs, target_buffer):
         buffer.free()
-    return mean
+    if deferred:
+        return pending
+    return float(losses_sum / num_valid) if num_valid else 0.0
+
+
+class PendingLoss:
+    """The per-row losses of one cross_entropy_loss_and_backward call, read on demand."""
+
+    def __init__(self, loss_rows, valid: np.ndarray):
+        self.loss_rows, self.valid = loss_rows, valid
+        self.count = int(valid.sum())
+        self._sum: Optional[float] = None
+
+    def sum(self) -> float:
+        """The float64 sum of the valid rows' losses (reads once, then frees the buffer)."""
+        if self._sum is None:
+            losses = self.loss_rows.read((self.valid.size,))
+            self._sum = float(losses[self.valid].astype(np.float64).sum())
+            self.loss_rows.free()
+        return self._sum

@@ -58,6 +58,16 @@ def current_runtime() -> Runtime:
     return _current
 
 
+def set_current_runtime(runtime: Runtime) -> Runtime:
+    """Makes an open runtime the current one (data parallelism builds a replica per device this
+    way); returns the runtime that was current before (or None)."""
+    global _current
+    if not runtime.open:
+        raise RuntimeError(f"{runtime!r} is closed")
+    previous, _current = _current, runtime
+    return previous
+
+
 def current_device() -> Device:
     """The aethercl.Device of the current runtime."""
     return current_runtime().device

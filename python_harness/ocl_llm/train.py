@@ -13,6 +13,7 @@ import numpy as np
 from aethercl import inspect
 
 from .checkpoint import load_checkpoint, save_checkpoint
+from .data_parallel import DataParallel
 from .config import IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -89,12 +90,18 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
 def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optional[str] = None,
           save_dir: str = "checkpoints", plot_path: Optional[str] = None,
           sample_prompt: Optional[str] = "the ", stream=None,
-          shutdown: bool = True) -> Dict[str, Any]:
+          shutdown: bool = True, gpus: Optional[Sequence[int]] = None) -> Dict[str, Any]:
     """The training job: data, model, epochs of steps with periodic validation, best-checkpoint
-    saving, a loss curve and a generated sample. Returns a summary dict."""
+    saving, a loss curve and a generated sample. Returns a summary dict. With gpus (two or more
+    device indices) every step is data-parallel over those devices (gpu_id is then gpus[0]);
+    evaluation, checkpoints and samples use the first replica."""
     out = stream if stream is not None else sys.stdout
+    if gpus is not None and len(gpus) > 1:
+        gpu_id = gpus[0]
+    else:
+        gpus = None
     ocl_initialize(gpu_id)
-    model = optimizer = None
+    model = optimizer = parallel = None
     try:
         set_matmul_precision(config.get("matmul_precision", "fp32"))
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
@@ -116,6 +123,10 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             config = dict(config, vocab_size=tokenizer.vocab_size)
             model = SimpleModel(config)
             optimizer = make_optimizer(model, config)
+        if gpus:
+            parallel = DataParallel(config, gpus, model, optimizer, make_optimizer)
+            print(f"[ocl] data parallel over devices {list(gpus)} (batch rows split between "
+                  f"them, gradients all-reduced)", file=out)
         if inspect.active() is not None:   # name the long-lived buffers on the inspector page
             for i, parameter in enumerate(model.parameters()):
                 parameter.data.label = f"param_{i}_" + "x".join(map(str, parameter.shape))
@@ -164,7 +175,10 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             if in_epoch >= data.steps_per_epoch:
                 epoch, in_epoch = epoch + 1, 0
             inputs, targets = data.train_batch(epoch, in_epoch)
-            loss = train_step(model, optimizer, inputs, targets)
+            if parallel is not None:
+                loss = parallel.step(inputs, targets)
+            else:
+                loss = train_step(model, optimizer, inputs, targets)
             in_epoch += 1
             progress["global_step"] += 1
             progress["epoch"], progress["step_in_epoch"] = epoch, in_epoch
@@ -200,6 +214,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "best_val_loss": best, "last_train_loss": loss,
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
             "config": config, "time_limited": time_limited, "history": history,
+            "devices": list(gpus) if gpus else [gpu_id],
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")
@@ -209,5 +224,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                                          seed=config["seed"])
         return summary
     finally:
+        if parallel is not None:
+            parallel.close()
         if shutdown:
             ocl_shutdown(model, optimizer)

@@ -78,6 +78,7 @@ struct State {
   std::vector<unsigned long long> blocks, freed_blocks;
   std::vector<void*> streams, dead_streams, events, dead_events, pinned, freed_pinned;
   std::vector<unsigned long long> pinned_sizes;  // bytes of pinned[i]
+  std::vector<void*> comms, dead_comms;
   bool initialized = true;
 
   // A stream argument: NULL (the default stream), live, destroyed, made up or another type.
@@ -116,6 +117,18 @@ struct State {
     pinned_sizes.erase(pinned_sizes.begin() + (it - pinned.begin()));
     pinned.erase(it);
     freed_pinned.push_back(pointer);
+  }
+
+  // A communicator token: live, destroyed, made up, a buffer handle or NULL.
+  void* comm(Input& in) {
+    std::uint8_t b = in.byte();
+    switch (b % 6) {
+      case 0: return nullptr;
+      case 1: return reinterpret_cast<void*>((static_cast<std::uintptr_t>(in.u32()) << 8) | 0xC0);
+      case 2: return dead_comms.empty() ? nullptr : dead_comms[b % dead_comms.size()];
+      case 3: return live.empty() ? nullptr : live[b % live.size()];
+      default: return comms.empty() ? nullptr : comms[b % comms.size()];
+    }
   }
 
   void* handle(Input& in) {
@@ -335,6 +348,40 @@ void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
 }
 #include "fuzz_train_ops.inc"
 
+// Many devices (one device here: communicators of it, bad tokens, collectives, peer copies).
+void many_device_step(State& s, Input& in, int gpu, void* const* h, int n_raw) {
+  void* comm = s.comm(in);
+  void* const* buffers = in.byte() % 16 ? h : nullptr;
+  void* const* others = in.byte() % 16 ? h + 2 : nullptr;
+  unsigned long long count = size_arg(in) / 4;
+  int dtype = static_cast<int>(in.byte() % 10) - 1;
+  int which = static_cast<int>(in.byte() % 6) - 1;  // op or root
+  switch (in.byte() % 7) {
+    case 0: {
+      int indices[4] = {gpu, gpu_arg(in), gpu_arg(in), gpu_arg(in)};
+      void* created = aethercl_comm_create(n_raw % 6 - 1, in.byte() % 16 ? indices : nullptr);
+      check_pointer("aethercl_comm_create", created == nullptr);
+      if (created) s.comms.push_back(created);
+      break;
+    }
+    case 1: {
+      int result = aethercl_comm_destroy(comm);
+      check_status("aethercl_comm_destroy", result);
+      auto it = std::find(s.comms.begin(), s.comms.end(), comm);
+      if (result == 1 && it != s.comms.end()) {
+        s.dead_comms.push_back(comm);
+        s.comms.erase(it);
+      }
+      break;
+    }
+    case 2: check_status("aethercl_all_reduce", aethercl_all_reduce(comm, buffers, count, dtype, which)); break;
+    case 3: check_status("aethercl_broadcast", aethercl_broadcast(comm, buffers, count, dtype, which)); break;
+    case 4: check_status("aethercl_all_gather", aethercl_all_gather(comm, buffers, others, count, dtype)); break;
+    case 5: check_status("aethercl_reduce_scatter", aethercl_reduce_scatter(comm, buffers, others, count, dtype, which)); break;
+    default: check_status("aethercl_copy_peer", aethercl_copy_peer(gpu, h[0], size_arg(in), gpu_arg(in), h[1], size_arg(in), size_arg(in))); break;
+  }
+}
+
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
   const int gpu = gpu_arg(in);
@@ -350,6 +397,10 @@ void step(State& s, Input& in) {
   }
   if (op >= 220) {  // the runtime functions of version 3; below, the mapping older corpora use
     runtime_step(s, in, op, gpu);
+    return;
+  }
+  if (op >= 200) {  // many devices: communicators, collectives, peer copies
+    many_device_step(s, in, gpu, h, d[0]);
     return;
   }
   switch (op % 45) {
@@ -469,6 +520,8 @@ void step(State& s, Input& in) {
         check_void("shutdown_driver");
         s.freed.insert(s.freed.end(), s.live.begin(), s.live.end());
         s.live.clear();
+        s.dead_comms.insert(s.dead_comms.end(), s.comms.begin(), s.comms.end());
+        s.comms.clear();
         s.dead_streams.insert(s.dead_streams.end(), s.streams.begin(), s.streams.end());
         s.streams.clear();
         s.dead_events.insert(s.dead_events.end(), s.events.begin(), s.events.end());
@@ -521,6 +574,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (void* pointer : state.pinned) aethercl_host_free(pointer);
   aethercl_stream_set_current(0, nullptr);
   for (void* handle : state.live) free_gpu_memory(0, handle);
+  for (void* comm : state.comms) {
+    if (aethercl_comm_destroy(comm) != 1) violation("aethercl_comm_destroy", "a live communicator");
+  }
   for (unsigned long long address : state.blocks) simulated_kernel_free(0, address, 0);
   char stats[4096];
   if (aethercl_memory_stats(0, stats, sizeof stats) == 0 ||

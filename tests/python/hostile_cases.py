@@ -29,6 +29,7 @@ from hostile_harness import _buffers, _call, _values  # noqa: E402,F401
 from hostile_runtime_cases import runtime_cases  # noqa: E402
 from hostile_sim_cases import sim_cases  # noqa: E402
 from hostile_gemm_cases import gemm_cases  # noqa: E402
+from hostile_multi_cases import many_device_cases  # noqa: E402
 
 def compute_cases(symbol) -> List[Case]:
     name, spec = symbol.name, SPECS[symbol.name]
@@ -466,6 +467,8 @@ def trace_cases(add) -> None:
 def all_cases(symbols) -> List[Case]:
     names = {s.name for s in symbols}
     cases = memory_cases() + extension_cases() + runtime_cases(symbols)
+    if "aethercl_comm_create" in names:
+        cases += many_device_cases()
     if "aethercl_gemm" in names:
         cases += gemm_cases()
     if "simulated_kernel_allocate" in names:

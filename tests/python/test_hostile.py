@@ -156,8 +156,10 @@ def call_everything(phase, handle):
                 args.append(None)
             elif p.c_type == "const char*":
                 args.append(b"label")
-            elif p.c_type == "int*":
+            elif p.c_type in ("int*", "const int*"):
                 args.append(shape)
+            elif p.c_type == "void* const*":   # token arrays of the collectives
+                args.append((ctypes.c_void_p * 2)(handle, handle))
             elif p.c_type == "float*":
                 args.append(ctypes.byref(ctypes.c_float()))
             elif p.c_type.endswith("*"):  # arrays and descriptors of the version-3 functions

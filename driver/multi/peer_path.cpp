@@ -1,0 +1,29 @@
+// AETHERCL_PEER_PATH resolution.
+#include "multi/peer_path.h"
+
+#include "support/env.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <string>
+
+namespace aethercl::multi {
+
+PeerPath choose_peer_path(bool shared_context, bool all_cpu) {
+  std::string wanted = env::get(env::kPeerPath).value_or("auto");
+  if (wanted != "auto" && wanted != "device" && wanted != "host") {
+    log().warn("{}='{}' is not device, host or auto; using auto", env::kPeerPath, wanted);
+    wanted = "auto";
+  }
+  if (wanted == "device" && !shared_context) {
+    fail(Status::kNotImplemented,
+         "{}=device, but these devices do not share an OpenCL context (different platforms, or "
+         "{}=0), so they cannot copy from each other's buffers",
+         env::kPeerPath, env::kSharedContext);
+  }
+  if (wanted == "device") return PeerPath::kDevice;
+  if (wanted == "host") return PeerPath::kHost;
+  return (shared_context && all_cpu) ? PeerPath::kDevice : PeerPath::kHost;
+}
+
+}  // namespace aethercl::multi

@@ -1,0 +1,93 @@
+"""Many devices from Python: a Communicator over initialised aethercl.Devices (rank i = the i-th)
+with all_reduce / broadcast / all_gather / reduce_scatter on Buffers, and copy_peer."""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ._calls import pointer, pointer_array
+from .device import Buffer, Device, default_library
+from .library import Library
+
+F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
+SUM, MEAN, MAX, MIN = range(4)
+OPS = {"sum": SUM, "mean": MEAN, "max": MAX, "min": MIN}
+_NUMPY_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16}
+
+
+def dtype_code(dtype) -> int:
+    """An AETHERCL_* dtype code from a code, a NumPy dtype (float32, float16) or 'bf16'."""
+    if isinstance(dtype, int):
+        return dtype
+    if dtype in ("bf16", "bfloat16"):
+        return BF16
+    return _NUMPY_DTYPES[np.dtype(dtype)]
+
+
+def _tokens(buffers) -> ctypes.Array:
+    return pointer_array(list(buffers))
+
+
+class Communicator:
+    """aethercl_comm_create over devices; closed by close() or as a context manager."""
+
+    def __init__(self, devices: Sequence[Device], library: Optional[Library] = None):
+        self.lib = library or (devices[0].lib if devices else default_library())
+        self.devices = list(devices)
+        indices = (ctypes.c_int * len(self.devices))(*[d.index for d in self.devices])
+        self.token: Optional[int] = self.lib.check_handle("aethercl_comm_create",
+                                                          len(self.devices), indices)
+
+    @property
+    def size(self) -> int:
+        return len(self.devices)
+
+    def _live(self) -> int:
+        if self.token is None:
+            raise RuntimeError("the communicator is closed")
+        return self.token
+
+    def all_reduce(self, buffers: Sequence[Buffer], count: int, dtype=F32, op=SUM) -> None:
+        op = OPS.get(op, op) if isinstance(op, str) else op
+        self.lib.check("aethercl_all_reduce", self._live(), _tokens(buffers), count,
+                       dtype_code(dtype), op)
+
+    def broadcast(self, buffers: Sequence[Buffer], count: int, dtype=F32, root: int = 0) -> None:
+        self.lib.check("aethercl_broadcast", self._live(), _tokens(buffers), count,
+                       dtype_code(dtype), root)
+
+    def all_gather(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
+                   dtype=F32) -> None:
+        self.lib.check("aethercl_all_gather", self._live(), _tokens(send), _tokens(recv), count,
+                       dtype_code(dtype))
+
+    def reduce_scatter(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
+                       dtype=F32, op=SUM) -> None:
+        op = OPS.get(op, op) if isinstance(op, str) else op
+        self.lib.check("aethercl_reduce_scatter", self._live(), _tokens(send), _tokens(recv),
+                       count, dtype_code(dtype), op)
+
+    def close(self) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            self.lib.check("aethercl_comm_destroy", token)
+
+    def __enter__(self) -> "Communicator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset: int = 0,
+              src_offset: int = 0) -> None:
+    """nbytes (default: all of src) from src on its device to dst on its device."""
+    nbytes = src.nbytes - src_offset if nbytes is None else nbytes
+    dst.device.lib.check("aethercl_copy_peer", dst.device.index, pointer(dst), dst_offset,
+                         src.device.index, pointer(src), src_offset, nbytes)
+
+
+__all__ = ["BF16", "Communicator", "F16", "F32", "MAX", "MEAN", "MIN", "SUM", "copy_peer",
+           "dtype_code"]

@@ -1,0 +1,150 @@
+"""Data parallelism in one process: a replica of the model and its Adam state on every device,
+the batch split between them, gradients all-reduced (MEAN) by an aethercl communicator before
+every optimizer step.
+
+Every replica starts from replica 0's parameters (broadcast), gets the same averaged gradients
+(the driver's all-reduce leaves the same bits on every device) and runs the same Adam update, so
+the parameters stay bitwise identical across replicas after every step. Each replica divides its
+loss gradient by the whole batch's valid-target count over the device count, so the averaged
+gradient is the single-device gradient of the whole batch; the reported loss is the whole batch's
+mean. A step enqueues the forward and backward passes of all replicas before it waits for any, so
+the devices compute at the same time."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from aethercl import Communicator
+from aethercl.collectives import copy_peer
+
+from .buffer import GPUBuffer
+from .loss import cross_entropy_loss_and_backward
+from .model import SimpleModel
+from .optim import AdamOptimizer
+from .runtime import Runtime, current_runtime, ocl_initialize, set_current_runtime
+
+
+class DataParallel:
+    """Replicas over gpu_ids (the first is the current runtime's device, which holds `model` and
+    `optimizer` when given, e.g. from a checkpoint)."""
+
+    def __init__(self, config, gpu_ids: Sequence[int], model: Optional[SimpleModel] = None,
+                 optimizer=None, make_optimizer=None):
+        if len(gpu_ids) < 1 or len(set(gpu_ids)) != len(gpu_ids):
+            raise ValueError(f"--gpus needs distinct device indices, got {list(gpu_ids)}")
+        self.config = dict(config)
+        self._make_optimizer = make_optimizer or self._adam
+        primary = current_runtime()
+        if primary.index != gpu_ids[0]:
+            raise ValueError(f"the current device is {primary.index}, not gpus[0] = {gpu_ids[0]}")
+        self.runtimes: List[Runtime] = [primary]
+        self.models: List[SimpleModel] = [model or SimpleModel(self.config)]
+        self.optimizers = [optimizer or self._make_optimizer(self.models[0], self.config)]
+        for index in gpu_ids[1:]:
+            ocl_initialize(index, verbose=False)
+            self.runtimes.append(current_runtime())
+            replica = SimpleModel(self.config)
+            self.models.append(replica)
+            self.optimizers.append(self._make_optimizer(replica, self.config))
+        set_current_runtime(primary)
+        self.comm = Communicator([r.device for r in self.runtimes])
+        self._buckets: List[GPUBuffer] = []
+        self._bucket_elements = 0
+        self._broadcast_state()
+
+    @staticmethod
+    def _adam(model: SimpleModel, c) -> AdamOptimizer:
+        return AdamOptimizer(model.parameters(), lr=c["lr"], betas=c["betas"], eps=c["eps"],
+                             weight_decay=c["wd"])
+
+    @property
+    def size(self) -> int:
+        return len(self.models)
+
+    def _groups(self, per_replica) -> List[Tuple]:
+        return list(zip(*per_replica))
+
+    def _broadcast_state(self) -> None:
+        """Replica 0's parameters (broadcast by the devices) and optimizer state (moments and
+        step count, through its state dict) on every replica."""
+        for params in self._groups([m.parameters() for m in self.models]):
+            self.comm.broadcast([p.data for p in params], params[0].numel, root=0)
+        if len(self.optimizers) > 1:
+            state = self.optimizers[0].state_dict()
+            for optimizer in self.optimizers[1:]:
+                optimizer.load_state_dict(state)
+
+    def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
+        """One data-parallel training step on a batch (rows split as evenly as possible, every
+        replica at least one row); returns the batch's mean loss. A non-finite loss skips the
+        update on every replica, as train_step does."""
+        if inputs.shape[0] < self.size:
+            raise ValueError(f"a batch of {inputs.shape[0]} rows cannot feed {self.size} devices")
+        shards = np.array_split(np.arange(inputs.shape[0]), self.size)
+        total_valid = int((np.asarray(targets) != pad_id).sum())
+        denominator = total_valid / self.size if total_valid else None
+        pending = []
+        for model, optimizer, rows in zip(self.models, self.optimizers, shards):
+            optimizer.zero_grad()
+            logits = model(inputs[rows])
+            pending.append(cross_entropy_loss_and_backward(
+                logits, targets[rows], pad_id, denominator=denominator, deferred=True))
+            del logits
+        self.all_reduce_gradients()
+        loss = sum(p.sum() for p in pending) / total_valid if total_valid else 0.0
+        if math.isfinite(loss):
+            for optimizer in self.optimizers:
+                optimizer.step()
+        return loss
+
+    def all_reduce_gradients(self) -> None:
+        """MEAN of every parameter's gradient over the replicas, on every replica (in place),
+        as one all-reduce of a flat bucket per replica: the gradients are copied into it on the
+        device, reduced, and copied back. Parameters without a gradient are left alone."""
+        groups = [params for params in self._groups([m.parameters() for m in self.models])
+                  if all(p.grad is not None for p in params)]
+        total = sum(params[0].numel for params in groups)
+        if total == 0:
+            return
+        if self._bucket_elements < total:
+            for bucket in self._buckets:
+                bucket.free()
+            self._buckets = [GPUBuffer(total * 4, tag="dp_gradient_bucket", runtime=runtime)
+                             for runtime in self.runtimes]
+            self._bucket_elements = total
+        for r, bucket in enumerate(self._buckets):
+            offset = 0
+            for params in groups:
+                nbytes = params[r].numel * 4
+                copy_peer(bucket, params[r].grad.data, nbytes, dst_offset=offset)
+                offset += nbytes
+        self.comm.all_reduce(self._buckets, total, op="mean")
+        for r, bucket in enumerate(self._buckets):
+            offset = 0
+            for params in groups:
+                nbytes = params[r].numel * 4
+                copy_peer(params[r].grad.data, bucket, nbytes, src_offset=offset)
+                offset += nbytes
+
+    def parameters_identical(self) -> bool:
+        """Whether every replica holds the same parameter bits as replica 0 (reads them all)."""
+        reference = [p.to_host().tobytes() for p in self.models[0].parameters()]
+        return all([p.to_host().tobytes() for p in model.parameters()] == reference
+                   for model in self.models[1:])
+
+    def close(self) -> None:
+        """Frees the other replicas and closes their runtimes; replica 0 stays (ocl_shutdown
+        frees it with the current runtime)."""
+        self.comm.close()
+        for bucket in self._buckets:
+            bucket.free()
+        self._buckets, self._bucket_elements = [], 0
+        for runtime, model, optimizer in zip(self.runtimes[1:], self.models[1:],
+                                             self.optimizers[1:]):
+            optimizer.free_memory()
+            model.free_memory()
+            runtime.release_all()
+            runtime.open = False
+        del self.models[1:], self.optimizers[1:], self.runtimes[1:]

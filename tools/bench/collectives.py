@@ -1,0 +1,146 @@
+"""Collectives bandwidth: all-reduce bus bandwidth on both peer paths next to the peer-copy
+bandwidth between the first two devices, measured in the same run (and NCCL's all-reduce and
+PyTorch's device-to-device copy when PyTorch sees two CUDA GPUs).
+
+Usage: tools/aethercl bench collectives [--mib 16,64,256] [--reps 10] [--devices 0,1]
+        [--paths device,host] [--json out.json]
+
+Bus bandwidth follows NCCL's convention: 2 (P-1)/P x bytes / time for an all-reduce of `bytes`
+per device over P devices (for P = 2 simply bytes / time), so it compares directly with the copy
+bandwidth of one link. Times are medians of --reps calls, each followed by aethercl_synchronize on
+every device. The first call of each size is a warm-up (kernel build, scratch allocation)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+from aethercl import Communicator, Device, Library  # noqa: E402
+from aethercl.collectives import copy_peer  # noqa: E402
+
+
+def median_time(devices, reps, call) -> float:
+    call()
+    for d in devices:
+        d.synchronize()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        for d in devices:
+            d.synchronize()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def torch_references(mib_list, reps):
+    """NCCL all-reduce bus bandwidth and the cuda:0 -> cuda:1 copy bandwidth through PyTorch, or
+    a reason why not."""
+    try:
+        import torch
+        import torch.cuda.nccl as nccl
+    except Exception as error:  # noqa: BLE001 - any import problem means "not available"
+        return {"unavailable": f"PyTorch not importable: {error}"}
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return {"unavailable": "PyTorch sees fewer than two CUDA devices"}
+    out = {}
+    for mib in mib_list:
+        n = mib * (1 << 20) // 4
+        tensors = [torch.ones(n, device=f"cuda:{i}") for i in range(2)]
+        dst = torch.empty(n, device="cuda:1")
+
+        def sync():
+            for i in range(2):
+                torch.cuda.synchronize(i)
+
+        def timed(call):
+            call()
+            sync()
+            samples = []
+            for _ in range(reps):
+                start = time.perf_counter()
+                call()
+                sync()
+                samples.append(time.perf_counter() - start)
+            return statistics.median(samples)
+        t_reduce = timed(lambda: nccl.all_reduce(tensors))
+        t_copy = timed(lambda: dst.copy_(tensors[0]))
+        out[str(mib)] = {"nccl_all_reduce_busbw_gbs": n * 4 / t_reduce / 1e9,
+                         "torch_copy_gbs": n * 4 / t_copy / 1e9}
+        del tensors, dst
+        torch.cuda.empty_cache()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", default="16,64", help="comma-separated MiB per device")
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--devices", default=None, help="device indices (default: all, max 8)")
+    parser.add_argument("--paths", default="device,host")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args()
+    lib = Library()
+    count = lib.aethercl_device_count()
+    indices = ([int(i) for i in args.devices.split(",")] if args.devices
+               else list(range(min(count, 8))))
+    if len(indices) < 2:
+        print(f"collectives need two devices; {count} visible (PoCL: POCL_DEVICES='pthread "
+              f"pthread')", file=sys.stderr)
+        return 1
+    devices = [Device(i, library=lib) for i in indices]
+    mib_list = [int(m) for m in args.mib.split(",")]
+    P = len(devices)
+    results = {"devices": [d.name for d in devices], "sizes": {}}
+    print(f"devices: {', '.join(f'{i}: {d.name}' for i, d in zip(indices, devices))}")
+    print(f"{'MiB':>6} {'path':>7} {'copy 0->1 GB/s':>15} {'all-reduce busbw GB/s':>22} "
+          f"{'ratio':>6}")
+    for mib in mib_list:
+        nbytes = mib << 20
+        n = nbytes // 4
+        bufs = [d.alloc(nbytes) for d in devices]
+        for b in bufs:
+            b.write(bytes(nbytes))
+        row = {}
+        for path in args.paths.split(","):
+            os.environ["AETHERCL_PEER_PATH"] = path
+            try:
+                comm = Communicator(devices)
+            except Exception as error:  # noqa: BLE001 - e.g. device path without shared context
+                row[path] = {"unavailable": str(error)}
+                print(f"{mib:>6} {path:>7} unavailable: {error}")
+                continue
+            t_copy = median_time(devices[:2], args.reps, lambda: copy_peer(bufs[1], bufs[0]))
+            t_reduce = median_time(devices, args.reps,
+                                   lambda: comm.all_reduce(bufs, n, op="sum"))
+            comm.close()
+            copy_gbs = nbytes / t_copy / 1e9
+            busbw = 2 * (P - 1) / P * nbytes / t_reduce / 1e9
+            row[path] = {"copy_gbs": copy_gbs, "all_reduce_busbw_gbs": busbw,
+                         "all_reduce_ms": t_reduce * 1e3, "ratio": busbw / copy_gbs}
+            print(f"{mib:>6} {path:>7} {copy_gbs:>15.2f} {busbw:>22.2f} {busbw / copy_gbs:>6.2f}")
+        os.environ.pop("AETHERCL_PEER_PATH", None)
+        for b in bufs:
+            b.free()
+        results["sizes"][str(mib)] = row
+    if not args.no_torch:
+        results["torch"] = torch_references(mib_list, args.reps)
+        if "unavailable" in results["torch"]:
+            print(f"NCCL reference: {results['torch']['unavailable']}")
+        else:
+            for mib, ref in results["torch"].items():
+                print(f"{mib:>6}    NCCL all-reduce busbw {ref['nccl_all_reduce_busbw_gbs']:.2f} "
+                      f"GB/s; PyTorch copy cuda:0->cuda:1 {ref['torch_copy_gbs']:.2f} GB/s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
