@@ -1,6 +1,7 @@
 // Device and memory-statistics JSON, buffer labels.
 #include "ops/introspection.h"
 
+#include "ops/typed_memory.h"
 #include "runtime/device_list.h"
 #include "support/error.h"
 
@@ -26,24 +27,35 @@ std::string memory_stats_json(DeviceCall& call) {
   const ProgramStats& programs = device.programs().stats();
   BufferRegistry& buffers = call.runtime().buffers();
   std::string labelled;
-  for (const auto& [token, size, label] : buffers.labelled(device.index())) {
-    labelled += fmt::format("{}{{\"handle\": \"0x{:x}\", \"bytes\": {}, \"label\": \"{}\"}}",
-                            labelled.empty() ? "" : ", ", token, size, json_escape(label));
+  for (const auto& [token, size, label, dtype] : buffers.labelled(device.index())) {
+    const char* type = dtype_name(dtype);
+    labelled += fmt::format(
+        "{}{{\"handle\": \"0x{:x}\", \"bytes\": {}, \"label\": \"{}\", \"dtype\": {}}}",
+        labelled.empty() ? "" : ", ", token, size, json_escape(label),
+        type ? fmt::format("\"{}\"", type) : std::string("null"));
   }
+  auto on_device = [index = device.index()](const auto& record) {
+    return record->device_index == index;
+  };
+  std::size_t user_programs = call.runtime().user_programs().count_if(on_device);
+  std::size_t user_kernels = call.runtime().user_kernels().count_if(on_device);
   return fmt::format(
       "{{\"device\": {}, \"limit_bytes\": {}, \"live_buffers\": {}, \"bytes_in_use\": {}, "
       "\"bytes_reserved\": {}, \"bytes_cached\": {}, \"peak_bytes_reserved\": {}, "
       "\"pool_hits\": {}, \"pool_misses\": {}, \"device_allocations\": {}, "
       "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
       "\"staging_cached_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
-      "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"labelled_buffers\": [{}]}}",
+      "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"user_programs\": {}, "
+      "\"user_kernels\": {}, \"labelled_buffers\": [{}]}}",
       device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
       buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
       pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
       pool.device_releases, pool.trims, device.staging().pending_bytes(),
       device.staging().cached_bytes(), programs.programs, programs.kernels,
-      programs.source_builds, programs.disk_hits, labelled);
+      programs.source_builds, programs.disk_hits, user_programs, user_kernels, labelled);
 }
+
+std::string kernel_log_json(DeviceCall& call) { return call.device().kernel_log().json(); }
 
 namespace {
 

@@ -18,6 +18,7 @@ struct BufferRecord {
   PoolBlock block;
   std::uint64_t size = 0;  // bytes the client asked for; the only bytes it may touch
   std::string label;
+  int dtype = -1;          // an aethercl_dtype code set by aethercl_buffer_set_dtype, -1 if none
 };
 
 // Why a token did not resolve.
@@ -32,10 +33,11 @@ class BufferRegistry {
   // Removes and returns every record of a device (shutdown).
   std::vector<BufferRecord> remove_device(int device_index);
   bool set_label(const void* token, std::string label);
+  bool set_dtype(const void* token, int dtype);
   std::size_t live_count(int device_index) const;
   std::uint64_t live_bytes(int device_index) const;
-  // (token, size, label) of the device's labelled buffers.
-  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string>> labelled(
+  // (token, size, label, dtype) of the device's buffers that have a label or a dtype.
+  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string, int>> labelled(
       int device_index) const;
 
   static const char* describe(TokenProblem problem);

@@ -11,7 +11,11 @@
 namespace aethercl {
 
 Device::Device(int index, const DeviceInfo& info)
-    : index_(index), info_(info), sync_every_call_(env::flag(env::kSync, false)) {
+    : index_(index),
+      info_(info),
+      disk_cache_(BinaryCache::from_environment()),
+      kernel_log_(env::flag(env::kKernelLog, true)),
+      sync_every_call_(env::flag(env::kSync, false)) {
   cl_int status = CL_SUCCESS;
   cl_context_properties properties[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
@@ -22,7 +26,7 @@ Device::Device(int index, const DeviceInfo& info)
   if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
-  programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
+  programs_ = std::make_unique<ProgramCache>(info_, context_.get(), disk_cache_);
 }
 
 cl::Queue Device::create_queue(bool profiling) {
@@ -39,6 +43,7 @@ void Device::enable_profiling() {
   // Everything enqueued so far finishes on the old queue, so stream order is kept.
   synchronize();
   staging_.reclaim_all();
+  retired_queues_.push_back(std::move(queue_));
   queue_ = create_queue(true);
 }
 
@@ -46,9 +51,11 @@ Device::~Device() {
   if (queue_) clFinish(queue_.get());
   staging_.reclaim_all();
   last_event_.reset();
+  kernel_log_.clear();
   programs_.reset();
   pool_.reset();
   queue_.reset();
+  retired_queues_.clear();
   context_.reset();
 }
 
@@ -86,14 +93,18 @@ void Device::check_last_event() {
 }
 
 void Device::launch(cl_kernel kernel, cl_uint dimensions, const size_t* global,
-                    const size_t* local) {
-  // An event per launch costs microseconds on some runtimes; it is only needed to trace or to
-  // attribute failures exactly (AETHERCL_SYNC). Otherwise a failed kernel shows at the next sync.
-  bool want_event = sync_every_call_ || Tracer::instance().active();
+                    const size_t* local, const char* name) {
+  // An event per launch costs microseconds on some runtimes; it is only needed to trace, to time
+  // the kernel log on a profiling queue or to attribute failures exactly (AETHERCL_SYNC).
+  // Otherwise a failed kernel shows at the next sync.
+  bool want_event = sync_every_call_ || Tracer::instance().active() ||
+                    (profiling_ && kernel_log_.enabled());
   cl_event event = nullptr;
   cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, dimensions, nullptr, global, local, 0,
                                    nullptr, want_event ? &event : nullptr),
             "clEnqueueNDRangeKernel");
+  kernel_log_.record(kernel, name, current_entry_point(), 0, dimensions, global, local,
+                     profiling_ ? event : nullptr);
   if (want_event) track(event, "kernel launch", kernel, 0);
 }
 

@@ -1,12 +1,14 @@
-// One initialised device: its context, in-order queue, memory pool, staging and program cache.
+// One initialised device: its context, in-order queue, memory pool, staging, program cache and
+// kernel log.
 //
-// Contract: callers hold mutex() for every member call except info(), index() and the
-// constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
+// Contract: callers hold mutex() for every member call except info(), index(), context(),
+// disk_cache() and the constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
 // which is what makes asynchronous returns and stream-ordered buffer reuse invisible to clients.
 #pragma once
 
 #include "cl/handle.h"
 #include "runtime/device_info.h"
+#include "runtime/kernel_log.h"
 #include "runtime/memory_pool.h"
 #include "runtime/program_cache.h"
 #include "runtime/staging.h"
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace aethercl {
 
@@ -33,10 +36,18 @@ class Device {
   cl_command_queue queue() const { return queue_.get(); }
   MemoryPool& pool() { return *pool_; }
   ProgramCache& programs() { return *programs_; }
+  // Immutable after construction: usable without the mutex (user program builds).
+  const BinaryCache& disk_cache() const { return disk_cache_; }
   const Staging& staging() const { return staging_; }
+  KernelLog& kernel_log() { return kernel_log_; }
+  // Whether the queue records device timestamps (tracing is on).
+  bool profiling() const { return profiling_; }
 
-  // Enqueues an NDRange launch; local may be NULL. Work sizes are rounded by the caller.
-  void launch(cl_kernel kernel, cl_uint dimensions, const size_t* global, const size_t* local);
+  // Enqueues an NDRange launch; local may be NULL. Work sizes are rounded by the caller. The launch
+  // is recorded in the kernel log under name (nullptr: the kernel's function name, for kernels
+  // that live as long as the device; user kernels pass theirs).
+  void launch(cl_kernel kernel, cl_uint dimensions, const size_t* global, const size_t* local,
+              const char* name = nullptr);
   void write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source);
   // Blocking: waits for all earlier work, then reports any deferred execution error.
   void read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination);
@@ -58,9 +69,14 @@ class Device {
   std::mutex mutex_;
   cl::Context context_;
   cl::Queue queue_;
+  // Queues replaced by enable_profiling(): kept until the device goes, because aethercl_cl_queue
+  // may have handed them out.
+  std::vector<cl::Queue> retired_queues_;
   std::unique_ptr<MemoryPool> pool_;
+  BinaryCache disk_cache_;
   std::unique_ptr<ProgramCache> programs_;
   Staging staging_;
+  KernelLog kernel_log_;
   cl::Event last_event_;
   const char* last_command_ = "";
   bool sync_every_call_;

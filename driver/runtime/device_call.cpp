@@ -1,6 +1,7 @@
 // Token resolution and argument-size validation shared by every entry point.
 #include "runtime/device_call.h"
 
+#include "runtime/token_registry.h"
 #include "support/checked.h"
 
 namespace aethercl {
@@ -10,6 +11,16 @@ DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
       lifecycle_lock_(runtime.lifecycle_mutex()),
       device_(&runtime.resolve(gpu_index)),
       device_lock_(device_->mutex()) {}
+
+DeviceScope::DeviceScope(int gpu_index, Runtime& runtime)
+    : runtime_(runtime),
+      lifecycle_lock_(runtime.lifecycle_mutex()),
+      device_(&runtime.resolve(gpu_index)) {}
+
+TokenCall::TokenCall(Runtime& runtime)
+    : runtime_(runtime), lifecycle_lock_(runtime.lifecycle_mutex()) {
+  runtime_.require_initialized();
+}
 
 std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const char* argument,
                                                       std::uint64_t min_bytes) {
@@ -22,6 +33,10 @@ BufferView DeviceCall::buffer(const void* handle, const char* argument, std::uin
   TokenProblem problem = TokenProblem::kNone;
   auto record = runtime_.buffers().find(handle, &problem);
   if (!record) {
+    const char* other = token_type_of_tag(reinterpret_cast<std::uintptr_t>(handle) & 0xFF);
+    if (problem == TokenProblem::kMalformed && other != nullptr) {
+      fail(Status::kInvalidHandle, "{} ({}) is {}, not a buffer handle", argument, handle, other);
+    }
     fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
   }
   if (record->device_index != device_->index()) {

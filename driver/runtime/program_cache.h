@@ -45,9 +45,6 @@ class ProgramCache {
     std::map<std::string, cl::Kernel> kernels;
   };
   cl::Program build(const std::string& family, const std::string& options);
-  cl::Program build_from_binary(const std::vector<unsigned char>& binary,
-                                const std::string& options);
-  std::string build_log(cl_program program) const;
 
   const DeviceInfo& info_;
   cl_context context_;

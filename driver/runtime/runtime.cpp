@@ -50,6 +50,13 @@ void Runtime::shutdown() noexcept {
     }
     if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",
                                leaked, index);
+    auto on_device = [index = index](const auto& record) { return record->device_index == index; };
+    std::size_t kernels = user_kernels_.remove_if(on_device).size();
+    std::size_t programs = user_programs_.remove_if(on_device).size();
+    if (kernels + programs > 0) {
+      log().info("shutdown released {} user programs and {} user kernels of device {}", programs,
+                 kernels, index);
+    }
   }
   if (traced_from_environment_ && Tracer::instance().active()) {
     try {
@@ -78,6 +85,23 @@ void Runtime::enable_profiling_all() {
     std::lock_guard device_lock(device->mutex());
     device->enable_profiling();
   }
+}
+
+void Runtime::require_initialized() const {
+  if (devices_.empty()) {
+    fail(Status::kNotInitialized,
+         "no device is initialised (call initialize_gpu first; after shutdown_driver it must be "
+         "called again, and earlier tokens stay invalid)");
+  }
+}
+
+Device& Runtime::device_of(int device_index) {
+  auto it = devices_.find(device_index);
+  if (it == devices_.end()) {
+    fail(Status::kInternal, "a live token names device {}, which is not initialised",
+         device_index);
+  }
+  return *it->second;
 }
 
 Device* Runtime::try_resolve(int gpu_index) noexcept {

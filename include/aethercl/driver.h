@@ -32,7 +32,7 @@
 #define AETHERCL_VERSION_PATCH 0
 #define AETHERCL_VERSION_STRING "0.1.0"
 /* Bumped whenever exported symbols are added; matches aethercl_abi_version(). */
-#define AETHERCL_ABI_VERSION 2
+#define AETHERCL_ABI_VERSION 3
 
 #if defined(_WIN32)
 #  if defined(AETHERCL_BUILDING_DRIVER)
@@ -325,6 +325,142 @@ AETHERCL_API int aethercl_trace_stop(void);
 /* Writes the per-kernel totals of the running trace as JSON ({"active", "pending", "kernels":
  * [{"name", "calls", "total_ns", "bytes"}]}), with the buffer rules of aethercl_device_info. */
 AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
+
+/* ===================================================================================== */
+/* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */
+/* ===================================================================================== */
+
+/* Element types of typed memory (aethercl_buffer_set_dtype, aethercl_convert). f16 and bf16 are
+ * stored as 16-bit patterns on every device (no cl_khr_fp16 needed). */
+enum aethercl_dtype {
+  AETHERCL_F32 = 0,
+  AETHERCL_F16 = 1,
+  AETHERCL_BF16 = 2,
+  AETHERCL_F64 = 3,
+  AETHERCL_I32 = 4,
+  AETHERCL_I64 = 5,
+  AETHERCL_I8 = 6,
+  AETHERCL_U8 = 7
+};
+
+/* Kinds of aethercl_arg. */
+enum aethercl_arg_kind {
+  AETHERCL_ARG_BUFFER = 0, /* value: a buffer token of the launch's device */
+  AETHERCL_ARG_SCALAR = 1, /* value: pointer to size bytes, copied before the call returns */
+  AETHERCL_ARG_LOCAL = 2   /* size: bytes of local memory; value ignored */
+};
+
+/* One kernel argument of aethercl_launch. */
+typedef struct aethercl_arg {
+  int kind;          /* AETHERCL_ARG_BUFFER = 0, AETHERCL_ARG_SCALAR = 1, AETHERCL_ARG_LOCAL = 2 */
+  size_t size;       /* SCALAR: bytes at value; LOCAL: bytes of local memory; BUFFER: ignored */
+  const void* value; /* BUFFER: the buffer token; SCALAR: pointer to the bytes; LOCAL: ignored */
+} aethercl_arg;
+
+/* Builds a program from OpenCL C source (NUL-terminated) for device gpu_index and returns a new
+ * program token. options (NULL = none) go to the OpenCL compiler unchanged; the driver adds
+ * -cl-kernel-arg-info so launches can check scalar sizes and argument kinds. The built binary goes
+ * through the on-disk kernel cache (keyed by source, options, device, driver and library version,
+ * like the driver's own kernels), so the same program in a second process loads without
+ * compiling. A build failure returns NULL with AETHERCL_BUILD_FAILED and the compiler's log in
+ * aethercl_last_error(). Programs are independent of the seed kernels and of each other. */
+AETHERCL_API void* aethercl_program_create(int gpu_index, const char* source, const char* options);
+
+/* Builds a program from size bytes of SPIR-V (il must start with the SPIR-V magic number). Only
+ * devices that accept intermediate language (OpenCL 2.1+ with a CL_DEVICE_IL_VERSION naming
+ * SPIR-V, or cl_khr_il_program) can; elsewhere it returns NULL with AETHERCL_NOT_IMPLEMENTED and a
+ * message naming what the device lacks (docs/DEVICES.md lists which devices took SPIR-V). */
+AETHERCL_API void* aethercl_program_create_il(int gpu_index, const void* il, size_t size,
+                                              const char* options);
+
+/* Loads a device binary (from aethercl_program_binary on the same device and driver) and builds it
+ * with options. A binary the runtime refuses returns NULL with AETHERCL_BUILD_FAILED and the
+ * runtime's reason. */
+AETHERCL_API void* aethercl_program_create_binary(int gpu_index, const void* binary, size_t size,
+                                                  const char* options);
+
+/* The program's device binary: returns its full size in bytes; with out non-NULL also copies it
+ * there, and then refuses (returns 0, AETHERCL_OUT_OF_RANGE, nothing written) when capacity is
+ * smaller than the binary. Call with out NULL to size it. */
+AETHERCL_API size_t aethercl_program_binary(void* program, void* out, size_t capacity);
+
+/* Releases the program token. Kernels created from it stay valid until they are destroyed. NULL,
+ * unknown and already-destroyed tokens are refused (return 0) and change nothing. */
+AETHERCL_API int aethercl_program_destroy(void* program);
+
+/* Creates a kernel token for the __kernel function name of program. Returns NULL when the program
+ * has no such kernel (the message lists the kernels it has). A kernel token belongs to the
+ * program's device and may be launched by several threads at once. */
+AETHERCL_API void* aethercl_kernel_create(void* program, const char* name);
+
+/* Writes a JSON description of the kernel, with the buffer rules of aethercl_device_info:
+ * {"name", "num_args", "args": [{"index", "kind": "buffer"|"scalar"|"local"|"unknown", "type"
+ * (OpenCL type name or null), "name" (or null), "size" (bytes of a scalar whose size is known, else
+ * null)}], "max_work_group_size", "local_mem_bytes" (the kernel's own static local memory),
+ * "private_mem_bytes", "preferred_work_group_size_multiple", "arg_info" (whether OpenCL reported
+ * argument types; false e.g. for some binaries and SPIR-V)}. Returns the full length, 0 on failure. */
+AETHERCL_API size_t aethercl_kernel_info(void* kernel, char* buffer, size_t capacity);
+
+/* Releases the kernel token; launches already enqueued still run. */
+AETHERCL_API int aethercl_kernel_destroy(void* kernel);
+
+/* Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
+ * stream of gpu_index; until this build has streams any other value is refused). global_size has
+ * work_dim entries; local_size is NULL (the driver picks) or work_dim entries, each at least 1 and
+ * at most the device's per-dimension limit, whose product is at most the kernel's maximum
+ * work-group size, and which divide the global sizes. args holds exactly the kernel's argument
+ * count: BUFFER tokens must be live buffers of this device (the kernel may touch any byte of them;
+ * the driver cannot bound-check a user kernel), SCALAR sizes must equal the OpenCL type's size
+ * where the kernel reports argument types, LOCAL sizes must be non-zero and, added to the kernel's
+ * own local memory, fit the device's local memory; each kind must match the kernel's parameter
+ * (global/constant pointer, value, local pointer) where argument types are known. A global size
+ * with a 0 component returns 1 and launches nothing (after the checks). The launch is ordered like
+ * every other call on the stream and appears in traces and the kernel log under the kernel's name;
+ * a kernel that faults on the device is reported by the next synchronising call. */
+AETHERCL_API int aethercl_launch(int gpu_index, void* kernel, void* stream, int work_dim,
+                                 const size_t* global_size, const size_t* local_size,
+                                 int num_args, const aethercl_arg* args);
+
+/* ===================================================================================== */
+/* Typed memory, the kernel log, interop (ABI version 3)                                  */
+/* ===================================================================================== */
+
+/* Tags the buffer with an element type (an aethercl_dtype code), shown as "dtype" in the buffer's
+ * entry of aethercl_memory_stats. Only a tag: it changes no byte and no other call. A later call
+ * replaces it. Returns 0 for an unknown code or an invalid handle. */
+AETHERCL_API int aethercl_buffer_set_dtype(int gpu_index, void* buffer, int dtype);
+
+/* Converts count elements of src (src_dtype) into dst (dst_dtype), element i to element i, on
+ * stream (NULL = default). Every pair of f32, f16, bf16, f64, i32, i64, i8 and u8 works (f64 only
+ * where the device has fp64). Float to float rounds to nearest even, overflow gives +-inf, NaN
+ * stays NaN (quiet, sign kept); float to integer truncates toward zero and saturates, NaN giving 0
+ * (OpenCL's convert_<int>_sat_rtz); integer to float rounds to nearest even; integer to integer
+ * saturates. The rounding is exact on every device (integer arithmetic, unaffected by
+ * flush-to-zero). count 0 returns 1. Refused: unknown dtypes, src == dst (overlap), either buffer
+ * smaller than count elements. */
+AETHERCL_API int aethercl_convert(int gpu_index, void* src, int src_dtype, void* dst, int dst_dtype,
+                                  size_t count, void* stream);
+
+/* Writes the device's kernel log as a JSON array, oldest first: the most recent 4,096 kernel
+ * launches of every kind (op families, conversions, aethercl_launch), each {"kernel" (the
+ * __kernel function), "entry_point" (the exported function that caused it), "stream" (null for the
+ * default stream, else the token in hex), "global": [...], "local": [...] or null, "queued_ns"
+ * (host CLOCK_MONOTONIC nanoseconds at enqueue), "start_ns", "end_ns" (the device's profiling
+ * clock, null unless the stream times: tracing is on, or a timing stream; also null while the
+ * launch has not finished)}. Same buffer rules as aethercl_device_info; returns the full length.
+ * AETHERCL_KERNEL_LOG=0 turns recording off (the log is then "[]"). */
+AETHERCL_API size_t aethercl_kernel_log(int gpu_index, char* buffer, size_t capacity);
+
+/* The OpenCL objects behind the driver, for PyOpenCL, CLBlast or a user's own OpenCL code. The
+ * driver keeps ownership: retain an object to keep it past shutdown_driver (or past the buffer's
+ * free). Work enqueued on the returned queue is ordered with the driver's own work on that stream.
+ * aethercl_cl_context: the device's cl_context. aethercl_cl_queue: the cl_command_queue of stream
+ * (NULL = default; aethercl_trace_start switches the default stream to a profiling queue, so ask
+ * again after it). aethercl_cl_mem: the cl_mem behind a buffer token; it may be larger than the
+ * allocation (pooled), and only the allocated bytes belong to the buffer. NULL on failure. */
+AETHERCL_API void* aethercl_cl_context(int gpu_index);
+AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
+AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

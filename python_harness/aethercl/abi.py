@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+
+
+class AetherclArg(ctypes.Structure):
+    """struct aethercl_arg of the header: one argument of aethercl_launch."""
+    _fields_ = [("kind", ctypes.c_int), ("size", ctypes.c_size_t), ("value", ctypes.c_void_p)]
+
+
 # C type spelling in the manifest -> ctypes type. Anything else is an error, not a guess.
 C_TYPES = {
     "void": None,
@@ -20,6 +27,8 @@ C_TYPES = {
     "char*": ctypes.c_char_p,
     "const char*": ctypes.c_char_p,
     "int*": ctypes.POINTER(ctypes.c_int),
+    "const size_t*": ctypes.POINTER(ctypes.c_size_t),
+    "const aethercl_arg*": ctypes.POINTER(AetherclArg),
 }
 
 

@@ -82,10 +82,18 @@ class Library:
         return result
 
     def json_call(self, function: str, *args) -> str:
-        """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text."""
-        size = getattr(self.cdll, function)(*args, None, 0)
-        if size == 0:
-            raise self.error(function)
-        buffer = ctypes.create_string_buffer(size + 1)
-        getattr(self.cdll, function)(*args, buffer, size + 1)
-        return buffer.value.decode("utf-8")
+        """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text.
+        The text may grow between sizing and filling (the kernel log, under other threads): then
+        it asks again with the new size."""
+        call = getattr(self.cdll, function)
+        size = call(*args, None, 0)
+        while True:
+            if size == 0:
+                raise self.error(function)
+            buffer = ctypes.create_string_buffer(size + 1)
+            full = call(*args, buffer, size + 1)
+            if full == 0:
+                raise self.error(function)
+            if full <= size:
+                return buffer.value.decode("utf-8")
+            size = full
