@@ -80,8 +80,8 @@ ulong shift_round_even(ulong mant, int shift) {
   if (shift == 64) return mant > (1ul << 63) ? 1ul : 0ul;  // half is 2^63; a tie rounds to 0
   ulong q = mant >> shift;
   ulong rem = mant & ((1ul << shift) - 1);
-  ulong half = 1ul << (shift - 1);
-  if (rem > half || (rem == half && (q & 1ul))) q += 1ul;
+  ulong halfway = 1ul << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1ul))) q += 1ul;
   return q;
 }
 

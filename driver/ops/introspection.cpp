@@ -46,13 +46,15 @@ std::string memory_stats_json(DeviceCall& call) {
       "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
       "\"staging_cached_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
       "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"user_programs\": {}, "
-      "\"user_kernels\": {}, \"labelled_buffers\": [{}]}}",
+      "\"user_kernels\": {}, \"user_program_builds\": {}, \"user_program_cache_hits\": {}, "
+      "\"labelled_buffers\": [{}]}}",
       device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
       buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
       pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
       pool.device_releases, pool.trims, device.staging().pending_bytes(),
       device.staging().cached_bytes(), programs.programs, programs.kernels,
-      programs.source_builds, programs.disk_hits, user_programs, user_kernels, labelled);
+      programs.source_builds, programs.disk_hits, user_programs, user_kernels,
+      device.user_program_builds().load(), device.user_program_cache_hits().load(), labelled);
 }
 
 std::string kernel_log_json(DeviceCall& call) { return call.device().kernel_log().json(); }

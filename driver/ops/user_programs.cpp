@@ -16,6 +16,8 @@ BuildTarget target_of(DeviceScope& call) {
 }
 
 void* register_program(DeviceScope& call, std::shared_ptr<UserProgram> program) {
+  Device& device = call.device();
+  ++(program->from_disk_cache ? device.user_program_cache_hits() : device.user_program_builds());
   log().debug("user program built for device {} ({} kernels{})", program->device_index,
               program->kernel_names.size(), program->from_disk_cache ? ", from the disk cache" : "");
   return call.runtime().user_programs().insert(std::move(program));

@@ -2,7 +2,7 @@
 // kernel log.
 //
 // Contract: callers hold mutex() for every member call except info(), index(), context(),
-// disk_cache() and the constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
+// disk_cache(), the user-program counters and the constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
 // which is what makes asynchronous returns and stream-ordered buffer reuse invisible to clients.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "runtime/program_cache.h"
 #include "runtime/staging.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,10 @@ class Device {
   ProgramCache& programs() { return *programs_; }
   // Immutable after construction: usable without the mutex (user program builds).
   const BinaryCache& disk_cache() const { return disk_cache_; }
+  // User programs built for this device, and how many of them came from the disk cache; atomic
+  // because user builds run without the device mutex.
+  std::atomic<std::uint64_t>& user_program_builds() { return user_program_builds_; }
+  std::atomic<std::uint64_t>& user_program_cache_hits() { return user_program_cache_hits_; }
   const Staging& staging() const { return staging_; }
   KernelLog& kernel_log() { return kernel_log_; }
   // Whether the queue records device timestamps (tracing is on).
@@ -74,6 +79,8 @@ class Device {
   std::vector<cl::Queue> retired_queues_;
   std::unique_ptr<MemoryPool> pool_;
   BinaryCache disk_cache_;
+  std::atomic<std::uint64_t> user_program_builds_{0};
+  std::atomic<std::uint64_t> user_program_cache_hits_{0};
   std::unique_ptr<ProgramCache> programs_;
   Staging staging_;
   KernelLog kernel_log_;
