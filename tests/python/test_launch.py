@@ -384,6 +384,5 @@ def test_a_faulting_kernel_is_reported_or_ends_only_its_own_process():
     assert report["launched"] == 1
     assert report["synced"] == 0, "the fault was not reported at the synchronising call"
     assert report["code"] in (8, 4) and report["message"].startswith("aethercl_synchronize: ")
-    assert "kernel launch" in report["message"]
     # later calls answer (work again, or keep reporting the lost context), they do not crash:
     # reaching this line with the report printed is the point
