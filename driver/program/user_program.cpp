@@ -21,6 +21,16 @@ constexpr const char* kArgInfoOption = "-cl-kernel-arg-info";
 
 std::string caller_options(const char* options) { return options ? std::string(options) : ""; }
 
+// The caller's options plus -cl-kernel-arg-info (argument types for launch checks), for source
+// and binary builds; a runtime keeps the information in the binaries it writes.
+std::string with_arg_info(const char* options) {
+  std::string full = caller_options(options);
+  if (full.find(kArgInfoOption) == std::string::npos) {
+    full += full.empty() ? kArgInfoOption : std::string(" ") + kArgInfoOption;
+  }
+  return full;
+}
+
 std::vector<std::string> kernel_names(cl_program program) {
   size_t size = 0;
   if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) != CL_SUCCESS ||
@@ -108,10 +118,7 @@ std::shared_ptr<UserProgram> build_from_source(const BuildTarget& target, const 
   if (source == nullptr) fail(Status::kInvalidArgument, "source is NULL");
   std::string_view text(source);
   if (text.empty()) fail(Status::kInvalidArgument, "source is empty");
-  std::string full_options = caller_options(options);
-  if (full_options.find(kArgInfoOption) == std::string::npos) {
-    full_options += full_options.empty() ? kArgInfoOption : std::string(" ") + kArgInfoOption;
-  }
+  std::string full_options = with_arg_info(options);
   std::string key = program_cache_key(target.info, "source", text, full_options);
   if (cl::Program cached = from_cache(target, key, full_options)) {
     return finish(target, ProgramOrigin::kSource, std::move(cached), full_options, true);
@@ -173,7 +180,7 @@ std::shared_ptr<UserProgram> build_from_binary(const BuildTarget& target, const 
                                                std::size_t size, const char* options) {
   if (binary == nullptr) fail(Status::kInvalidArgument, "binary is NULL");
   if (size == 0) fail(Status::kInvalidArgument, "size is 0");
-  std::string full_options = caller_options(options);
+  std::string full_options = with_arg_info(options);
   std::string reason;
   cl::Program program = program_from_binary(
       target.context, target.info, static_cast<const unsigned char*>(binary), size, full_options,

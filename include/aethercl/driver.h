@@ -374,8 +374,9 @@ AETHERCL_API void* aethercl_program_create_il(int gpu_index, const void* il, siz
                                               const char* options);
 
 /* Loads a device binary (from aethercl_program_binary on the same device and driver) and builds it
- * with options. A binary the runtime refuses returns NULL with AETHERCL_BUILD_FAILED and the
- * runtime's reason. */
+ * with options (plus -cl-kernel-arg-info, as for source). A binary the runtime refuses returns NULL
+ * with AETHERCL_BUILD_FAILED and the runtime's reason. Whether argument types survive in a binary
+ * is the runtime's choice (PoCL keeps them; aethercl_kernel_info's "arg_info" tells). */
 AETHERCL_API void* aethercl_program_create_binary(int gpu_index, const void* binary, size_t size,
                                                   const char* options);
 

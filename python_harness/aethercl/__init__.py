@@ -7,6 +7,7 @@ from .abi import load_manifest, parse_manifest  # noqa: F401
 from .dtypes import bfloat16  # noqa: F401
 from .device import Buffer, Device, default_library  # noqa: F401
 from .program import Kernel, Local, Program  # noqa: F401
+from . import dtypes, spirv  # noqa: F401
 from . import ops  # noqa: F401
 
 __all__ = ["AetherCLError", "Buffer", "Device", "Kernel", "Library", "Local", "Program",
