@@ -147,7 +147,7 @@ void store(__global uchar* dst, int dtype, ulong i, unpacked u) {
   }
 }
 
-__kernel void kernel_convert(__global const uchar* src, int src_dtype, __global uchar* dst,
+__kernel void convert_elements(__global const uchar* src, int src_dtype, __global uchar* dst,
                              int dst_dtype, ulong n) {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     store(dst, dst_dtype, i, load(src, src_dtype, i));

@@ -1,6 +1,6 @@
 // Float32 GEMM for the matmul family: C[b] = op(A[b]) @ op(B[b]), tiled (GPUs) or direct (CPUs).
 //
-// Build options (driver/ops/gemm_params.cpp chooses them per device; see that file for ranges):
+// Build options (driver/gemm/params.cpp chooses them per device; see that file for ranges):
 //   GEMM_TILE_M, GEMM_TILE_N  output tile of one work-group (M rows x N columns)
 //   GEMM_TILE_K               tiled: depth of one local-memory stage; direct: k-loop unroll hint
 //   GEMM_WPT_M, GEMM_WPT_N    outputs per work-item along M and N (the register block)
@@ -173,13 +173,13 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
   }
 }
 
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nn(GEMM_KERNEL_ARGS) {
   gemm_direct(0, 0, GEMM_TILE_ARGS);
 }
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
   gemm_direct(0, 1, GEMM_TILE_ARGS);
 }
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   gemm_direct(1, 0, GEMM_TILE_ARGS);
 }
 
@@ -459,19 +459,19 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
 #define GEMM_TILES (__local float*)a_tile, (__local float*)b_tile
 
 // C = A @ B (forward products).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nn(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(0, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A @ B^T (input gradients: dA = dC @ W^T).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_nt(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(0, 1, GEMM_TILE_ARGS, GEMM_TILES);
 }
 
 // C = A^T @ B (weight gradients: dW = A^T @ dC).
-__kernel GEMM_ATTRIBUTES void kernel_gemm_tn(GEMM_KERNEL_ARGS) {
+__kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(1, 0, GEMM_TILE_ARGS, GEMM_TILES);
 }

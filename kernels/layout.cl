@@ -7,7 +7,7 @@
 // Each work-group walks 16x16 tiles (grid-stride over all tiles of all batches), staging one tile
 // in local memory (+1 column of padding against bank conflicts) so that both the reads and the
 // writes run along contiguous addresses. Work-group sizes below 256 loop over the tile.
-__kernel void transpose_tiled(__global const float* in, __global float* out, ulong batches,
+__kernel void layout_transpose_tiled(__global const float* in, __global float* out, ulong batches,
                               ulong rows, ulong cols) {
   __local float tile[TILE][TILE + 1];
   const uint lsize = (uint)get_local_size(0);
@@ -58,7 +58,7 @@ __kernel void transpose_tiled(__global const float* in, __global float* out, ulo
 
 // out[b, j, i, k] = in[b, i, j, k] for in (B, D1, D2, D3), out (B, D2, D1, D3); grid-stride over
 // the output so writes are contiguous and reads move in runs of D3.
-__kernel void transpose_12(__global const float* in, __global float* out, ulong d1, ulong d2,
+__kernel void layout_transpose_12(__global const float* in, __global float* out, ulong d1, ulong d2,
                            ulong d3, ulong total) {
   for (ulong o = get_global_id(0); o < total; o += get_global_size(0)) {
     const ulong k = o % d3;

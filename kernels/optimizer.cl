@@ -1,10 +1,10 @@
-// Adam update (ABI.md 4.7), float32, in place on p, m and v; coupled L2 weight decay.
+// Adam update (docs/ABI.md section 4.9), float32, in place on p, m and v; coupled L2 weight decay.
 // Contraction into fused multiply-adds is off so every step rounds as the specification's float
 // expressions do.
 #pragma OPENCL FP_CONTRACT OFF
 
 // beta1_t and beta2_t are beta^t, computed by the host in double and rounded to float.
-__kernel void adam_update(__global float* p, __global const float* g, __global float* m,
+__kernel void optimizer_adam(__global float* p, __global const float* g, __global float* m,
                           __global float* v, ulong n, float lr, float beta1, float beta2,
                           float eps, float weight_decay, float beta1_t, float beta2_t) {
   const float one_minus_beta1 = 1.0f - beta1;

@@ -56,7 +56,7 @@ __kernel void reduce_sum_columns(__global const float* in, __global float* out, 
 }
 
 // c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).
-__kernel void add_periodic(__global const float* a, __global const float* b, __global float* c,
+__kernel void reduce_add_periodic(__global const float* a, __global const float* b, __global float* c,
                            ulong total, ulong period) {
   for (ulong i = get_global_id(0); i < total; i += get_global_size(0)) {
     c[i] = a[i] + b[i % period];

@@ -2,7 +2,7 @@
 // one work-group per row, fixed-order local-memory tree reductions, so output is bit-identical run
 // to run for a given device and work-group size.
 //
-// Launch contract (driver/ops/row_launch.h): 1-D, local size a power of two, any number of groups
+// Launch contract (driver/ops/launch.h): 1-D, local size a power of two, any number of groups
 // (each group walks rows group_id, group_id + num_groups, ...), `scratch` holds local_size
 // elements of the kernel's reduction type. Row r starts at element r * cols (64-bit).
 //
@@ -95,7 +95,7 @@ void row_moments(__global const float* x, ulong cols, float eps, __local acc_t* 
 
 // y = exp(x - max) / (sum + 1e-9). Each exp is computed once: the second pass stores it in y and
 // the third divides it in place (every item rereads only the elements it wrote itself).
-__kernel void kernel_softmax(__global const float* x, __global float* y, ulong rows, ulong cols,
+__kernel void rowwise_softmax(__global const float* x, __global float* y, ulong rows, ulong cols,
                              __local float* scratch) {
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
@@ -114,7 +114,7 @@ __kernel void kernel_softmax(__global const float* x, __global float* y, ulong r
 }
 
 // out = (x - max) - log(sum + 1e-9)
-__kernel void kernel_log_softmax(__global const float* x, __global float* out, ulong rows,
+__kernel void rowwise_log_softmax(__global const float* x, __global float* out, ulong rows,
                                  ulong cols, __local float* scratch) {
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
@@ -126,7 +126,7 @@ __kernel void kernel_log_softmax(__global const float* x, __global float* out, u
 }
 
 // dx = (dy - sum_j dy_j y_j) * y
-__kernel void kernel_softmax_backward(__global const float* dy, __global const float* y,
+__kernel void rowwise_softmax_backward(__global const float* dy, __global const float* y,
                                       __global float* dx, ulong rows, ulong cols,
                                       __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
@@ -141,7 +141,7 @@ __kernel void kernel_softmax_backward(__global const float* dy, __global const f
 }
 
 // y = (x - mean) / sqrt(var + eps); eps > 0 is guaranteed by the host.
-__kernel void kernel_layernorm(__global const float* x, __global float* y, ulong rows, ulong cols,
+__kernel void rowwise_layernorm(__global const float* x, __global float* y, ulong rows, ulong cols,
                                float eps, __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
@@ -152,7 +152,7 @@ __kernel void kernel_layernorm(__global const float* x, __global float* y, ulong
 }
 
 // xhat = (x - mean) * inv, dx = (inv / C) * (C * dy - sum(dy) - xhat * sum(dy * xhat))
-__kernel void kernel_layernorm_backward(__global const float* dy, __global const float* x,
+__kernel void rowwise_layernorm_backward(__global const float* dy, __global const float* x,
                                         __global float* dx, ulong rows, ulong cols, float eps,
                                         __local acc_t* scratch) {
   const acc_t n = (acc_t)cols;
@@ -177,8 +177,9 @@ __kernel void kernel_layernorm_backward(__global const float* dy, __global const
 }
 
 // grad = exp(lp) - onehot(t); loss = -lp[t]. A target outside [0, V) gives loss 0 and leaves the
-// gradient row as the plain probabilities (the original driver's behaviour, ABI.md 4.4).
-__kernel void kernel_cross_entropy(__global const float* log_probs, __global const int* targets,
+// gradient row as the plain probabilities (the original driver's behaviour, docs/ABI.md
+// section 4.6).
+__kernel void rowwise_cross_entropy(__global const float* log_probs, __global const int* targets,
                                    __global float* grad, __global float* loss, ulong rows,
                                    ulong cols) {
   FOR_EACH_ROW(row, rows) {

@@ -1,8 +1,8 @@
-"""The unmodified llm.py's per-step driver call sequence (ABI.md sections 5.2 and 6.4, default
+"""The unmodified llm.py's per-step driver call sequence (docs/ABI.md §7.2 and §7.8, default
 model B=16, S=64, E=16, H=4, d_ff=256, L=6, V=53), replayable against any library that exports the
 ABI: driver.so, a copy named driver.dll, or the do-nothing driver_null.so.
 
-The argtypes are written by hand from ABI.md section 2, the way the original client declares them
+The argtypes are written by hand from docs/ABI.md §4.1, the way the original client declares them
 (deliberately not taken from the shim or the manifest). Used by tests/python/test_replay.py (which
 checks every value) and tools/bench/step.py (which times steps on the real and the null library)."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ F4 = 4
 
 
 def declare(dll: ctypes.CDLL) -> None:
-    """ABI.md section 2, by hand, the way llm.py declares it."""
+    """docs/ABI.md §4.1, by hand, the way llm.py declares it."""
     vp, i, f, sz = c_void_p, c_int, c_float, c_size_t
     table = {
         "initialize_gpu": ([i], c_int),
@@ -199,7 +199,7 @@ def reference_loss(params, pe, ids, targets) -> float:
 
 
 class LlmStep:
-    """One training step of the unmodified llm.py, call for call (ABI.md sections 5.2, 6.4)."""
+    """One training step of the unmodified llm.py, call for call (docs/ABI.md §7.2, §7.8)."""
 
     def __init__(self, rec: Recorder, params, pe):
         self.rec = rec

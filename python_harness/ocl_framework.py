@@ -1,7 +1,7 @@
 """OCL-LLM frontend on the AetherCL driver: GPUBuffer, OclTensor with autograd, layers, SimpleModel,
 AdamOptimizer, TinyTokenizer, GPU cross entropy, checkpoints and the training command line.
 
-Written from the OCL-LLM documentation (sections 6, 7 and 9) and ABI.md sections 5 and 6. Unlike the
+Written from the OCL-LLM frontend's documented interface and the calls of docs/ABI.md §7. Unlike the
 original frontend the autograd graph holds strong references and backward walks it in topological
 order, so every parameter trains and every backward entry point runs. Everything in a training step
 stays on the device except the token ids going up and the per-row losses coming back.
@@ -32,7 +32,7 @@ BUNDLED_CORPUS = HERE / "data" / "corpus.txt"
 CHECKPOINT_FORMAT = "ocl-llm-aethercl/1"
 
 DEFAULT_CONFIG: Dict[str, Any] = {
-    # model (ABI.md section 6.2)
+    # model (docs/ABI.md §7.6)
     "max_len": 64, "batch_size": 16, "embed_dim": 16, "num_heads": 4, "d_ff": 256,
     "num_layers": 6, "causal": True,
     # optimisation

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Soak test: the default llm.py model's training-step call sequence (ABI.md 5.2 and 6.4) for N
-steps, sampling device memory statistics and the process's resident memory.
+"""Soak test: the default llm.py model's training-step call sequence (docs/ABI.md §7.2 and §7.8)
+for N steps, sampling device memory statistics and the process's resident memory.
 
     tools/aethercl python tools/soak.py --steps 10000 --csv soak.csv --png soak.png
 
@@ -101,7 +101,7 @@ class Driver:
 
 def grad_scaffolding(d: Driver, x, nbytes):
     """llm.py's LayerNorm/softmax bookkeeping: a clone of x, a zeroed grad buffer and its clone,
-    all of which die at once (ABI.md 5.2 step 1)."""
+    all of which die at once (docs/ABI.md §7.2 step 1)."""
     keep = d.alloc(nbytes)
     d.call("execute_clone_on_gpu", x, keep, nbytes)
     grad = d.upload(nbytes)

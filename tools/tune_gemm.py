@@ -8,7 +8,7 @@ process through AETHERCL_GEMM_PARAMS, so a candidate that fails to build, is ref
 device, crashes or hangs is skipped. Every result is checked against NumPy (float64) before the
 candidate may win. The search is staged: a first sweep over tile shapes and register blocks, then
 the best few varied one parameter at a time (prefetching, K-step, vector width, padding, A layout,
-group shape), within the time budget. Two roles are tuned (ops/gemm_params.h): `large` on large squares
+group shape), within the time budget. Two roles are tuned (gemm/params.h): `large` on large squares
 and `small` on the skinny and batched llm.py shapes. The winners of both are checked on the
 backward products (transposed operands) and written to the tuning file (AETHERCL_TUNING_FILE, else
 gemm_tuning.tsv next to the kernel binary cache), keyed by device name, driver version and
@@ -57,7 +57,7 @@ def parse_params(text: str) -> dict:
 
 
 def fits(p: dict, max_wg: int, local_bytes: int) -> bool:
-    """Mirrors gemm_params_problem (driver/ops/gemm_params.cpp)."""
+    """Mirrors gemm_params_problem (driver/gemm/params.cpp)."""
     if p["tile_m"] % p["wpt_m"] or p["tile_n"] % p["wpt_n"] or p["wpt_n"] % p["vec"]:
         return False
     if p["vec"] not in ((1, 2, 4, 8, 16) if p["direct"] else (1, 2, 4)):
@@ -403,7 +403,7 @@ class Tuner:
 
 
 def default_tuning_path() -> Path:
-    """As driver/ops/gemm_tuning.cpp: AETHERCL_TUNING_FILE, else next to the kernel cache."""
+    """As driver/gemm/database.cpp: AETHERCL_TUNING_FILE, else next to the kernel cache."""
     if os.environ.get("AETHERCL_TUNING_FILE"):
         return Path(os.environ["AETHERCL_TUNING_FILE"])
     if os.environ.get("AETHERCL_CACHE_DIR"):
@@ -414,7 +414,7 @@ def default_tuning_path() -> Path:
 
 
 def store(path: Path, key, large: str, small: str):
-    """Adds or replaces the key's entry (format of driver/ops/gemm_tuning.h), atomically."""
+    """Adds or replaces the key's entry (format of driver/gemm/database.h), atomically."""
     if any(ch in field for field in key for ch in "\t\r\n"):
         raise ValueError("a tuning key may not contain tabs or line breaks")
     lines = []
@@ -513,7 +513,7 @@ def main() -> int:
     else:
         store(path, key, winners["large"], winners["small"])
         print(f"stored in {path} for {key[0]} (driver {key[1]}, library {key[2]})")
-    print("built-in table line (driver/ops/gemm_tuning.cpp, kKnownDevices):")
+    print("built-in table line (driver/gemm/database.cpp, kKnownDevices):")
     print(f'    {{"{info["name"]}", "{winners["large"]}",\n     "{winners["small"]}"}},')
     return 0
 

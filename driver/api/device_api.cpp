@@ -10,7 +10,7 @@ using namespace aethercl;
 
 namespace {
 
-// ABI.md 4.8: the OCL-LLM original's fallback when no device is initialised.
+// docs/ABI.md section 4.10: the OCL-LLM original's fallback when no device is initialised.
 constexpr unsigned int kFallbackComputeUnits = 16;
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Entry points: matrix products (ABI.md 4.2) on the GEMM engine.
+// Entry points: matrix products (docs/ABI.md section 4.4) on the GEMM engine.
 #include "api/guard.h"
 #include "ops/matmul.h"
 

@@ -1,5 +1,5 @@
-// Entry points of the host-memory ("simulated") API (ABI.md 2.2, 4.8). gpu_index is ignored by
-// the host-block functions; the matrix product runs on the device gpu_index resolves to.
+// Entry points of the host-memory ("simulated") API (docs/ABI.md section 4.10). gpu_index is
+// ignored by the host-block functions; the matrix product runs on the device gpu_index resolves to.
 #include "api/guard.h"
 #include "ops/sim_ops.h"
 
@@ -18,7 +18,7 @@ AETHERCL_API unsigned long long simulated_kernel_allocate(int gpu_index, size_t 
 
 AETHERCL_API void simulated_kernel_free(int gpu_index, unsigned long long address, size_t size) {
   (void)gpu_index;
-  (void)size;  // ABI.md 4.8: the block's own size counts
+  (void)size;  // docs/ABI.md section 4.10: the block's own size counts
   api::guarded_void(__func__, [&] { ops::sim_free(address); });
 }
 

@@ -2,8 +2,7 @@
 // kernel of kernels/elementwise.cl.
 #include "ops/elementwise.h"
 
-#include "ops/launch_geometry.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 
 #include <array>
 #include <tuple>
@@ -14,12 +13,11 @@ namespace {
 constexpr const char* kFamily = "elementwise";
 
 template <typename... Buffers>
-void launch(DeviceCall& call, const char* kernel_name, std::uint64_t n, Buffers... buffers) {
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, kernel_name);
-  set_kernel_args(kernel, buffers..., static_cast<cl_ulong>(n));
-  Geometry1D geometry = linear_geometry(device, n);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+void launch_linear(DeviceCall& call, const char* kernel_name, std::uint64_t n,
+                   Buffers... buffers) {
+  Kernel& kernel = family_kernel(call, kFamily, kernel_name);
+  call.launch(kernel, linear_geometry(call.device(), kernel, n), buffers...,
+         static_cast<cl_ulong>(n));
 }
 
 struct Operand {
@@ -37,21 +35,22 @@ void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand
     mems[i] = call.buffer(operands[i].handle, operands[i].name, bytes).mem;
   }
   if (count == 0) return;
-  std::apply([&](auto... mem) { launch(call, kernel_name, count, mem...); }, mems);
+  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, mem...); }, mems);
 }
 
 }  // namespace
 
 void add(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, "kernel_add", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
+  launch_over(call, "elementwise_add", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, "kernel_mul", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
+  launch_over(call, "elementwise_mul", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* db, int n) {
-  // ABI.md 4.3: NULL inputs are refused first; both outputs NULL is a successful no-op.
+  // NULL inputs are refused first; both outputs NULL is a successful no-op (docs/ABI.md
+  // section 4.5).
   if (dc == nullptr) fail(Status::kInvalidArgument, "buffer_dC is NULL");
   if (a == nullptr) fail(Status::kInvalidArgument, "buffer_A is NULL");
   if (b == nullptr) fail(Status::kInvalidArgument, "buffer_B is NULL");
@@ -63,16 +62,16 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   auto da_view = call.optional_buffer(da, "buffer_dA", bytes);
   auto db_view = call.optional_buffer(db, "buffer_dB", bytes);
   if (count == 0) return;
-  if (da_view) launch(call, "kernel_mul", count, dc_mem, b_mem, da_view->mem);
-  if (db_view) launch(call, "kernel_mul", count, dc_mem, a_mem, db_view->mem);
+  if (da_view) launch_linear(call, "elementwise_mul", count, dc_mem, b_mem, da_view->mem);
+  if (db_view) launch_linear(call, "elementwise_mul", count, dc_mem, a_mem, db_view->mem);
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  launch_over(call, "kernel_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}});
+  launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}});
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  launch_over(call, "kernel_gelu_backward", n,
+  launch_over(call, "elementwise_gelu_backward", n,
               {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 

@@ -1,4 +1,4 @@
-// Elementwise op family (ABI.md 4.3).
+// Elementwise op family (docs/ABI.md section 4.5).
 #pragma once
 
 #include "runtime/device_call.h"

@@ -1,11 +1,10 @@
 // Embedding ops: validate ids (int32, b*s), weights (v*d) and rows (b*s*d), then launch
 // kernels/embedding.cl. The backward is deterministic unless AETHERCL_DETERMINISTIC=0 selects the
-// float-atomic kernel (DESIGN.md decision 8: no update is lost on either path).
+// float-atomic kernel (docs/ARCHITECTURE.md decision 8: no update is lost on either path).
 #include "ops/embedding.h"
 
 #include "ops/aliasing.h"
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 #include "support/env.h"
 
 #include <algorithm>
@@ -41,12 +40,10 @@ void embedding_lookup(DeviceCall& call, void* idx, void* w, void* out, int b, in
   require_distinct(w, "w", out, "o");
   if (shape.rows_out == 0) return;  // v == 0 is fine: every id is invalid, every row zero
 
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, "embedding_lookup");
-  set_kernel_args(kernel, idx_mem, w_mem, out_mem, static_cast<cl_ulong>(shape.positions),
-                  static_cast<cl_ulong>(d), static_cast<cl_ulong>(v));
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, shape.rows_out);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, kFamily, "embedding_lookup");
+  call.launch(kernel, linear_geometry(call.device(), kernel, shape.rows_out), idx_mem, w_mem,
+         out_mem, static_cast<cl_ulong>(shape.positions), static_cast<cl_ulong>(d),
+         static_cast<cl_ulong>(v));
 }
 
 void embedding_backward(DeviceCall& call, void* d_out, void* idx, void* d_w, int b, int s, int d,
@@ -64,19 +61,16 @@ void embedding_backward(DeviceCall& call, void* d_out, void* idx, void* d_w, int
   const auto width = static_cast<cl_ulong>(d);
   const auto vocab = static_cast<cl_ulong>(v);
   if (!env::flag(env::kDeterministic, true)) {
-    cl_kernel kernel = device.programs().kernel(kFamily, "embedding_backward_atomic");
-    set_kernel_args(kernel, d_out_mem, idx_mem, d_w_mem, positions, width, vocab);
-    Geometry1D geometry = kernel_linear_geometry(device, kernel, shape.rows_out);
-    device.launch(kernel, 1, &geometry.global, &geometry.local);
+    Kernel& kernel = family_kernel(call, kFamily, "embedding_backward_atomic");
+    call.launch(kernel, linear_geometry(device, kernel, shape.rows_out), d_out_mem, idx_mem,
+           d_w_mem, positions, width, vocab);
     return;
   }
-  cl_kernel kernel = device.programs().kernel(kFamily, "embedding_backward_segmented");
-  std::size_t local = kernel_work_group_limit(device, kernel, 256);
-  std::uint64_t cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
-  std::size_t global = static_cast<std::size_t>(std::min<std::uint64_t>(vocab, cap)) * local;
-  set_kernel_args(kernel, d_out_mem, idx_mem, d_w_mem, positions, width, vocab,
-                  LocalBytes{local * sizeof(cl_uint)}, LocalBytes{local * sizeof(cl_uint)});
-  device.launch(kernel, 1, &global, &local);
+  Kernel& kernel = family_kernel(call, kFamily, "embedding_backward_segmented");
+  std::size_t local = work_group_limit(device, kernel, 256);
+  call.launch(kernel, capped_groups(device, vocab, local), d_out_mem, idx_mem, d_w_mem,
+         positions, width, vocab, LocalBytes{local * sizeof(cl_uint)},
+         LocalBytes{local * sizeof(cl_uint)});
 }
 
 }  // namespace aethercl::ops

@@ -1,4 +1,4 @@
-// Embedding op family (ABI.md 4.6): row lookup and the accumulating scatter-add backward.
+// Embedding op family (docs/ABI.md section 4.8): row lookup and the accumulating scatter-add.
 #pragma once
 
 #include "runtime/device_call.h"

@@ -3,8 +3,7 @@
 #include "ops/layout.h"
 
 #include "ops/aliasing.h"
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 
 #include <algorithm>
 
@@ -33,15 +32,12 @@ Operands resolve(DeviceCall& call, void* in, const char* in_name, void* out, con
 void launch_tiled(DeviceCall& call, const Operands& ops, std::uint64_t batches, std::uint64_t rows,
                   std::uint64_t cols) {
   Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, "transpose_tiled");
-  std::size_t local = kernel_work_group_limit(device, kernel, kTile * kTile);
+  Kernel& kernel = family_kernel(call, kFamily, "layout_transpose_tiled");
+  std::size_t local = work_group_limit(device, kernel, kTile * kTile);
   // tiles <= batches * rows * cols, which byte_count has bounded.
   std::uint64_t tiles = batches * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
-  std::uint64_t cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
-  std::size_t global = static_cast<std::size_t>(std::min(tiles, cap)) * local;
-  set_kernel_args(kernel, ops.in, ops.out, static_cast<cl_ulong>(batches),
-                  static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols));
-  device.launch(kernel, 1, &global, &local);
+  call.launch(kernel, capped_groups(device, tiles, local), ops.in, ops.out,
+         static_cast<cl_ulong>(batches), static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols));
 }
 
 }  // namespace
@@ -76,12 +72,10 @@ void transpose_12_batched(DeviceCall& call, void* in, void* out, int b, int d1, 
     launch_tiled(call, ops, b, d1, d2);
     return;
   }
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, "transpose_12");
-  set_kernel_args(kernel, ops.in, ops.out, static_cast<cl_ulong>(d1), static_cast<cl_ulong>(d2),
-                  static_cast<cl_ulong>(d3), static_cast<cl_ulong>(count));
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, kFamily, "layout_transpose_12");
+  call.launch(kernel, linear_geometry(call.device(), kernel, count), ops.in, ops.out,
+         static_cast<cl_ulong>(d1), static_cast<cl_ulong>(d2), static_cast<cl_ulong>(d3),
+         static_cast<cl_ulong>(count));
 }
 
 }  // namespace aethercl::ops

@@ -1,4 +1,4 @@
-// Layout op family (ABI.md 4.5): 2-D, batched and axis-1/2 transposes.
+// Layout op family (docs/ABI.md section 4.7): 2-D, batched and axis-1/2 transposes.
 #pragma once
 
 #include "runtime/device_call.h"

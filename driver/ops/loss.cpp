@@ -1,9 +1,9 @@
 // Loss ops: log-softmax and cross-entropy over rows = B*S of V classes, one work-group per row
-// (kernels/rowwise.cl). Enqueued like every op; ABI.md 3.5 stream order makes them visible to the
-// next read.
+// (kernels/rowwise.cl). Enqueued like every op; the stream order of docs/ABI.md section 3.7 makes
+// them visible to the next read.
 #include "ops/loss.h"
 
-#include "ops/row_launch.h"
+#include "ops/launch.h"
 
 namespace aethercl::ops {
 
@@ -15,7 +15,7 @@ void log_softmax(DeviceCall& call, void* logits, void* log_probs, int B, int S, 
   if (count == 0) return;
   cl_ulong rows = static_cast<cl_ulong>(B) * static_cast<cl_ulong>(S);
   cl_ulong cols = static_cast<cl_ulong>(V);
-  launch_rows(call.device(), "kernel_log_softmax", rows, cols, sizeof(float), in_mem, out_mem,
+  launch_rows(call, "rowwise_log_softmax", rows, cols, sizeof(float), in_mem, out_mem,
               rows, cols);
 }
 
@@ -32,7 +32,7 @@ void cross_entropy(DeviceCall& call, void* log_probs, void* targets, void* grad,
   cl_mem loss_mem = call.buffer(loss, "loss_per_sample", row_bytes).mem;
   if (count == 0) return;
   cl_ulong cols = static_cast<cl_ulong>(V);
-  launch_rows(call.device(), "kernel_cross_entropy", rows, cols, 0, lp_mem, target_mem, grad_mem,
+  launch_rows(call, "rowwise_cross_entropy", rows, cols, 0, lp_mem, target_mem, grad_mem,
               loss_mem, cl_ulong{rows}, cols);
 }
 

@@ -1,4 +1,4 @@
-// Loss op family (ABI.md 4.4): stable log-softmax and the cross-entropy loss and gradient.
+// Loss op family (docs/ABI.md section 4.6): stable log-softmax, cross-entropy loss and gradient.
 #pragma once
 
 #include "runtime/device_call.h"

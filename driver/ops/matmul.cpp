@@ -1,15 +1,20 @@
-// Matrix products: validate dimensions and buffers against the tensor shapes of ABI.md 4.2, then
-// express each product as one or two GEMMs. Products with a weight shared over the batch run as
-// a single GEMM over the flattened (B*M) rows; the weight gradient's reduction over the batch is
-// the k loop of one transposed-A GEMM (dW = A_flat^T @ dC_flat), so nothing accumulates.
+// Matrix products: validate dimensions and buffers against the tensor shapes of docs/ABI.md
+// section 4.4, then express each product as one or two GEMMs. Products with a weight shared over
+// the batch run as a single GEMM over the flattened (B*M) rows; the weight gradient's reduction
+// over the batch is the k loop of one transposed-A GEMM (dW = A_flat^T @ dC_flat), so nothing
+// accumulates.
 //
 // Buffers are checked against the declared shapes even when a zero dimension makes the call a
 // no-op: a buffer smaller than the shape it is said to hold is refused.
 #include "ops/matmul.h"
 
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 
 namespace aethercl::ops {
+
+using gemm::enqueue_gemm;
+using gemm::GemmProblem;
+
 namespace {
 
 // Dimensions and the byte sizes of A (B,M,K), the second operand (K,N) or (B,K,N), and C or dC
@@ -68,7 +73,7 @@ void matmul(DeviceCall& call, void* a, void* w, void* c, int B, int M, int N, in
 void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, void* dw, int B,
                      int M, int N, int K) {
   require_inputs(a, w, dc);
-  if (da == nullptr && dw == nullptr) return;  // ABI.md 4.2: before the dimension checks
+  if (da == nullptr && dw == nullptr) return;  // before the dimensions: docs/ABI.md section 3.6
   Dims s = dims_of(B, M, N, K, false);
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView w_view = call.buffer(w, "buffer_b", s.b_bytes);
@@ -123,7 +128,7 @@ void matmul_batched(DeviceCall& call, void* a, void* bt, void* c, int B, int M, 
 void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void* da, void* db,
                              int B, int M, int N, int K) {
   require_inputs(a, bt, dc);
-  if (da == nullptr && db == nullptr) return;  // ABI.md 4.2: before the dimension checks
+  if (da == nullptr && db == nullptr) return;  // before the dimensions: docs/ABI.md section 3.6
   Dims s = dims_of(B, M, N, K, true);
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView b_view = call.buffer(bt, "buffer_b", s.b_bytes);

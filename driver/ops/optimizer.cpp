@@ -1,9 +1,8 @@
-// Adam: validate buffers, then (for n > 0) the hyper-parameters of ABI.md 3.4, then launch
-// kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
+// Adam: validate buffers, then (for n > 0) the hyper-parameters (docs/ABI.md section 4.9), then
+// launch kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
 #include "ops/optimizer.h"
 
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 
 #include <cmath>
 
@@ -39,17 +38,15 @@ void adam_update(DeviceCall& call, void* p, void* g, void* m, void* v, int n, co
   cl_mem g_mem = call.buffer(g, "grad_buffer", bytes).mem;
   cl_mem m_mem = call.buffer(m, "m_buffer", bytes).mem;
   cl_mem v_mem = call.buffer(v, "v_buffer", bytes).mem;
-  if (count == 0) return;  // ABI.md 3.4: before the hyper-parameters are checked
+  if (count == 0) return;  // docs/ABI.md section 3.6: before the hyper-parameters are checked
   check_hyper(h);
 
   const float beta1_t = static_cast<float>(std::pow(static_cast<double>(h.beta1), h.t));
   const float beta2_t = static_cast<float>(std::pow(static_cast<double>(h.beta2), h.t));
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel("optimizer", "adam_update");
-  set_kernel_args(kernel, p_mem, g_mem, m_mem, v_mem, static_cast<cl_ulong>(count), h.lr, h.beta1,
-                  h.beta2, h.eps, h.weight_decay, beta1_t, beta2_t);
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, "optimizer", "optimizer_adam");
+  call.launch(kernel, linear_geometry(call.device(), kernel, count), p_mem, g_mem, m_mem, v_mem,
+         static_cast<cl_ulong>(count), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, beta1_t,
+         beta2_t);
 }
 
 }  // namespace aethercl::ops

@@ -1,4 +1,4 @@
-// Optimiser op family (ABI.md 4.7): the Adam update.
+// Optimiser op family (docs/ABI.md section 4.9): the Adam update.
 #pragma once
 
 #include "runtime/device_call.h"

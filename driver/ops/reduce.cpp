@@ -3,8 +3,7 @@
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 
 #include <algorithm>
 
@@ -18,11 +17,9 @@ constexpr std::size_t kMaxGroupSize = 256;
 // c = a + periodic broadcast of b: a and c hold `count` floats, b holds `period` floats.
 void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64_t count,
                      std::uint64_t period) {
-  Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, "add_periodic");
-  set_kernel_args(kernel, a, b, c, static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, kFamily, "reduce_add_periodic");
+  call.launch(kernel, linear_geometry(call.device(), kernel, count), a, b, c,
+         static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
 }
 
 }  // namespace
@@ -31,7 +28,8 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   std::uint64_t count = element_count({{"B", b}, {"M", m}, {"N", n}});
   std::uint64_t out_count = element_count({{"N", n}});
   cl_mem in_mem = call.buffer(in, "in", byte_count(count, sizeof(float))).mem;
-  // With B*M == 0 and N > 0 the sums are empty: nothing is written (ABI.md 3.4: count 0).
+  // With B*M == 0 and N > 0 the sums are empty: nothing is written (zero work, docs/ABI.md
+  // section 3.6).
   std::uint64_t out_bytes = count == 0 ? 0 : byte_count(out_count, sizeof(float));
   cl_mem out_mem = call.buffer(out, "out", out_bytes).mem;
   require_distinct(in, "in", out, "out");
@@ -39,19 +37,16 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
 
   const std::uint64_t rows = count / out_count;
   Device& device = call.device();
-  cl_kernel kernel = device.programs().kernel(kFamily, "reduce_sum_columns");
-  std::size_t limit = kernel_work_group_limit(device, kernel, kMaxGroupSize);
+  Kernel& kernel = family_kernel(call, kFamily, "reduce_sum_columns");
+  std::size_t limit = work_group_limit(device, kernel, kMaxGroupSize);
   std::size_t cx = static_cast<std::size_t>(
       std::min<std::uint64_t>({kMaxColumnsPerGroup, limit, out_count}));
   std::size_t ly = static_cast<std::size_t>(std::min<std::uint64_t>(limit / cx, rows));
   std::size_t local = cx * ly;
   std::uint64_t blocks = (out_count + cx - 1) / cx;
-  std::uint64_t cap = std::max<std::uint64_t>(1, device.info().compute_units) * 64;
-  std::size_t global = static_cast<std::size_t>(std::min(blocks, cap)) * local;
-  set_kernel_args(kernel, in_mem, out_mem, static_cast<cl_ulong>(rows),
-                  static_cast<cl_ulong>(out_count), static_cast<cl_uint>(cx),
-                  LocalBytes{local * sizeof(float)}, LocalBytes{local * sizeof(float)});
-  device.launch(kernel, 1, &global, &local);
+  call.launch(kernel, capped_groups(device, blocks, local), in_mem, out_mem,
+         static_cast<cl_ulong>(rows), static_cast<cl_ulong>(out_count), static_cast<cl_uint>(cx),
+         LocalBytes{local * sizeof(float)}, LocalBytes{local * sizeof(float)});
 }
 
 void broadcast_add(DeviceCall& call, void* a, void* bias, void* c, int b, int m, int n) {

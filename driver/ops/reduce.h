@@ -1,4 +1,4 @@
-// Reduction and broadcast op family (ABI.md 4.6): reduce_sum, broadcast_add, add_broadcast_pe.
+// Reductions and broadcasts (docs/ABI.md section 4.8): reduce_sum, broadcast_add, add_broadcast_pe.
 #pragma once
 
 #include "runtime/device_call.h"

@@ -2,7 +2,7 @@
 // work-group per row (kernels/rowwise.cl).
 #include "ops/rowwise.h"
 
-#include "ops/row_launch.h"
+#include "ops/launch.h"
 
 namespace aethercl::ops {
 namespace {
@@ -32,7 +32,7 @@ void softmax(DeviceCall& call, void* x, void* y, int num_rows, int row_size) {
   cl_mem x_mem = call.buffer(x, "buffer_input", shape.bytes).mem;
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
-  launch_rows(call.device(), "kernel_softmax", shape.rows, shape.cols, sizeof(float), x_mem, y_mem,
+  launch_rows(call, "rowwise_softmax", shape.rows, shape.cols, sizeof(float), x_mem, y_mem,
               cl_ulong{shape.rows}, cl_ulong{shape.cols});
 }
 
@@ -43,7 +43,7 @@ void softmax_backward(DeviceCall& call, void* dy, void* y, void* dx, int num_row
   cl_mem dx_mem = call.buffer(dx, "buffer_dx", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
-  launch_rows(device, "kernel_softmax_backward", shape.rows, shape.cols, accumulator_bytes(device),
+  launch_rows(call, "rowwise_softmax_backward", shape.rows, shape.cols, accumulator_bytes(device),
               dy_mem, y_mem, dx_mem, cl_ulong{shape.rows}, cl_ulong{shape.cols});
 }
 
@@ -53,7 +53,7 @@ void layernorm(DeviceCall& call, void* x, void* y, int num_rows, int row_size, f
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
-  launch_rows(device, "kernel_layernorm", shape.rows, shape.cols, accumulator_bytes(device), x_mem,
+  launch_rows(call, "rowwise_layernorm", shape.rows, shape.cols, accumulator_bytes(device), x_mem,
               y_mem, cl_ulong{shape.rows}, cl_ulong{shape.cols}, effective_eps(eps));
 }
 
@@ -65,7 +65,7 @@ void layernorm_backward(DeviceCall& call, void* dy, void* x, void* dx, int num_r
   cl_mem dx_mem = call.buffer(dx, "buffer_dx", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
-  launch_rows(device, "kernel_layernorm_backward", shape.rows, shape.cols,
+  launch_rows(call, "rowwise_layernorm_backward", shape.rows, shape.cols,
               accumulator_bytes(device), dy_mem, x_mem, dx_mem, cl_ulong{shape.rows},
               cl_ulong{shape.cols}, effective_eps(eps));
 }

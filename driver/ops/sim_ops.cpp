@@ -5,7 +5,7 @@
 
 #include "runtime/callback_read.h"
 #include "runtime/host_blocks.h"
-#include "runtime/kernel_args.h"
+#include "ops/launch.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -79,36 +79,33 @@ std::shared_ptr<HostBlock> operand(std::uint64_t address, const char* argument,
 }
 
 // The largest square tile (work-group) the kernel and the device allow.
-std::pair<cl_kernel, std::size_t> pick_kernel(Device& device) {
+std::pair<Kernel*, std::size_t> pick_kernel(Device& device) {
   const DeviceInfo& info = device.info();
   for (std::size_t tile : {16, 8, 4, 2, 1}) {
     if (tile * tile > info.max_work_group_size) continue;
     if (2 * tile * tile * sizeof(double) > info.local_mem_bytes) continue;
-    cl_kernel kernel =
+    Kernel& kernel =
         device.programs().kernel(kFamily, kKernel, fmt::format("-DSIM_TILE={}", tile));
-    std::size_t kernel_limit = 0;
-    cl::check(clGetKernelWorkGroupInfo(kernel, info.id, CL_KERNEL_WORK_GROUP_SIZE,
-                                       sizeof(kernel_limit), &kernel_limit, nullptr),
-              "clGetKernelWorkGroupInfo");
-    if (tile * tile <= kernel_limit) return {kernel, tile};
+    if (tile * tile <= kernel.max_work_group_size) return {&kernel, tile};
   }
   fail(Status::kDeviceError, "{} cannot run even a 1x1 work-group on {}", kKernel, info.name);
 }
 
-void multiply_on_device(Device& device, const HostBlock& a, const HostBlock& b, HostBlock& c,
+void multiply_on_device(DeviceCall& call, const HostBlock& a, const HostBlock& b, HostBlock& c,
                         std::uint64_t size_a, std::uint64_t size_b, std::uint64_t m,
                         std::uint64_t n, std::uint64_t k) {
+  Device& device = call.device();
   auto [kernel, tile] = pick_kernel(device);
   PooledBuffer a_buffer(device.pool(), size_a);
   PooledBuffer b_buffer(device.pool(), size_b);
   PooledBuffer c_buffer(device.pool(), c.size());
   device.write(a_buffer.mem(), 0, size_a, a.data());
   device.write(b_buffer.mem(), 0, size_b, b.data());
-  set_kernel_args(kernel, a_buffer.mem(), b_buffer.mem(), c_buffer.mem(), static_cast<cl_ulong>(m),
-                  static_cast<cl_ulong>(n), static_cast<cl_ulong>(k));
-  const std::size_t global[2] = {round_up(n, tile), round_up(m, tile)};
+  const std::size_t global[2] = {(n + tile - 1) / tile * tile, (m + tile - 1) / tile * tile};
   const std::size_t local[2] = {tile, tile};
-  device.launch(kernel, 2, global, local);
+  call.launch(*kernel, LaunchGeometry::grid(2, global, local), a_buffer.mem(), b_buffer.mem(),
+              c_buffer.mem(), static_cast<cl_ulong>(m), static_cast<cl_ulong>(n),
+              static_cast<cl_ulong>(k));
   try {
     read_confirmed_by_callback(device.queue(), c_buffer.mem(), c.size(), c.data());
   } catch (const Error&) {
@@ -192,7 +189,7 @@ std::uint64_t sim_matrix_multiply(DeviceCall& call, std::uint64_t address_a,
                     reinterpret_cast<const double*>(b->data()),
                     reinterpret_cast<double*>(c->data()), sa.rows, sb.cols, sa.cols);
   } else {
-    multiply_on_device(device, *a, *b, *c, bytes_a, bytes_b, sa.rows, sb.cols, sa.cols);
+    multiply_on_device(call, *a, *b, *c, bytes_a, bytes_b, sa.rows, sb.cols, sa.cols);
   }
   return guard.release();
 }

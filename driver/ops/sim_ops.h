@@ -1,5 +1,5 @@
-// Host-memory ("simulated") op family (ABI.md 4.8): registered host blocks and the float64
-// matrix product that goes through the device.
+// Host-memory ("simulated") op family (docs/ABI.md section 4.10): registered host blocks and the
+// float64 matrix product that goes through the device.
 #pragma once
 
 #include "runtime/device_call.h"
@@ -13,7 +13,7 @@ namespace aethercl::ops {
 std::uint64_t sim_allocate(std::size_t size);
 void sim_free(std::uint64_t address);
 void sim_write(std::uint64_t address, std::size_t size, const void* source);
-// Copies out; the block stays valid (the original freed it here, ABI.md 7.4 item 1).
+// Copies out; the block stays valid (the original freed it here, docs/ABI.md section 10.4 item 1).
 void sim_read(std::uint64_t address, std::size_t size, void* destination);
 
 // C = A @ B in float64, returned as the address of a new registered block of rows_a*cols_b*8

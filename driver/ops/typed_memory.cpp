@@ -1,9 +1,8 @@
 // dtype tags and aethercl_convert (kernels/convert.cl: one kernel for every pair of types).
 #include "ops/typed_memory.h"
 
-#include "ops/kernel_limits.h"
+#include "ops/launch.h"
 #include "ops/stream_arg.h"
-#include "runtime/kernel_args.h"
 
 #include <aethercl/driver.h>
 
@@ -64,11 +63,9 @@ void convert(DeviceCall& call, void* src, int src_dtype, void* dst, int dst_dtyp
   }
   require_default_stream(stream);
   if (count == 0) return;
-  cl_kernel kernel = device.programs().kernel("convert", "kernel_convert");
-  set_kernel_args(kernel, from, static_cast<cl_int>(src_dtype), to, static_cast<cl_int>(dst_dtype),
-                  static_cast<cl_ulong>(count));
-  Geometry1D geometry = kernel_linear_geometry(device, kernel, count);
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  Kernel& kernel = family_kernel(call, "convert", "convert_elements");
+  call.launch(kernel, linear_geometry(device, kernel, count), from, static_cast<cl_int>(src_dtype),
+              to, static_cast<cl_int>(dst_dtype), static_cast<cl_ulong>(count));
 }
 
 }  // namespace aethercl::ops

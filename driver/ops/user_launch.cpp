@@ -2,29 +2,21 @@
 // against the device and the kernel before anything is set on the shared cl_kernel.
 #include "ops/user_launch.h"
 
-#include "cl/cl_error.h"
+#include "runtime/launch.h"
 #include "ops/stream_arg.h"
 #include "support/checked.h"
 
 #include <fmt/ranges.h>
 
-#include <vector>
 
 namespace aethercl::ops {
 namespace {
-
-// What clSetKernelArg gets for one argument, prepared before the kernel is touched.
-struct PreparedArg {
-  std::size_t size;
-  const void* value;
-  cl_mem mem;  // BUFFER: value points here
-};
 
 std::string describe_parameter(const UserKernel& kernel, std::size_t index) {
   const KernelParameter& parameter = kernel.parameters[index];
   std::string text = fmt::format("parameter {}", index);
   if (!parameter.name.empty()) text += fmt::format(" ('{}')", parameter.name);
-  return text + fmt::format(" of kernel '{}'", kernel.name);
+  return text + fmt::format(" of kernel '{}'", kernel.kernel.name);
 }
 
 const char* kind_word(int kind) {
@@ -43,17 +35,18 @@ ArgKind kind_of(int kind) {
   }
 }
 
-std::vector<PreparedArg> prepare_args(DeviceCall& call, const UserKernel& kernel, int num_args,
-                                      const aethercl_arg* args) {
+// Checks every argument against the kernel and the device and returns their values in order.
+LaunchArgs prepare_args(DeviceCall& call, const UserKernel& kernel, int num_args,
+                        const aethercl_arg* args) {
   std::size_t expected = kernel.parameters.size();
   if (num_args < 0) fail(Status::kInvalidArgument, "num_args = {} is negative", num_args);
   if (static_cast<std::size_t>(num_args) != expected) {
     fail(Status::kInvalidArgument, "num_args = {}, but kernel '{}' takes {} arguments", num_args,
-         kernel.name, expected);
+         kernel.kernel.name, expected);
   }
   if (num_args > 0 && args == nullptr) fail(Status::kInvalidArgument, "args is NULL");
   const DeviceInfo& info = call.device().info();
-  std::vector<PreparedArg> prepared(expected);
+  LaunchArgs prepared;
   std::uint64_t local_bytes = kernel.local_mem_bytes;
   std::uint64_t scalar_bytes = 0;
   for (std::size_t i = 0; i < expected; ++i) {
@@ -78,13 +71,10 @@ std::vector<PreparedArg> prepare_args(DeviceCall& call, const UserKernel& kernel
              parameter.type);
       }
     }
-    PreparedArg& out = prepared[i];
     switch (arg.kind) {
       case AETHERCL_ARG_BUFFER: {
         std::string name = fmt::format("args[{}].value", i);
-        out.mem = call.buffer(arg.value, name.c_str(), 0).mem;
-        out.size = sizeof(cl_mem);
-        out.value = nullptr;  // set to &out.mem once the vector no longer moves
+        prepared.add(call.buffer(arg.value, name.c_str(), 0).mem);
         break;
       }
       case AETHERCL_ARG_SCALAR: {
@@ -101,8 +91,7 @@ std::vector<PreparedArg> prepare_args(DeviceCall& call, const UserKernel& kernel
                "kernel parameters",
                i, arg.size, info.max_parameter_size);
         }
-        out.size = arg.size;
-        out.value = arg.value;
+        prepared.add_bytes(arg.value, arg.size);  // copied now: the caller may reuse it
         break;
       }
       default: {
@@ -118,14 +107,10 @@ std::vector<PreparedArg> prepare_args(DeviceCall& call, const UserKernel& kernel
                i, arg.size, kernel.local_mem_bytes, info.local_mem_bytes);
         }
         local_bytes = *total;
-        out.size = arg.size;
-        out.value = nullptr;
+        prepared.add_local(arg.size);
         break;
       }
     }
-  }
-  for (std::size_t i = 0; i < expected; ++i) {
-    if (args[i].kind == AETHERCL_ARG_BUFFER) prepared[i].value = &prepared[i].mem;
   }
   return prepared;
 }
@@ -173,12 +158,13 @@ bool check_geometry(const DeviceInfo& info, const UserKernel& kernel, int work_d
              local[d]);
       }
     }
-    std::size_t group_limit = std::min(kernel.max_work_group_size, info.max_work_group_size);
+    std::size_t group_limit =
+        std::min(kernel.kernel.max_work_group_size, info.max_work_group_size);
     if (group > group_limit) {
       fail(Status::kInvalidArgument,
            "local_size {} = {} work-items exceeds kernel '{}''s work-group limit of {} on this "
            "device",
-           fmt::join(local, local + work_dim, " x "), group, kernel.name, group_limit);
+           fmt::join(local, local + work_dim, " x "), group, kernel.kernel.name, group_limit);
     }
   }
   return !empty;
@@ -192,25 +178,25 @@ void launch_user_kernel(DeviceCall& call, void* kernel_token, void* stream, int 
   std::shared_ptr<UserKernel> kernel = call.runtime().user_kernels().find(kernel_token, "kernel");
   Device& device = call.device();
   if (kernel->device_index != device.index()) {
-    fail(Status::kInvalidHandle, "kernel ({}) belongs to device {}, but this call runs on device {}",
-         kernel_token, kernel->device_index, device.index());
+    fail(Status::kInvalidHandle,
+         "kernel ({}) belongs to device {}, but this call runs on device {}", kernel_token,
+         kernel->device_index, device.index());
   }
   require_default_stream(stream);
   bool has_work = check_geometry(device.info(), *kernel, work_dim, global_size, local_size);
-  std::vector<PreparedArg> prepared = prepare_args(call, *kernel, num_args, args);
+  LaunchRecord record;
+  record.kernel = &kernel->kernel;
+  record.args = prepare_args(call, *kernel, num_args, args);
+  record.geometry = LaunchGeometry::grid(static_cast<cl_uint>(work_dim), global_size, local_size);
+  record.entry_point = current_entry_point();
+  record.owner = kernel;  // the kernel outlives a record still waiting to be submitted
   if (!has_work) return;
-  std::lock_guard lock(kernel->launch_mutex);
-  cl_kernel handle = kernel->kernel.get();
-  for (std::size_t i = 0; i < prepared.size(); ++i) {
-    cl_int status = clSetKernelArg(handle, static_cast<cl_uint>(i), prepared[i].size,
-                                   prepared[i].value);
-    if (status != CL_SUCCESS) {
-      fail(Status::kInvalidArgument, "args[{}] was refused by OpenCL for kernel '{}': {} ({})", i,
-           kernel->name, cl::error_name(status), status);
-    }
+  try {
+    device.enqueue(record);
+  } catch (const Error& error) {
+    // Without argument types (some binaries, SPIR-V) OpenCL is the one to refuse an argument.
+    fail(error.status(), "launching kernel '{}': {}", kernel->kernel.name, error.what());
   }
-  device.launch(handle, static_cast<cl_uint>(work_dim), global_size, local_size,
-                kernel->name.c_str());
 }
 
 }  // namespace aethercl::ops

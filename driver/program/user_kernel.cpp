@@ -26,14 +26,14 @@ bool describe_parameters(UserKernel& kernel, cl_uint count, std::uint32_t addres
   kernel.parameters.assign(count, KernelParameter{});
   for (cl_uint i = 0; i < count; ++i) {
     cl_kernel_arg_address_qualifier qualifier = 0;
-    if (clGetKernelArgInfo(kernel.kernel.get(), i, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+    if (clGetKernelArgInfo(kernel.kernel.handle.get(), i, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
                            sizeof(qualifier), &qualifier, nullptr) != CL_SUCCESS) {
       kernel.parameters.assign(count, KernelParameter{});
       return false;
     }
     KernelParameter& parameter = kernel.parameters[i];
-    parameter.type = arg_string(kernel.kernel.get(), i, CL_KERNEL_ARG_TYPE_NAME).value_or("");
-    parameter.name = arg_string(kernel.kernel.get(), i, CL_KERNEL_ARG_NAME).value_or("");
+    parameter.type = arg_string(kernel.kernel.handle.get(), i, CL_KERNEL_ARG_TYPE_NAME).value_or("");
+    parameter.name = arg_string(kernel.kernel.handle.get(), i, CL_KERNEL_ARG_NAME).value_or("");
     parameter.kind = arg_kind_of(qualifier, parameter.type);
     if (parameter.kind == ArgKind::kScalar && !parameter.type.empty()) {
       parameter.size = scalar_type_size(parameter.type, address_bits);
@@ -76,15 +76,15 @@ std::shared_ptr<UserKernel> create_user_kernel(std::shared_ptr<const UserProgram
   auto kernel = std::make_shared<UserKernel>();
   kernel->device_index = program->device_index;
   kernel->program = std::move(program);
-  kernel->kernel = std::move(handle);
-  kernel->name = wanted;
+  kernel->kernel.handle = std::move(handle);
+  kernel->kernel.name = wanted;
   cl_uint count = 0;
   cl::check(clGetKernelInfo(kernel->kernel.get(), CL_KERNEL_NUM_ARGS, sizeof(count), &count,
                             nullptr),
             "clGetKernelInfo");
   kernel->arg_info = describe_parameters(*kernel, count, info.address_bits);
   cl_kernel raw = kernel->kernel.get();
-  kernel->max_work_group_size =
+  kernel->kernel.max_work_group_size =
       work_group_info<size_t>(raw, info.id, CL_KERNEL_WORK_GROUP_SIZE);
   kernel->local_mem_bytes = work_group_info<cl_ulong>(raw, info.id, CL_KERNEL_LOCAL_MEM_SIZE);
   kernel->private_mem_bytes = work_group_info<cl_ulong>(raw, info.id, CL_KERNEL_PRIVATE_MEM_SIZE);
@@ -107,7 +107,8 @@ std::string kernel_info_json(const UserKernel& kernel) {
       "{{\"name\": \"{}\", \"num_args\": {}, \"args\": [{}], \"max_work_group_size\": {}, "
       "\"local_mem_bytes\": {}, \"private_mem_bytes\": {}, "
       "\"preferred_work_group_size_multiple\": {}, \"arg_info\": {}, \"device\": {}}}",
-      json_escape(kernel.name), kernel.parameters.size(), args, kernel.max_work_group_size,
+      json_escape(kernel.kernel.name), kernel.parameters.size(), args,
+      kernel.kernel.max_work_group_size,
       kernel.local_mem_bytes, kernel.private_mem_bytes, kernel.preferred_multiple,
       kernel.arg_info, kernel.device_index);
 }

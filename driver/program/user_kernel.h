@@ -1,15 +1,16 @@
 // A user kernel: one __kernel function of a user program, with what OpenCL reports about its
 // parameters and limits on its device (queried once, at creation).
 //
-// Contract: the parameter table and limits are immutable; launch_mutex serialises clSetKernelArg
-// + enqueue on the shared cl_kernel, so one kernel token may be launched from many threads.
+// Contract: immutable once created. Launches of one kernel from many threads are safe because
+// every launch binds its arguments in Device::enqueue, which runs under the device's mutex (one
+// launch path per device), so argument binding and enqueue never interleave on the cl_kernel.
 #pragma once
 
 #include "program/kernel_arg_types.h"
 #include "program/user_program.h"
+#include "runtime/kernel.h"
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,15 +27,12 @@ struct KernelParameter {
 struct UserKernel {
   int device_index = -1;
   std::shared_ptr<const UserProgram> program;
-  cl::Kernel kernel;
-  std::string name;
+  Kernel kernel;  // handle, function name, CL_KERNEL_WORK_GROUP_SIZE: what launch records need
   std::vector<KernelParameter> parameters;
   bool arg_info = false;  // whether OpenCL reported parameter types
-  std::size_t max_work_group_size = 1;
   std::uint64_t local_mem_bytes = 0;    // the kernel's own (static) local memory
   std::uint64_t private_mem_bytes = 0;
   std::size_t preferred_multiple = 1;
-  std::mutex launch_mutex;
 };
 
 // Throws kInvalidArgument when name is NULL or not a kernel of the program (listing them).

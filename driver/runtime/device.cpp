@@ -59,19 +59,11 @@ Device::~Device() {
   context_.reset();
 }
 
-void Device::track(cl_event event, const char* what, cl_kernel kernel, std::uint64_t bytes) {
+void Device::track(cl_event event, const char* what, const Kernel* kernel, std::uint64_t bytes) {
   Tracer& tracer = Tracer::instance();
   if (tracer.active()) {
-    std::string name = what;
-    if (kernel != nullptr) {
-      char buffer[128] = {};
-      if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof(buffer) - 1, buffer, nullptr) ==
-          CL_SUCCESS) {
-        name = buffer;
-      }
-    }
-    tracer.record(index_, event, std::move(name), kernel ? "kernel" : "transfer",
-                  current_entry_point(), bytes);
+    tracer.record(index_, event, kernel != nullptr ? kernel->name : std::string(what),
+                  kernel != nullptr ? "kernel" : "transfer", current_entry_point(), bytes);
   }
   last_event_.reset(event);
   last_command_ = what;
@@ -92,20 +84,16 @@ void Device::check_last_event() {
   }
 }
 
-void Device::launch(cl_kernel kernel, cl_uint dimensions, const size_t* global,
-                    const size_t* local, const char* name) {
+void Device::enqueue(const LaunchRecord& record) {
   // An event per launch costs microseconds on some runtimes; it is only needed to trace, to time
   // the kernel log on a profiling queue or to attribute failures exactly (AETHERCL_SYNC).
   // Otherwise a failed kernel shows at the next sync.
-  bool want_event = sync_every_call_ || Tracer::instance().active() ||
-                    (profiling_ && kernel_log_.enabled());
+  bool timed_log = profiling_ && kernel_log_.enabled();
+  bool want_event = sync_every_call_ || Tracer::instance().active() || timed_log;
   cl_event event = nullptr;
-  cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, dimensions, nullptr, global, local, 0,
-                                   nullptr, want_event ? &event : nullptr),
-            "clEnqueueNDRangeKernel");
-  kernel_log_.record(kernel, name, current_entry_point(), 0, dimensions, global, local,
-                     profiling_ ? event : nullptr);
-  if (want_event) track(event, "kernel launch", kernel, 0);
+  submit_launch(queue_.get(), record, want_event ? &event : nullptr);
+  kernel_log_.record(record, 0, timed_log ? event : nullptr);
+  if (want_event) track(event, "kernel launch", record.kernel, 0);
 }
 
 void Device::write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source) {

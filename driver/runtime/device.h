@@ -9,6 +9,7 @@
 #include "cl/handle.h"
 #include "runtime/device_info.h"
 #include "runtime/kernel_log.h"
+#include "runtime/launch.h"
 #include "runtime/memory_pool.h"
 #include "runtime/program_cache.h"
 #include "runtime/staging.h"
@@ -48,11 +49,9 @@ class Device {
   // Whether the queue records device timestamps (tracing is on).
   bool profiling() const { return profiling_; }
 
-  // Enqueues an NDRange launch; local may be NULL. Work sizes are rounded by the caller. The launch
-  // is recorded in the kernel log under name (nullptr: the kernel's function name, for kernels
-  // that live as long as the device; user kernels pass theirs).
-  void launch(cl_kernel kernel, cl_uint dimensions, const size_t* global, const size_t* local,
-              const char* name = nullptr);
+  // Enqueues a kernel launch (runtime/launch.h): every launch of the driver comes through here,
+  // and each is recorded in the kernel log.
+  void enqueue(const LaunchRecord& record);
   void write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source);
   // Blocking: waits for all earlier work, then reports any deferred execution error.
   void read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination);
@@ -65,7 +64,7 @@ class Device {
  private:
   // Keeps the event of the newest command (to detect execution failures later); finishes at once
   // under AETHERCL_SYNC=1.
-  void track(cl_event event, const char* what, cl_kernel kernel, std::uint64_t bytes);
+  void track(cl_event event, const char* what, const Kernel* kernel, std::uint64_t bytes);
   void check_last_event();
   cl::Queue create_queue(bool profiling);
 

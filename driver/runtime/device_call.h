@@ -34,6 +34,13 @@ class DeviceCall {
   std::optional<BufferView> optional_buffer(const void* handle, const char* argument,
                                             std::uint64_t min_bytes);
 
+  // Enqueues kernel with args (in order: cl_mem, scalars of their exact kernel type, LocalBytes)
+  // over geometry: the launch path of every op family (runtime/launch.h).
+  template <typename... Args>
+  void launch(Kernel& kernel, const LaunchGeometry& geometry, const Args&... args) {
+    device_->enqueue(make_launch(kernel, geometry, args...));
+  }
+
  private:
   Runtime& runtime_;
   std::shared_lock<std::shared_mutex> lifecycle_lock_;

@@ -31,33 +31,21 @@ void copy_name(char* target, std::size_t capacity, const char* name) {
 
 }  // namespace
 
-const char* KernelLog::name_of(cl_kernel kernel) {
-  auto it = names_.find(kernel);
-  if (it != names_.end()) return it->second.c_str();
-  char buffer[128] = {};
-  if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof(buffer) - 1, buffer, nullptr) !=
-      CL_SUCCESS) {
-    std::strcpy(buffer, "unknown");
-  }
-  return names_.emplace(kernel, buffer).first->second.c_str();
-}
-
-void KernelLog::record(cl_kernel kernel, const char* name, const char* entry_point,
-                       std::uintptr_t stream, cl_uint work_dim, const std::size_t* global,
-                       const std::size_t* local, cl_event event) {
+void KernelLog::record(const LaunchRecord& launch, std::uintptr_t stream, cl_event event) {
   if (!enabled_) return;
   if (ring_.empty()) ring_.resize(kCapacity);
   Entry& entry = ring_[recorded_ % kCapacity];
   if (entry.event != nullptr) clReleaseEvent(entry.event);
-  copy_name(entry.kernel, sizeof(entry.kernel), name != nullptr ? name : name_of(kernel));
-  entry.entry_point = entry_point != nullptr ? entry_point : "";
+  copy_name(entry.kernel, sizeof(entry.kernel), launch.kernel->name.c_str());
+  entry.entry_point = launch.entry_point != nullptr ? launch.entry_point : "";
   entry.stream = stream;
-  entry.work_dim = std::min<cl_uint>(work_dim, 3);
+  const LaunchGeometry& geometry = launch.geometry;
+  entry.work_dim = std::min<cl_uint>(geometry.dimensions, 3);
   for (cl_uint d = 0; d < 3; ++d) {
-    entry.global[d] = d < entry.work_dim ? global[d] : 1;
-    entry.local[d] = local != nullptr && d < entry.work_dim ? local[d] : 1;
+    entry.global[d] = geometry.global[d];
+    entry.local[d] = geometry.local[d];
   }
-  entry.has_local = local != nullptr;
+  entry.has_local = !geometry.runtime_picks_local;
   entry.queued_ns = monotonic_ns();
   entry.timed = false;
   entry.event = event;

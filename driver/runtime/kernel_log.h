@@ -1,16 +1,17 @@
 // The kernel log: the most recent kernel launches of one device (every op family, conversions and
-// user launches), kept in a fixed ring so recording costs a few stores and no allocation.
+// user launches: every launch record that reaches Device::enqueue), kept in a fixed ring so that
+// recording costs a few stores and no allocation.
 //
 // Contract: every call is made with the owning device's mutex held. Events handed to record() are
 // retained and resolved into device times lazily, when the log is read.
 #pragma once
 
 #include "cl/opencl.h"
+#include "runtime/launch.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace aethercl {
@@ -26,12 +27,9 @@ class KernelLog {
 
   bool enabled() const { return enabled_; }
 
-  // name: the kernel's function name, or nullptr to look it up once per cl_kernel (only for
-  // kernels that live as long as the device: a released kernel's address may be reused).
-  // stream: 0 for the default stream. event may be nullptr (no device times).
-  void record(cl_kernel kernel, const char* name, const char* entry_point, std::uintptr_t stream,
-              cl_uint work_dim, const std::size_t* global, const std::size_t* local,
-              cl_event event);
+  // Records one launch. stream: 0 for the default stream. event may be nullptr (no device times);
+  // otherwise it is retained until its times are read.
+  void record(const LaunchRecord& launch, std::uintptr_t stream, cl_event event);
 
   // The JSON array of aethercl_kernel_log, oldest first.
   std::string json();
@@ -53,13 +51,11 @@ class KernelLog {
     std::uint64_t end_ns;
     cl_event event;  // retained until resolved or overwritten
   };
-  const char* name_of(cl_kernel kernel);
   static void resolve(Entry& entry) noexcept;
 
   bool enabled_;
   std::vector<Entry> ring_;   // allocated on the first record
   std::uint64_t recorded_ = 0;
-  std::unordered_map<cl_kernel, std::string> names_;
 };
 
 }  // namespace aethercl

@@ -45,8 +45,8 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   return program;
 }
 
-cl_kernel ProgramCache::kernel(const std::string& family, const std::string& name,
-                               const std::string& extra_options) {
+Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
+                             const std::string& extra_options) {
   std::string options =
       extra_options.empty() ? base_options_ : base_options_ + " " + extra_options;
   std::string program_key = family + "|" + options;
@@ -58,15 +58,21 @@ cl_kernel ProgramCache::kernel(const std::string& family, const std::string& nam
   }
   auto& kernels = it->second.kernels;
   auto kernel_it = kernels.find(name);
-  if (kernel_it != kernels.end()) return kernel_it->second.get();
+  if (kernel_it != kernels.end()) return kernel_it->second;
   cl_int status = CL_SUCCESS;
-  cl::Kernel kernel(clCreateKernel(it->second.program.get(), name.c_str(), &status));
+  Kernel kernel;
+  kernel.handle = cl::Kernel(clCreateKernel(it->second.program.get(), name.c_str(), &status));
   if (status != CL_SUCCESS) {
     fail(Status::kBuildFailed, "kernel '{}' of family '{}' cannot be created: {} ({})", name,
          family, cl::error_name(status), status);
   }
+  kernel.name = name;
+  cl::check(clGetKernelWorkGroupInfo(kernel.get(), info_.id, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof(kernel.max_work_group_size),
+                                     &kernel.max_work_group_size, nullptr),
+            "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
   ++stats_.kernels;
-  return kernels.emplace(name, std::move(kernel)).first->second.get();
+  return kernels.emplace(name, std::move(kernel)).first->second;
 }
 
 }  // namespace aethercl

@@ -2,12 +2,13 @@
 // reusing binaries from the on-disk cache; kernels are created once and reused.
 //
 // Contract: the owning Device's mutex is held for every call; returned kernels are owned here and
-// stay valid until the cache is destroyed.
+// stay valid (at the same address) until the cache is destroyed.
 #pragma once
 
 #include "cl/handle.h"
 #include "runtime/binary_cache.h"
 #include "runtime/device_info.h"
+#include "runtime/kernel.h"
 
 #include <cstdint>
 #include <map>
@@ -30,8 +31,8 @@ class ProgramCache {
   const std::string& base_options() const { return base_options_; }
 
   // Throws Error(kBuildFailed) with the build log when the family does not build.
-  cl_kernel kernel(const std::string& family, const std::string& name,
-                   const std::string& extra_options = "");
+  Kernel& kernel(const std::string& family, const std::string& name,
+                 const std::string& extra_options = "");
 
   // The on-disk cache key of a family built with extra_options (exposed for tests).
   std::string cache_key(const std::string& source, const std::string& options) const;
@@ -42,7 +43,7 @@ class ProgramCache {
  private:
   struct Built {
     cl::Program program;
-    std::map<std::string, cl::Kernel> kernels;
+    std::map<std::string, Kernel> kernels;  // map nodes keep their address
   };
   cl::Program build(const std::string& family, const std::string& options);
 

@@ -40,8 +40,9 @@ class Runtime {
   TokenRegistry<std::shared_ptr<UserProgram>>& user_programs() { return user_programs_; }
   TokenRegistry<std::shared_ptr<UserKernel>>& user_kernels() { return user_kernels_; }
 
-  // With the lifecycle lock held: the device a call's gpu_index names (ABI.md 3.2 fallback when
-  // exactly one device is initialised). Throws kNotInitialized / kNoDevice.
+  // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
+  // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
+  // kNoDevice.
   Device& resolve(int gpu_index);
   // nullptr when nothing is initialised or the index names no device (no throw).
   Device* try_resolve(int gpu_index) noexcept;

@@ -11,14 +11,10 @@
 namespace aethercl {
 namespace {
 
-thread_local const char* tls_entry_point = "";
 // Bounded memory: past this many unresolved events, record() waits for the oldest to finish.
 constexpr std::size_t kMaxPending = 1 << 16;
 
 }  // namespace
-
-void set_current_entry_point(const char* name) noexcept { tls_entry_point = name; }
-const char* current_entry_point() noexcept { return tls_entry_point; }
 
 Tracer& Tracer::instance() {
   static Tracer* tracer = new Tracer();  // never destroyed: events must not outlive the ICD

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cl/handle.h"
+#include "support/entry_point.h"
 
 #include <atomic>
 #include <cstdint>
@@ -68,9 +69,5 @@ class Tracer {
   std::vector<Record> records_;
   std::map<std::string, Totals> totals_;
 };
-
-// The entry point running on this thread (set by the API guard), for trace records.
-void set_current_entry_point(const char* name) noexcept;
-const char* current_entry_point() noexcept;
 
 }  // namespace aethercl

@@ -1,9 +1,13 @@
 // Reads and parses AETHERCL_* environment variables.
 #include "support/env.h"
 
+#include "support/log.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 
 namespace aethercl::env {
 
@@ -40,6 +44,30 @@ std::optional<std::uint64_t> bytes(const char* name) {
   }
   if (number > UINT64_MAX / scale) return std::nullopt;
   return number * scale;
+}
+
+}  // namespace aethercl::env
+
+namespace aethercl::env {
+
+std::optional<std::uint64_t> count(const char* name) {
+  auto value = get(name);
+  if (!value) return std::nullopt;
+  const std::string& text = *value;
+  bool digits = !text.empty() && text.size() <= 19 &&
+                std::all_of(text.begin(), text.end(),
+                            [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (!digits) {
+    // Read on every call: warn once per variable and value.
+    static std::mutex mutex;
+    static std::set<std::string> warned;
+    std::lock_guard lock(mutex);
+    if (warned.insert(std::string(name) + "=" + text).second) {
+      log().warn("{}='{}' is not a plain non-negative integer; ignored", name, text);
+    }
+    return std::nullopt;
+  }
+  return std::strtoull(text.c_str(), nullptr, 10);
 }
 
 }  // namespace aethercl::env

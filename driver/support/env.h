@@ -13,6 +13,9 @@ std::optional<std::string> get(const char* name);
 bool flag(const char* name, bool fallback);
 // A non-negative integer with an optional K/M/G suffix (powers of 1024), or nullopt.
 std::optional<std::uint64_t> bytes(const char* name);
+// A plain non-negative integer (work-item counts, group sizes: no unit suffix), or nullopt; a
+// malformed value is refused with a warning naming the variable and the value.
+std::optional<std::uint64_t> count(const char* name);
 
 // The variables (documented in README.md).
 inline constexpr const char* kDevices = "AETHERCL_DEVICES";          // visible devices

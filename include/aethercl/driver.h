@@ -2,13 +2,16 @@
  *
  * One shared library exports the OCL-LLM compute API, the AetherCL host-memory ("simulated") API and
  * the aethercl_* extensions. abi/driver.abi lists every exported symbol; a test keeps this header,
- * that manifest and the library's dynamic symbol table identical.
+ * that manifest and the library's dynamic symbol table identical. docs/ABI.md explains the rules
+ * below, how the existing clients call these functions, and which defects of the original drivers
+ * this library does not repeat.
  *
  * Conventions shared by every function below:
  *  - gpu_index names a device of the visible device list (aethercl_device_count(); order: GPUs,
  *    accelerators, CPUs; AETHERCL_DEVICES narrows or reorders it). initialize_gpu refuses an index
  *    that is out of range. Every other call accepts any int: an index that was never initialised
- *    runs on the only initialised device when exactly one is (ABI.md 3.2), and fails otherwise.
+ *    runs on the only initialised device when exactly one is, and fails otherwise (docs/ABI.md
+ *    section 3.2).
  *  - Buffer handles are opaque tokens from allocate_gpu_memory, never pointers. Unknown, freed,
  *    NULL or other-device handles are refused; handle values are never reused.
  *  - int functions return exactly 1 on success and 0 on failure; pointer and address functions
@@ -114,7 +117,7 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
                                       size_t size);
 
 /* ===================================================================================== */
-/* Matrix products (float32, ABI.md 4.2). Argument order is B, M, N, K.                   */
+/* Matrix products (float32, docs/ABI.md section 4.4). Argument order is B, M, N, K.      */
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
@@ -141,7 +144,7 @@ AETHERCL_API int execute_matmul_batched_backward_on_gpu(int gpu_index, void* buf
                                                         int M, int N, int K);
 
 /* ===================================================================================== */
-/* Elementwise (ABI.md 4.3): num_elements 0 returns 1, negative returns 0.                */
+/* Elementwise (docs/ABI.md section 4.5): num_elements 0 returns 1, negative returns 0.   */
 /* ===================================================================================== */
 
 /* c = a + b. */
@@ -163,7 +166,7 @@ AETHERCL_API int execute_gelu_backward_on_gpu(int gpu_index, void* buffer_input,
                                               int num_elements);
 
 /* ===================================================================================== */
-/* Row-wise (ABI.md 4.4): one work-group per row, deterministic reductions.               */
+/* Row-wise (docs/ABI.md section 4.6): one work-group per row, deterministic reductions.  */
 /* ===================================================================================== */
 
 /* y = (x - mean) / sqrt(var + eps) per row, biased two-pass variance; eps <= 0 means 1e-5. */
@@ -189,7 +192,7 @@ AETHERCL_API int execute_cross_entropy_loss_grad_gpu(int gpu_index, void* log_pr
                                                      void* loss_per_sample, int B, int S, int V);
 
 /* ===================================================================================== */
-/* Layout (ABI.md 4.5): exact copies.                                                     */
+/* Layout (docs/ABI.md section 4.7): exact copies.                                        */
 /* ===================================================================================== */
 
 /* out(cols, rows) = in(rows, cols)^T. */
@@ -207,7 +210,7 @@ AETHERCL_API int execute_transpose_12_batched_gpu(int gpu_index, void* buffer_in
                                                   int D3);
 
 /* ===================================================================================== */
-/* Reductions, broadcasts, embeddings, optimiser (ABI.md 4.6, 4.7)                        */
+/* Reductions, broadcasts, embeddings, optimiser (docs/ABI.md sections 4.8, 4.9)          */
 /* ===================================================================================== */
 
 /* out[n] = sum over b, m of in[b,m,n]. */
@@ -235,7 +238,7 @@ AETHERCL_API int execute_adam_update_on_gpu(int gpu_index, void* param_buffer, v
                                             float weight_decay);
 
 /* ===================================================================================== */
-/* Host-memory ("simulated") API (ABI.md 4.8): addresses are real, registered host blocks. */
+/* Host-memory ("simulated") API (docs/ABI.md section 4.10): registered host blocks.      */
 /* ===================================================================================== */
 
 /* Returns the address of a new 64-byte aligned host block of size bytes (contents undefined, as

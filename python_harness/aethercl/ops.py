@@ -2,7 +2,7 @@
 gpu_index on the default library), accepts Buffers, raw handles or None for buffer arguments, and
 raises AetherCLError (with aethercl_last_error()) where the C function reports failure.
 
-Argument order and meaning follow ABI.md section 4 exactly; nothing is reordered here."""
+Argument order and meaning follow docs/ABI.md §4 exactly; nothing is reordered here."""
 from __future__ import annotations
 
 import ctypes
@@ -158,7 +158,7 @@ def allocate(dev: DeviceLike, size: int) -> int:
 
 @_wraps("free_gpu_memory")
 def free(dev: DeviceLike, buffer: Handle) -> None:
-    """Never fails (ABI.md section 3.3): NULL, unknown and freed handles are no-ops."""
+    """Never fails (docs/ABI.md §3.3): NULL, unknown and freed handles are no-ops."""
     lib, index = _target(dev)
     lib.free_gpu_memory(index, _h(buffer))
 

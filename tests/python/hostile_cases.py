@@ -38,7 +38,7 @@ C_NOT_INITIALIZED, C_NO_DEVICE, C_DEVICE_ERROR, C_INTERNAL = 5, 6, 8, 10
 BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
 TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
                "freed": "freed", "host_pointer": "not a buffer handle"}
-FOREIGN_GPU_INDICES = (7, -1, INT_MIN, INT_MAX)   # never initialised: ABI.md 3.2 fallback
+FOREIGN_GPU_INDICES = (7, -1, INT_MIN, INT_MAX)   # never initialised: docs/ABI.md §3.2 fallback
 
 
 class CaseResult(Exception):
@@ -320,7 +320,7 @@ def compute_cases(symbol) -> List[Case]:
         add("num_elements=0_before_hyperparameters", lambda h: run_ok(
             h, dict(base, num_elements=0, t=0, lr=-1.0)))
     if "eps" in spec.scalars and name != "execute_adam_update_on_gpu":
-        for eps in (0.0, -1.0):  # ABI.md 3.4: eps <= 0 is replaced by 1e-5
+        for eps in (0.0, -1.0):  # docs/ABI.md §3.6: eps <= 0 is replaced by 1e-5
             add(f"eps={eps}", lambda h, eps=eps: run_ok(h, dict(base, eps=eps)))
     for scalar in spec.scalars:
         if symbol.parameters and any(p.name == scalar and p.c_type == "float"

@@ -1,4 +1,4 @@
-"""What every execute_* entry point touches, from ABI.md section 4: for each buffer parameter the
+"""What every execute_* entry point touches, from docs/ABI.md §4: for each buffer parameter the
 dimensions whose product is its element count (4-byte elements: float32, int32 for ids/targets),
 which buffer parameters may be NULL, and valid values for the non-dimension scalars.
 

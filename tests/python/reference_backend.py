@@ -1,6 +1,6 @@
 """A NumPy stand-in for the driver with the interface of aethercl.Library (check, check_handle,
-free_gpu_memory, json_call, last_error...), implementing the OCL-LLM entry points of ABI.md
-section 4 in float64 on host memory (results stored as float32). Tests run the frontend on it and
+free_gpu_memory, json_call, last_error...), implementing the OCL-LLM entry points of docs/ABI.md
+§4 in float64 on host memory (results stored as float32). Tests run the frontend on it and
 on the real driver and compare: it is a reference, not a product."""
 from __future__ import annotations
 

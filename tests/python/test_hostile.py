@@ -148,7 +148,7 @@ assert lib.initialize_gpu(0) == 1
 h = Harness(lib, 0)
 stale = lib.allocate_gpu_memory(0, 256)
 h.roundtrip()
-block = lib.simulated_kernel_allocate(0, 64)   # host blocks survive shutdown (ABI.md 3.1)
+block = lib.simulated_kernel_allocate(0, 64)   # host blocks survive shutdown (docs/ABI.md §3.1)
 if block:
     lib.simulated_kernel_write(0, block, 64, b"s" * 64)
 elif lib.last_error_code() != 9:
@@ -226,7 +226,7 @@ if "belongs to device 1" not in lib.last_error():
     problems.append(f"free_gpu_memory on the wrong device: {lib.last_error()!r}")
 if lib.write_host_to_gpu_blocking(1, theirs, 0, 64, host) != 1:
     problems.append("a free on the wrong device released the buffer")
-# with two devices initialised an index that names neither is an error (ABI.md 3.2)
+# with two devices initialised an index that names neither is an error (docs/ABI.md §3.2)
 tried += 1
 if lib.allocate_gpu_memory(5, 16) is not None or lib.last_error_code() != 5:
     problems.append(f"gpu_index 5 with two devices: {lib.last_error()!r}")

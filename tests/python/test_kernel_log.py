@@ -84,7 +84,7 @@ def test_conversions_are_logged(lib, device, scratch):
     other = lib.check_handle("allocate_gpu_memory", device.index, 64)
     lib.check("aethercl_convert", device.index, scratch, 0, other, 1, 16, None)
     last = log(lib, device.index)[-1]
-    assert (last["kernel"], last["entry_point"]) == ("kernel_convert", "aethercl_convert")
+    assert (last["kernel"], last["entry_point"]) == ("convert_elements", "aethercl_convert")
     lib.free_gpu_memory(device.index, other)
 
 

@@ -48,7 +48,7 @@ def test_transpose_batched(lib, device, rng, b, d1, d2):
 
 @pytest.mark.parametrize("b,d1,d2", [(64, 64, 4), (2, 3, 2), (7, 300, 5), (1, 1000, 1)])
 def test_transpose_batched_with_d1_above_d2_stays_inside_the_output(lib, device, rng, b, d1, d2):
-    """The original kernel wrote up to 15,120 bytes past the (64,4,64) output (ABI.md 7.1): a
+    """The original kernel wrote up to 15,120 bytes past the (64,4,64) output (docs/ABI.md §10.1): a
     guard region larger than that must come back untouched, and every element must be right."""
     x = rng.standard_normal((b, d1, d2)).astype(np.float32)
     tin = device.upload(x)
@@ -58,7 +58,7 @@ def test_transpose_batched_with_d1_above_d2_stays_inside_the_output(lib, device,
     got = tout.numpy()
     flat = got.reshape(-1)
     for bi, i, j in [(0, 0, 0), (b - 1, d1 - 1, d2 - 1), (b // 2, d1 // 3, d2 // 2)]:
-        assert flat[bi * d1 * d2 + j * d1 + i] == x[bi, i, j]   # ABI.md 4.5 index formula
+        assert flat[bi * d1 * d2 + j * d1 + i] == x[bi, i, j]   # docs/ABI.md §4.7 index formula
     assert_bitwise(got, x.transpose(0, 2, 1))
     tin.free(), tout.free()
 

@@ -1,4 +1,4 @@
-"""Matrix-product family (ABI.md 4.2) against float64 NumPy: matmul, matmul_backward,
+"""Matrix-product family (docs/ABI.md §4.4) against float64 NumPy: matmul, matmul_backward,
 matmul_batched, matmul_batched_backward, plus finite-difference checks and hostile input.
 
 Tolerance: the reference is computed in float64 from the same float32 inputs, so the only error is
@@ -17,8 +17,8 @@ RTOL = 8 * 2.0 ** -24
 POISON_BITS = 0x7FC0DEAD
 INT_MAX = 2**31 - 1
 
-# (B, M, N, K): units, primes, non-multiples of every tile, the llm.py shapes of ABI.md 6.4/6.5,
-# skinny shapes and a larger one.
+# (B, M, N, K): units, primes, non-multiples of every tile, the llm.py shapes of docs/ABI.md §7.9
+# and §7.11, skinny shapes and a larger one.
 SHAPES = [(1, 1, 1, 1), (3, 17, 13, 29), (2, 65, 33, 127), (5, 1, 7, 3), (1, 7, 1, 1),
           (16, 64, 16, 16), (16, 64, 256, 16), (16, 64, 16, 256), (16, 64, 53, 16),
           (1, 64, 53, 16), (1, 1024, 16, 16), (1, 256, 300, 257)]
@@ -330,8 +330,8 @@ def dims_shapes(name, B, M, N, K):
 @pytest.mark.parametrize("name", FORWARDS + BACKWARDS)
 @pytest.mark.parametrize("zero", ["B", "M", "N", "K"])
 def test_zero_dimension_succeeds_without_touching_memory(lib, device, name, zero):
-    # ABI.md 3.4: any zero dimension returns 1 and writes nothing. For the forward product with
-    # K == 0 that means C is left unwritten (mathematically it would be zeros).
+    # docs/ABI.md §3.6: any zero dimension returns 1 and writes nothing. For the forward product
+    # with K == 0 that means C is left unwritten (mathematically it would be zeros).
     dims = dict(B=3, M=5, N=4, K=2)
     dims[zero] = 0
     shapes = dims_shapes(name, **dims)

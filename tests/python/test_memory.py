@@ -180,7 +180,7 @@ def test_out_of_range_gpu_index_is_refused_with_the_device_list(lib, device):
 
 
 def test_calls_with_an_uninitialised_index_use_the_only_device(lib, device):
-    """ABI.md 3.2: clients pass their fixed index everywhere; it must not make calls fail."""
+    """docs/ABI.md §3.2: clients pass their fixed index everywhere; it must not make calls fail."""
     handle = lib.allocate_gpu_memory(device.index + 5, 64)
     assert handle
     lib.free_gpu_memory(device.index + 5, handle)

@@ -1,4 +1,4 @@
-"""Adam (ABI.md 4.7) against NumPy models of the specification, over steps t = 1..5.
+"""Adam (docs/ABI.md §4.9) against NumPy models of the specification, over steps t = 1..5.
 Tolerances: m and v use only float32 additions and multiplications (the kernel disables FMA
 contraction), so they must equal the float32 model bit for bit while weight decay is off; with
 weight decay, and for p (which goes through sqrt and a division the device may round within
@@ -20,7 +20,8 @@ f32 = np.float32
 
 
 def model(p, g, m, v, t, lr, beta1, beta2, eps, wd, dtype):
-    """One step of ABI.md 4.7 in `dtype` arithmetic (float32 mirrors the kernel's roundings)."""
+    """One step of docs/ABI.md §4.9 in `dtype` arithmetic (float32 mirrors the kernel's
+    roundings)."""
     c = lambda x: dtype(x)  # noqa: E731
     p, g, m, v = (x.astype(dtype) for x in (p, g, m, v))
     lr, beta1, beta2, eps, wd = (c(f32(x)) for x in (lr, beta1, beta2, eps, wd))

@@ -1,7 +1,7 @@
-"""Replays the unmodified llm.py's per-step call sequence (ABI.md sections 5.2 and 6.4, default model
+"""Replays the unmodified llm.py's per-step call sequence (docs/ABI.md §7.2 and §7.8, default model
 B=16, S=64, E=16, H=4, d_ff=256, L=6, V=53) for two steps against a copy of the library loaded the
 way the original client loads it: `ctypes.CDLL(".../driver.dll")` with argtypes written by hand
-from ABI.md section 2 (deliberately not taken from the shim or the manifest).
+from docs/ABI.md §4.1 (deliberately not taken from the shim or the manifest).
 
 Checked: every return value; the per-phase call composition and the traffic per step against the
 tables of section 6.4; the loss against a float64 NumPy forward of the same weights (relative

@@ -1,4 +1,5 @@
-"""Host-memory ("simulated") API (ABI.md 2.2, 4.8): host blocks, the float64 matrix product, app.py.
+"""Host-memory ("simulated") API (docs/ABI.md §4.10, §8): host blocks, the float64 matrix product,
+app.py.
 
 Tolerances: transfers are byte-exact. The product sums every element with k ascending and without
 fused multiply-adds on the device and in the host fallback, so it must equal a k-ascending float64

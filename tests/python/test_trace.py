@@ -36,8 +36,8 @@ def test_trace_through_the_api(lib, device, tmp_path):
     assert summary["active"] is True
     assert lib.aethercl_trace_stop() == 1
     assert lib.aethercl_trace_stop() == 0
-    events = _check_trace(path, "kernel_add")
-    assert len([e for e in events if e["name"] == "kernel_add"]) == 5
+    events = _check_trace(path, "elementwise_add")
+    assert len([e for e in events if e["name"] == "elementwise_add"]) == 5
     a.free(), c.free()
 
 
@@ -62,5 +62,5 @@ def test_trace_from_the_environment_is_written_at_shutdown(tmp_path):
         else:
             os.environ["AETHERCL_TRACE"] = env_before
     assert result.returncode == 0, result.stderr
-    assert "kernel_add" in result.stderr  # the per-kernel summary
-    _check_trace(path, "kernel_add")
+    assert "elementwise_add" in result.stderr  # the per-kernel summary
+    _check_trace(path, "elementwise_add")

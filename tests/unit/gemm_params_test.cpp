@@ -1,12 +1,12 @@
 // GEMM tile parameters: override parsing, device-fit checks and the fallback order.
-#include "ops/gemm_params.h"
+#include "gemm/params.h"
 
 #include "support/error.h"
 
 #include <doctest/doctest.h>
 
 using namespace aethercl;
-using namespace aethercl::ops;
+using namespace aethercl::gemm;
 
 namespace {
 

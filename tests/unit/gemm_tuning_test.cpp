@@ -1,5 +1,5 @@
 // GEMM tuning database: the tuning file's location, load/store and keying, the built-in table.
-#include "ops/gemm_tuning.h"
+#include "gemm/database.h"
 
 #include "support/error.h"
 
@@ -10,7 +10,7 @@
 #include <sstream>
 
 using namespace aethercl;
-using namespace aethercl::ops;
+using namespace aethercl::gemm;
 
 namespace {
 

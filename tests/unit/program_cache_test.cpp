@@ -27,7 +27,7 @@ std::filesystem::path fresh_directory(const char* name) {
 TEST_CASE("kernels are embedded at build time") {
   auto families = embedded_kernel_families();
   CHECK(std::find(families.begin(), families.end(), "elementwise") != families.end());
-  CHECK(kernel_source("elementwise").find("kernel_add") != std::string::npos);
+  CHECK(kernel_source("elementwise").find("elementwise_add") != std::string::npos);
   CHECK_THROWS_AS(kernel_source("no_such_family"), Error);
 }
 
@@ -36,18 +36,18 @@ TEST_CASE("a family is built once, then served from memory and from disk") {
   auto directory = fresh_directory("hit");
   {
     ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
-    cl_kernel first = cache.kernel("elementwise", "kernel_add");
+    cl_kernel first = cache.kernel("elementwise", "elementwise_add").get();
     CHECK(first != nullptr);
-    CHECK(cache.kernel("elementwise", "kernel_add") == first);  // memory hit
+    CHECK(cache.kernel("elementwise", "elementwise_add").get() == first);  // memory hit
     CHECK(cache.stats().source_builds == 1);
     CHECK(cache.stats().disk_hits == 0);
     CHECK(cache.stats().programs == 1);
-    cache.kernel("elementwise", "kernel_mul");
+    cache.kernel("elementwise", "elementwise_mul");
     CHECK(cache.stats().programs == 1);
     CHECK(cache.stats().kernels == 2);
   }
   ProgramCache second(device.info(), device.context(), BinaryCache(directory, true));
-  CHECK(second.kernel("elementwise", "kernel_add") != nullptr);
+  CHECK(second.kernel("elementwise", "elementwise_add").get() != nullptr);
   CHECK(second.stats().disk_hits == 1);
   CHECK(second.stats().source_builds == 0);
   std::filesystem::remove_all(directory);
@@ -60,8 +60,8 @@ TEST_CASE("different build options are different programs and cache entries") {
   std::string source = kernel_source("elementwise");
   CHECK(cache.cache_key(source, "-DA=1") != cache.cache_key(source, "-DA=2"));
   CHECK(cache.cache_key(source, "-DA=1") == cache.cache_key(source, "-DA=1"));
-  cache.kernel("elementwise", "kernel_add", "-DAETHERCL_TEST_OPTION=1");
-  cache.kernel("elementwise", "kernel_add", "-DAETHERCL_TEST_OPTION=2");
+  cache.kernel("elementwise", "elementwise_add", "-DAETHERCL_TEST_OPTION=1");
+  cache.kernel("elementwise", "elementwise_add", "-DAETHERCL_TEST_OPTION=2");
   CHECK(cache.stats().programs == 2);
   std::filesystem::remove_all(directory);
 }
@@ -72,7 +72,7 @@ TEST_CASE("a corrupt or truncated cache entry is detected and rebuilt") {
   std::string key;
   {
     ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
-    cache.kernel("elementwise", "kernel_add");
+    cache.kernel("elementwise", "elementwise_add");
     key = cache.cache_key(kernel_source("elementwise"), cache.base_options());
   }
   BinaryCache disk(directory, true);
@@ -93,7 +93,7 @@ TEST_CASE("a corrupt or truncated cache entry is detected and rebuilt") {
   CHECK_FALSE(disk.load(key));
   CHECK_FALSE(std::filesystem::exists(path));  // the bad entry is removed
   ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
-  CHECK(cache.kernel("elementwise", "kernel_add") != nullptr);
+  CHECK(cache.kernel("elementwise", "elementwise_add").get() != nullptr);
   CHECK(cache.stats().source_builds == 1);
   CHECK(std::filesystem::exists(path));  // and written again
   std::filesystem::remove_all(directory);
@@ -105,12 +105,12 @@ TEST_CASE("a build failure carries the build log; other families keep working") 
   std::filesystem::create_directories(directory / "kernels");
   {
     std::ofstream broken(directory / "kernels" / "elementwise.cl");
-    broken << "__kernel void kernel_add(__global float* a) { this is not OpenCL C; }\n";
+    broken << "__kernel void elementwise_add(__global float* a) { this is not OpenCL C; }\n";
   }
   setenv("AETHERCL_KERNEL_DIR", (directory / "kernels").c_str(), 1);
   ProgramCache cache(device.info(), device.context(), BinaryCache(directory, false));
   try {
-    cache.kernel("elementwise", "kernel_add");
+    cache.kernel("elementwise", "elementwise_add");
     FAIL("the broken kernel built");
   } catch (const Error& error) {
     CHECK(error.status() == Status::kBuildFailed);
@@ -119,6 +119,6 @@ TEST_CASE("a build failure carries the build log; other families keep working") 
     CHECK(message.find("error") != std::string::npos);  // the compiler's log
   }
   unsetenv("AETHERCL_KERNEL_DIR");
-  CHECK(cache.kernel("elementwise", "kernel_add") != nullptr);
+  CHECK(cache.kernel("elementwise", "elementwise_add").get() != nullptr);
   std::filesystem::remove_all(directory);
 }

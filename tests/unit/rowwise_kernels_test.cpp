@@ -1,6 +1,6 @@
 // Row-wise kernels: work-group sizes follow the row length, and the family builds and computes
 // correctly without FP64 (float accumulation), even when the test device has FP64.
-#include "ops/row_launch.h"
+#include "ops/launch.h"
 
 #include "runtime/kernel_sources.h"
 #include "runtime/program_cache.h"
@@ -49,18 +49,18 @@ struct FloatOnly {
 };
 
 template <typename... Args>
-void run_rows(Device& device, cl_kernel kernel, std::uint64_t rows, std::uint64_t cols,
+void run_rows(Device& device, Kernel& kernel, std::uint64_t rows, std::uint64_t cols,
               const Args&... args) {
   ops::RowGeometry geometry = ops::row_geometry(device, kernel, rows, cols, sizeof(float));
-  set_kernel_args(kernel, args..., LocalBytes{geometry.local * sizeof(float)});
-  device.launch(kernel, 1, &geometry.global, &geometry.local);
+  device.enqueue(make_launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local),
+                             args..., LocalBytes{geometry.local * sizeof(float)}));
 }
 
 }  // namespace
 
 TEST_CASE("CPU devices reduce each row with one work-item unless a group size is forced") {
   Device& device = testing::test_device();
-  cl_kernel kernel = device.programs().kernel("rowwise", "kernel_softmax");
+  Kernel& kernel = device.programs().kernel("rowwise", "rowwise_softmax");
   if (device.info().kind == DeviceKind::kCpu) {
     CHECK(ops::row_geometry(device, kernel, 5, 64, 4).local == 1);
   } else {
@@ -71,7 +71,7 @@ TEST_CASE("CPU devices reduce each row with one work-item unless a group size is
 TEST_CASE("row work-group sizes are powers of two that follow the row length") {
   Device& device = testing::test_device();
   setenv("AETHERCL_ROW_GROUP", "256", 1);  // the GPU rule, on whatever device runs the tests
-  cl_kernel kernel = device.programs().kernel("rowwise", "kernel_softmax");
+  Kernel& kernel = device.programs().kernel("rowwise", "rowwise_softmax");
   for (std::uint64_t cols : {1, 2, 3, 16, 53, 64, 127, 257, 100003}) {
     ops::RowGeometry geometry = ops::row_geometry(device, kernel, 10, cols, sizeof(double));
     CAPTURE(cols);
@@ -98,10 +98,10 @@ TEST_CASE("the rowwise family builds and accumulates correctly without FP64") {
   Device& device = testing::test_device();
   FloatOnly float_only(device);
   CHECK(float_only.cache.base_options().find("-DAETHERCL_FP64=0") != std::string::npos);
-  for (const char* name : {"kernel_softmax", "kernel_log_softmax", "kernel_softmax_backward",
-                           "kernel_layernorm", "kernel_layernorm_backward",
-                           "kernel_cross_entropy"}) {
-    CHECK(float_only.cache.kernel("rowwise", name) != nullptr);
+  for (const char* name : {"rowwise_softmax", "rowwise_log_softmax", "rowwise_softmax_backward",
+                           "rowwise_layernorm", "rowwise_layernorm_backward",
+                           "rowwise_cross_entropy"}) {
+    CHECK(float_only.cache.kernel("rowwise", name).get() != nullptr);
   }
 
   const std::uint64_t rows = 3, cols = 1000;
@@ -126,11 +126,11 @@ TEST_CASE("the rowwise family builds and accumulates correctly without FP64") {
   std::vector<float> zeros(rows * cols, 0.0f);
   cl::Mem ln_mem = upload(device, zeros), lnb_mem = upload(device, zeros),
           smb_mem = upload(device, zeros);
-  run_rows(device, float_only.cache.kernel("rowwise", "kernel_layernorm"), rows, cols,
+  run_rows(device, float_only.cache.kernel("rowwise", "rowwise_layernorm"), rows, cols,
            x_mem.get(), ln_mem.get(), cl_ulong{rows}, cl_ulong{cols}, eps);
-  run_rows(device, float_only.cache.kernel("rowwise", "kernel_layernorm_backward"), rows, cols,
+  run_rows(device, float_only.cache.kernel("rowwise", "rowwise_layernorm_backward"), rows, cols,
            dy_mem.get(), x_mem.get(), lnb_mem.get(), cl_ulong{rows}, cl_ulong{cols}, eps);
-  run_rows(device, float_only.cache.kernel("rowwise", "kernel_softmax_backward"), rows, cols,
+  run_rows(device, float_only.cache.kernel("rowwise", "rowwise_softmax_backward"), rows, cols,
            dy_mem.get(), y_mem.get(), smb_mem.get(), cl_ulong{rows}, cl_ulong{cols});
   std::vector<float> ln = download(device, ln_mem, x.size());
   std::vector<float> lnb = download(device, lnb_mem, x.size());

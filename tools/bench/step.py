@@ -1,5 +1,5 @@
-"""One training step of the unmodified llm.py (ABI.md 6.4: 695-696 driver calls with the default
-model's sizes, including its host-side NumPy work) timed on driver.so and on the do-nothing
+"""One training step of the unmodified llm.py (docs/ABI.md §7.8: 695-696 driver calls with the
+default model's sizes, including its host-side NumPy work) timed on driver.so and on the do-nothing
 driver_null.so in the same run: the ratio is what the driver adds on top of the frontend itself.
 A second, instrumented pass attributes host time to each entry point (where the time goes).
 

@@ -1,12 +1,12 @@
 // GEMM parameters: syntax, device-fit checks, per-class defaults and the selection order.
-#include "ops/gemm_params.h"
+#include "gemm/params.h"
 
 #include "support/error.h"
 
 #include <charconv>
 #include <fmt/format.h>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 namespace {
 
 struct Field {
@@ -216,4 +216,4 @@ GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
   return {small && fitting.size() > 1 ? fitting[1] : first, "class default"};
 }
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

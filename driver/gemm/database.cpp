@@ -1,5 +1,5 @@
 // GEMM tuning database: the tuning file (load, store, per-process cache) and the built-in table.
-#include "ops/gemm_tuning.h"
+#include "gemm/database.h"
 
 #include "runtime/binary_cache.h"
 #include "support/env.h"
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 namespace {
 
 // Known devices: a substring of CL_DEVICE_NAME, then the large and small parameters (any keys
@@ -164,4 +164,4 @@ std::optional<GemmParamSet> cached_gemm_tuning(const GemmTuningKey& key, DeviceK
   return it->second;
 }
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

@@ -1,12 +1,12 @@
 // The GEMM engine: one tiled, register-blocked kernel family (kernels/gemm.cl) behind every
-// matrix product of the matmul family (DESIGN.md decision 6).
+// matrix product of the matmul family (docs/ARCHITECTURE.md decision 6).
 #pragma once
 
 #include "runtime/device_call.h"
 
 #include <cstdint>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 struct GemmOperand {
   BufferView buffer;
@@ -33,4 +33,4 @@ struct GemmProblem {
 // every operand's extent ((batch - 1) * stride + rows * cols floats) within its buffer.
 void enqueue_gemm(DeviceCall& call, const GemmProblem& problem);
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

@@ -1,13 +1,12 @@
-// GEMM engine: picks parameters for the device and shape (ops/gemm_params.h), the global-load
+// GEMM routine: picks parameters for the device and shape (gemm/params.h), the global-load
 // widths the operands allow, checks the operands' extents and launches kernels/gemm.cl over
 // (N tiles, M tiles, batch), split into several launches where a grid would exceed the
 // per-dimension group limit.
-#include "ops/gemm.h"
+#include "gemm/gemm.h"
 
-#include "ops/gemm_params.h"
-#include "ops/gemm_tuning.h"
-#include "ops/kernel_limits.h"
-#include "runtime/kernel_args.h"
+#include "gemm/database.h"
+#include "gemm/params.h"
+#include "runtime/launch.h"
 #include "support/checked.h"
 #include "support/env.h"
 #include "support/log.h"
@@ -15,7 +14,7 @@
 #include <algorithm>
 #include <aethercl/driver.h>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 namespace {
 
 constexpr const char* kFamily = "gemm";
@@ -23,9 +22,9 @@ constexpr const char* kFamily = "gemm";
 constexpr std::uint64_t kMaxGroupsPerDimension = 65535;
 
 const char* kernel_name(bool trans_a, bool trans_b) {
-  if (!trans_a && !trans_b) return "kernel_gemm_nn";
-  if (!trans_a && trans_b) return "kernel_gemm_nt";
-  if (trans_a && !trans_b) return "kernel_gemm_tn";
+  if (!trans_a && !trans_b) return "gemm_nn";
+  if (!trans_a && trans_b) return "gemm_nt";
+  if (trans_a && !trans_b) return "gemm_tn";
   fail(Status::kInternal, "the GEMM engine has no kernel for op(A) = A^T with op(B) = B^T");
 }
 
@@ -41,7 +40,7 @@ void check_extent(const char* operand, const GemmOperand& op, std::uint64_t batc
   }
 }
 
-// Where the parameters of the device come from (ops/gemm_params.h: GemmParamSources).
+// Where the parameters of the device come from (gemm/params.h: GemmParamSources).
 GemmParamSources param_sources(const DeviceInfo& info) {
   GemmParamSources sources;
   sources.override_text = env::get(env::kGemmParams);
@@ -54,7 +53,7 @@ GemmParamSources param_sources(const DeviceInfo& info) {
 }
 
 struct KernelChoice {
-  cl_kernel kernel;
+  Kernel* kernel;
   GemmParams params;
 };
 
@@ -74,15 +73,15 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
                                   params.tile_m, params.tile_k);
     int vec_b = global_load_width(params, p.trans_b ? p.k : p.n, p.b.batch_stride,
                                   params.tile_k, params.tile_n);
-    cl_kernel kernel =
+    Kernel& kernel =
         device.programs().kernel(kFamily, name, params.build_options(vec_a, vec_b));
-    std::size_t kernel_limit = kernel_max_work_group_size(device, kernel);
+    std::size_t kernel_limit = kernel.max_work_group_size;
     if (params.work_group_size() <= kernel_limit) {
       if (log().should_log(spdlog::level::trace)) {
         log().trace("GEMM {} {}x{}x{} batch {}: {} ({}), vec_a={} vec_b={}", name, p.m, p.n,
                     p.k, p.batch, params.to_string(), choice.source, vec_a, vec_b);
       }
-      return {kernel, params};
+      return {&kernel, params};
     }
     if (sources.override_text) {
       fail(Status::kInvalidArgument, "AETHERCL_GEMM_PARAMS '{}': {} supports work-groups of at "
@@ -118,19 +117,19 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
       std::uint64_t groups_m = std::min(tiles_m - tile_m0, kMaxGroupsPerDimension);
       for (std::uint64_t tile_n0 = 0; tile_n0 < tiles_n; tile_n0 += kMaxGroupsPerDimension) {
         std::uint64_t groups_n = std::min(tiles_n - tile_n0, kMaxGroupsPerDimension);
-        set_kernel_args(kernel, p.a.buffer.mem, p.b.buffer.mem, p.c.buffer.mem,
-                        static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
-                        static_cast<cl_ulong>(p.k), static_cast<cl_ulong>(p.a.batch_stride),
-                        static_cast<cl_ulong>(p.b.batch_stride),
-                        static_cast<cl_ulong>(p.c.batch_stride), static_cast<cl_ulong>(tile_m0),
-                        static_cast<cl_ulong>(tile_n0), static_cast<cl_ulong>(batch0));
         const std::size_t global[3] = {static_cast<std::size_t>(groups_n) * local[0],
                                        static_cast<std::size_t>(groups_m) * local[1],
                                        static_cast<std::size_t>(groups_b)};
-        device.launch(kernel, 3, global, local);
+        call.launch(*kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem,
+                    p.b.buffer.mem, p.c.buffer.mem, static_cast<cl_ulong>(p.m),
+                    static_cast<cl_ulong>(p.n), static_cast<cl_ulong>(p.k),
+                    static_cast<cl_ulong>(p.a.batch_stride),
+                    static_cast<cl_ulong>(p.b.batch_stride),
+                    static_cast<cl_ulong>(p.c.batch_stride), static_cast<cl_ulong>(tile_m0),
+                    static_cast<cl_ulong>(tile_n0), static_cast<cl_ulong>(batch0));
       }
     }
   }
 }
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

@@ -2,13 +2,13 @@
 // driver version and library version) and the built-in table of known devices.
 #pragma once
 
-#include "ops/gemm_params.h"
+#include "gemm/params.h"
 
 #include <filesystem>
 #include <optional>
 #include <string>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 struct GemmTuningKey {
   std::string device;   // CL_DEVICE_NAME
@@ -42,4 +42,4 @@ std::optional<GemmParamSet> builtin_gemm_params(const std::string& device_name, 
 // The tuning file's entry for a device, read once per process and path (thread-safe).
 std::optional<GemmParamSet> cached_gemm_tuning(const GemmTuningKey& key, DeviceKind kind);
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm

@@ -1,6 +1,6 @@
 // Parameters of the GEMM engine (kernels/gemm.cl): their syntax, the checks that a device can run
 // a choice, the defaults per device class and the selection among the sources of parameters
-// (AETHERCL_GEMM_PARAMS > tuning file > built-in table > class defaults; ops/gemm_tuning.h).
+// (AETHERCL_GEMM_PARAMS > tuning file > built-in table > class defaults; gemm/database.h).
 #pragma once
 
 #include "runtime/device_info.h"
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace aethercl::ops {
+namespace aethercl::gemm {
 
 struct GemmParams {
   int tile_m = 64;    // output rows per work-group
@@ -95,4 +95,4 @@ struct GemmChoice {
 GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
                               const GemmParamSources& sources, std::uint64_t m, std::uint64_t n);
 
-}  // namespace aethercl::ops
+}  // namespace aethercl::gemm
