@@ -123,21 +123,24 @@ bool check_geometry(const DeviceInfo& info, const UserKernel& kernel, int work_d
     fail(Status::kInvalidArgument, "work_dim = {} is not between 1 and {}", work_dim, max_dims);
   }
   if (global == nullptr) fail(Status::kInvalidArgument, "global_size is NULL");
+  // Work-items are counted in size_t and runtimes round global sizes up to whole work-groups
+  // (PoCL corrupts its heap on a global size near SIZE_MAX), so the range stops one bit short.
   std::uint64_t address_limit =
-      info.address_bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << info.address_bits) - 1;
+      (std::uint64_t{1} << (std::min<std::uint32_t>(info.address_bits, 64) - 1)) - 1;
   bool empty = false;
   for (int d = 0; d < work_dim; ++d) {
     if (global[d] == 0) empty = true;
     if (global[d] > address_limit) {
-      fail(Status::kInvalidArgument, "global_size[{}] = {} exceeds the device's {}-bit range", d,
-           global[d], info.address_bits);
+      fail(Status::kInvalidArgument, "global_size[{}] = {} exceeds 2^{} - 1 work-items", d,
+           global[d], std::min<std::uint32_t>(info.address_bits, 64) - 1);
     }
   }
   std::optional<std::uint64_t> items = 1;
   for (int d = 0; d < work_dim && !empty && items; ++d) items = checked_mul(*items, global[d]);
   if (!empty && (!items || *items > address_limit)) {
-    fail(Status::kInvalidArgument, "global_size {} has more work-items than the device's {}-bit "
-         "range", fmt::join(global, global + work_dim, " x "), info.address_bits);
+    fail(Status::kInvalidArgument, "global_size {} has more than 2^{} - 1 work-items",
+         fmt::join(global, global + work_dim, " x "),
+         std::min<std::uint32_t>(info.address_bits, 64) - 1);
   }
   if (local != nullptr) {
     std::uint64_t group = 1;

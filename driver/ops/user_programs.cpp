@@ -2,6 +2,7 @@
 // the runtime and refused by type, age and origin on every use.
 #include "ops/user_programs.h"
 
+#include "program/binary_envelope.h"
 #include "support/log.h"
 
 #include <cstring>
@@ -40,11 +41,12 @@ void* create_program_binary(DeviceScope& call, const void* binary, std::size_t s
 
 std::size_t program_binary(TokenCall& call, void* program, void* out, std::size_t capacity) {
   auto record = call.runtime().user_programs().find(program, "program");
-  const std::vector<unsigned char>& binary = record->binary;
-  if (binary.empty()) {
+  if (record->binary.empty()) {
     fail(Status::kNotImplemented, "the OpenCL runtime of device {} gives no program binaries",
          record->device_index);
   }
+  std::vector<unsigned char> binary =
+      wrap_binary(call.runtime().device_of(record->device_index).info(), record->binary);
   if (out != nullptr) {
     if (capacity < binary.size()) {
       fail(Status::kOutOfRange, "capacity {} is smaller than the binary ({} bytes)", capacity,

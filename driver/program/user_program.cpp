@@ -2,6 +2,7 @@
 #include "program/user_program.h"
 
 #include "cl/cl_error.h"
+#include "program/binary_envelope.h"
 #include "runtime/program_build.h"
 #include "support/log.h"
 
@@ -181,10 +182,16 @@ std::shared_ptr<UserProgram> build_from_binary(const BuildTarget& target, const 
   if (binary == nullptr) fail(Status::kInvalidArgument, "binary is NULL");
   if (size == 0) fail(Status::kInvalidArgument, "size is 0");
   std::string full_options = with_arg_info(options);
+  std::vector<unsigned char> unwrapped;
+  const auto* bytes = static_cast<const unsigned char*>(binary);
+  if (is_enveloped(binary, size)) {  // from aethercl_program_binary: checked before OpenCL sees it
+    unwrapped = unwrap_binary(target.info, binary, size);
+    bytes = unwrapped.data();
+    size = unwrapped.size();
+  }
   std::string reason;
-  cl::Program program = program_from_binary(
-      target.context, target.info, static_cast<const unsigned char*>(binary), size, full_options,
-      &reason);
+  cl::Program program =
+      program_from_binary(target.context, target.info, bytes, size, full_options, &reason);
   if (!program) {
     fail(Status::kBuildFailed, "{} refused the binary ({} bytes): {}", target.info.name, size,
          reason);

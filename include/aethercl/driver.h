@@ -376,16 +376,23 @@ AETHERCL_API void* aethercl_program_create(int gpu_index, const char* source, co
 AETHERCL_API void* aethercl_program_create_il(int gpu_index, const void* il, size_t size,
                                               const char* options);
 
-/* Loads a device binary (from aethercl_program_binary on the same device and driver) and builds it
- * with options (plus -cl-kernel-arg-info, as for source). A binary the runtime refuses returns NULL
- * with AETHERCL_BUILD_FAILED and the runtime's reason. Whether argument types survive in a binary
- * is the runtime's choice (PoCL keeps them; aethercl_kernel_info's "arg_info" tells). */
+/* Loads a program binary and builds it with options (plus -cl-kernel-arg-info, as for source).
+ * A binary from aethercl_program_binary is checked first: one that is truncated, corrupt or was
+ * built for another device or driver is refused with AETHERCL_INVALID_ARGUMENT saying which,
+ * before OpenCL sees it. Any other bytes are passed to the runtime as a bare vendor binary (e.g.
+ * NVIDIA PTX); one the runtime refuses returns NULL with AETHERCL_BUILD_FAILED and its reason
+ * (PoCL aborts the process on a damaged binary of its own format: load those through the checked
+ * form). Whether argument types survive in a binary is the runtime's choice (PoCL keeps them;
+ * aethercl_kernel_info's "arg_info" tells). */
 AETHERCL_API void* aethercl_program_create_binary(int gpu_index, const void* binary, size_t size,
                                                   const char* options);
 
-/* The program's device binary: returns its full size in bytes; with out non-NULL also copies it
- * there, and then refuses (returns 0, AETHERCL_OUT_OF_RANGE, nothing written) when capacity is
- * smaller than the binary. Call with out NULL to size it. */
+/* The program's device binary, for aethercl_program_create_binary in this or a later process:
+ * returns its full size in bytes; with out non-NULL also copies it there, and then refuses
+ * (returns 0, AETHERCL_OUT_OF_RANGE, nothing written) when capacity is smaller. Call with out NULL
+ * to size it. The bytes are the runtime's binary after a 56-byte header ("AECLPRG1", 32 hex
+ * characters naming the device and driver, the payload's size and checksum as little-endian
+ * 64-bit values), which lets create_binary refuse a damaged or foreign binary. */
 AETHERCL_API size_t aethercl_program_binary(void* program, void* out, size_t capacity);
 
 /* Releases the program token. Kernels created from it stay valid until they are destroyed. NULL,
@@ -410,7 +417,9 @@ AETHERCL_API int aethercl_kernel_destroy(void* kernel);
 
 /* Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
  * stream of gpu_index; until this build has streams any other value is refused). global_size has
- * work_dim entries; local_size is NULL (the driver picks) or work_dim entries, each at least 1 and
+ * work_dim entries (in all fewer than 2^(address bits - 1) work-items: runtimes round global
+ * sizes up to whole work-groups); local_size is NULL (the runtime picks) or work_dim entries, each
+ * at least 1 and
  * at most the device's per-dimension limit, whose product is at most the kernel's maximum
  * work-group size, and which divide the global sizes. args holds exactly the kernel's argument
  * count: BUFFER tokens must be live buffers of this device (the kernel may touch any byte of them;

@@ -1,6 +1,6 @@
 // Fuzz harness: an input is a program of entry-point calls with arguments drawn from it (buffer
 // handles live, freed, NULL or made up; dimensions from interesting values; hostile sizes and
-// offsets; simulated_* addresses). Each result is checked against the C ABI's contract (exactly 0
+// offsets; simulated_* addresses; programs, kernels and launches: fuzz_runtime.h). Each result is checked against the C ABI's contract (exactly 0
 // or 1, a last error naming the function on failure, none on success); after the program every
 // buffer is freed, none may be left, and a round trip must still compute correctly.
 //
@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,9 +113,13 @@ bool starts_with(const char* text, const char* prefix) {
   return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
 }
 
+// Accepted calls per function, printed by the standalone driver (how deep the fuzzer gets).
+std::map<std::string, unsigned long long> accepted;
+
 // int entry points: exactly 0 or 1; 0 comes with a message naming the function, 1 with none.
 void check_status(const char* function, int result) {
   ++calls;
+  if (result == 1) ++accepted[function];
   if (result != 0 && result != 1) violation(function, "returned " + std::to_string(result));
   const char* message = aethercl_last_error();
   if (result == 0) {
@@ -139,6 +144,14 @@ void check_void(const char* function) {
   if (aethercl_last_error_code() == AETHERCL_INTERNAL) violation(function, "internal error");
 }
 
+}  // namespace
+
+#include "fuzz_runtime.h"
+
+namespace {
+
+RuntimeState runtime_state;  // programs and kernels of the running input
+
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
   const int gpu = gpu_arg(in);
@@ -148,7 +161,7 @@ void step(State& s, Input& in) {
   for (auto& x : d) x = dim(in);
   float f[5];
   for (auto& x : f) x = float_arg(in);
-  switch (op % 44) {
+  switch (op % 52) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -263,12 +276,19 @@ void step(State& s, Input& in) {
         check_void("shutdown_driver");
         s.freed.insert(s.freed.end(), s.live.begin(), s.live.end());
         s.live.clear();
+        for (auto* list : {&runtime_state.programs, &runtime_state.kernels}) {
+          runtime_state.dead.insert(runtime_state.dead.end(), list->begin(), list->end());
+          list->clear();
+        }
         s.initialized = false;
       }
       if (in.byte() % 2 == 0) {
         check_status("initialize_gpu", initialize_gpu(0));
         s.initialized = true;
       }
+      break;
+    default:  // 44..51: the version-3 runtime functions (fuzz_runtime.h)
+      step_runtime(runtime_state, in, gpu, h, d);
       break;
   }
 }
@@ -304,10 +324,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!state.initialized && initialize_gpu(0) != 1) violation("initialize_gpu", "re-init failed");
   for (void* handle : state.live) free_gpu_memory(0, handle);
   for (unsigned long long address : state.blocks) simulated_kernel_free(0, address, 0);
-  char stats[4096];
+  runtime_state.destroy_all();
+  runtime_state.dead.clear();
+  char stats[8192];
   if (aethercl_memory_stats(0, stats, sizeof stats) == 0 ||
-      std::strstr(stats, "\"live_buffers\": 0,") == nullptr)
-    violation("aethercl_memory_stats", std::string("buffers left after freeing all: ") + stats);
+      std::strstr(stats, "\"live_buffers\": 0,") == nullptr ||
+      std::strstr(stats, "\"user_programs\": 0, \"user_kernels\": 0,") == nullptr)
+    violation("aethercl_memory_stats", std::string("objects left after freeing all: ") + stats);
   round_trip();
   return 0;
 }
@@ -356,6 +379,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove(save);
   std::printf("%llu random programs, %llu calls (%llu refused), no contract violation\n",
               programs, calls, refused);
+  for (const auto& [function, count] : accepted) std::printf("  %s: %llu accepted\n", function.c_str(), count);
   return 0;
 }
 #endif

@@ -35,6 +35,7 @@ MALFORMED = 0x12345678                         # wrong tag byte
 NOT_IMPLEMENTED = 9
 C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
 C_NOT_INITIALIZED, C_NO_DEVICE, C_DEVICE_ERROR, C_INTERNAL = 5, 6, 8, 10
+C_BUILD_FAILED = 7
 BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
 TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
                "freed": "freed", "host_pointer": "not a buffer handle"}
@@ -772,6 +773,9 @@ def sim_cases() -> List[Case]:
 def all_cases(symbols) -> List[Case]:
     names = {s.name for s in symbols}
     cases = memory_cases() + extension_cases()
+    if "aethercl_launch" in names:
+        from hostile_runtime_cases import runtime_cases
+        cases += runtime_cases()
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:

@@ -128,6 +128,10 @@ def call_everything(phase, handle):
                 args.append(b"label")
             elif p.c_type == "int*":
                 args.append(shape)
+            elif p.c_type == "const size_t*":
+                args.append((ctypes.c_size_t * 3)(1, 1, 1))
+            elif p.c_type == "const aethercl_arg*":
+                args.append(None)
             else:
                 args.append(DEFAULTS[p.c_type])
         result = getattr(lib, s.name)(*args)

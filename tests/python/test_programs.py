@@ -96,6 +96,43 @@ def test_binary_round_trip(lib, device):
         assert getattr(lib, destroy)(handle) == 1
 
 
+@pytest.mark.parametrize("damage,words", [("truncate", "truncated"), ("flip", "corrupt"),
+                                          ("identity", "another device")])
+def test_damaged_binaries_are_refused_before_the_runtime_sees_them(lib, device, damage, words):
+    program = build(lib, device.index)
+    size = lib.aethercl_program_binary(program, None, 0)
+    binary = ctypes.create_string_buffer(size)
+    lib.aethercl_program_binary(program, binary, size)
+    data = bytearray(binary.raw)
+    assert data[:8] == b"AECLPRG1"
+    if damage == "truncate":
+        data = data[: size - 1]
+    elif damage == "flip":
+        data[size // 2] ^= 1
+    else:
+        data[8:40] = b"f" * 32
+    assert lib.aethercl_program_create_binary(device.index, bytes(data), len(data), None) is None
+    assert lib.last_error_code() == C_INVALID_ARGUMENT and words in lib.last_error()
+    lib.aethercl_program_destroy(program)
+
+
+def test_a_bare_vendor_binary_is_accepted(lib, device):
+    """The payload after the 56-byte header is the runtime's own binary, loadable as it is."""
+    program = build(lib, device.index)
+    size = lib.aethercl_program_binary(program, None, 0)
+    binary = ctypes.create_string_buffer(size)
+    lib.aethercl_program_binary(program, binary, size)
+    bare = binary.raw[56:]
+    loaded = lib.aethercl_program_create_binary(device.index, bare, len(bare), None)
+    assert loaded, lib.last_error()
+    kernel = lib.aethercl_kernel_create(loaded, b"scale_add")
+    x, out = launch_scale_add(lib, device.index, kernel)
+    np.testing.assert_array_equal(out, 2.0 * x + 1.0)
+    lib.aethercl_kernel_destroy(kernel)
+    lib.aethercl_program_destroy(loaded)
+    lib.aethercl_program_destroy(program)
+
+
 @pytest.mark.parametrize("case", ["NULL", "size=0", "garbage"])
 def test_binary_refusals(lib, device, case):
     junk = ctypes.create_string_buffer(bytes(range(256)) * 4)
