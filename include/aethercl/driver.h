@@ -417,19 +417,22 @@ AETHERCL_API int aethercl_kernel_destroy(void* kernel);
 
 /* Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
  * stream of gpu_index; until this build has streams any other value is refused). global_size has
- * work_dim entries (in all fewer than 2^(address bits - 1) work-items: runtimes round global
- * sizes up to whole work-groups); local_size is NULL (the runtime picks) or work_dim entries, each
- * at least 1 and
- * at most the device's per-dimension limit, whose product is at most the kernel's maximum
- * work-group size, and which divide the global sizes. args holds exactly the kernel's argument
- * count: BUFFER tokens must be live buffers of this device (the kernel may touch any byte of them;
- * the driver cannot bound-check a user kernel), SCALAR sizes must equal the OpenCL type's size
- * where the kernel reports argument types, LOCAL sizes must be non-zero and, added to the kernel's
- * own local memory, fit the device's local memory; each kind must match the kernel's parameter
- * (global/constant pointer, value, local pointer) where argument types are known. A global size
- * with a 0 component returns 1 and launches nothing (after the checks). The launch is ordered like
- * every other call on the stream and appears in traces and the kernel log under the kernel's name;
- * a kernel that faults on the device is reported by the next synchronising call. */
+ * work_dim entries, fewer than 2^(address bits - 1) work-items in all (runtimes round global sizes
+ * up to whole work-groups). local_size is NULL (the runtime picks) or work_dim entries, each at
+ * least 1, at most the device's limit for its dimension and a divisor of the global size, whose
+ * product is at most the kernel's maximum work-group size. args holds exactly the kernel's
+ * argument count, and each kind must match the kernel's parameter (global or constant pointer:
+ * BUFFER, value: SCALAR, local pointer: LOCAL) where OpenCL reports argument types: BUFFER values
+ * are live buffer tokens of this device (the kernel may touch any byte of them: the driver cannot
+ * bound-check a user kernel); SCALAR sizes equal the OpenCL type's size where it is known, and the
+ * bytes are copied before the call returns; LOCAL sizes are non-zero and, with the kernel's own
+ * local memory, fit the device's. Image, sampler and pipe parameters are refused as not
+ * implemented. A global size with a 0 component returns 1 and launches nothing (after the
+ * checks). One kernel token may be launched from many threads at once. The launch is ordered like
+ * every other call on the stream and appears in traces and the kernel log under the kernel's
+ * name. A kernel that faults on the device is reported by the next synchronising call where the
+ * runtime reports it (GPU runtimes); whether later work runs then is the runtime's (NVIDIA's
+ * context stays failed); PoCL runs kernels in the calling process, where a fault ends it. */
 AETHERCL_API int aethercl_launch(int gpu_index, void* kernel, void* stream, int work_dim,
                                  const size_t* global_size, const size_t* local_size,
                                  int num_args, const aethercl_arg* args);

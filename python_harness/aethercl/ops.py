@@ -363,4 +363,110 @@ def sim_compute_unit_count(dev: DeviceLike = 0) -> int:
     return int(lib.simulated_get_compute_unit_count(index))
 
 
+# --- your own kernels, typed memory, the kernel log, interop (ABI version 3) --------------------
+# Programs and kernels are raw tokens here; aethercl.Program / Kernel (Device.compile) wrap them.
+
+def _text(value: Optional[str]) -> Optional[bytes]:
+    return value.encode("utf-8") if isinstance(value, str) else value
+
+
+@_wraps("aethercl_program_create")
+def program_create(dev: DeviceLike, source: str, options: Optional[str] = None) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_program_create", index, _text(source), _text(options))
+
+
+@_wraps("aethercl_program_create_il")
+def program_create_il(dev: DeviceLike, il: bytes, options: Optional[str] = None) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_program_create_il", index, bytes(il), len(il),
+                            _text(options))
+
+
+@_wraps("aethercl_program_create_binary")
+def program_create_binary(dev: DeviceLike, binary: bytes, options: Optional[str] = None) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_program_create_binary", index, bytes(binary), len(binary),
+                            _text(options))
+
+
+@_wraps("aethercl_program_binary")
+def program_binary(dev: DeviceLike, program: int) -> bytes:
+    lib, _ = _target(dev)
+    size = lib.aethercl_program_binary(program, None, 0)
+    out = ctypes.create_string_buffer(max(1, size))
+    if size == 0 or lib.aethercl_program_binary(program, out, size) != size:
+        raise lib.error("aethercl_program_binary")
+    return out.raw[:size]
+
+
+@_wraps("aethercl_program_destroy")
+def program_destroy(dev: DeviceLike, program: int) -> None:
+    _target(dev)[0].check("aethercl_program_destroy", program)
+
+
+@_wraps("aethercl_kernel_create")
+def kernel_create(dev: DeviceLike, program: int, name: str) -> int:
+    return _target(dev)[0].check_handle("aethercl_kernel_create", program, _text(name))
+
+
+@_wraps("aethercl_kernel_info")
+def kernel_info(dev: DeviceLike, kernel: int) -> str:
+    return _target(dev)[0].json_call("aethercl_kernel_info", kernel)
+
+
+@_wraps("aethercl_kernel_destroy")
+def kernel_destroy(dev: DeviceLike, kernel: int) -> None:
+    _target(dev)[0].check("aethercl_kernel_destroy", kernel)
+
+
+@_wraps("aethercl_launch")
+def launch(dev: DeviceLike, kernel: int, stream, global_size: Sequence[int],
+           local_size: Optional[Sequence[int]], args: Sequence[Tuple[int, int, Optional[int]]]
+           ) -> None:
+    """args: (kind, size, value) per argument, value a buffer handle or a host address."""
+    from .abi import AetherclArg
+    array = (AetherclArg * max(1, len(args)))(*[AetherclArg(*a) for a in args])
+    global_array = (ctypes.c_size_t * len(global_size))(*global_size)
+    local_array = (ctypes.c_size_t * len(local_size))(*local_size) if local_size else None
+    _status(dev, "aethercl_launch", kernel, _h(stream) if isinstance(stream, Buffer) else stream,
+            len(global_size), global_array, local_array, len(args), array)
+
+
+@_wraps("aethercl_buffer_set_dtype")
+def buffer_set_dtype(dev: DeviceLike, buffer: Handle, dtype: int) -> None:
+    _status(dev, "aethercl_buffer_set_dtype", _h(buffer), int(dtype))
+
+
+@_wraps("aethercl_convert")
+def convert(dev: DeviceLike, src: Handle, src_dtype: int, dst: Handle, dst_dtype: int,
+            count: int, stream=None) -> None:
+    _status(dev, "aethercl_convert", _h(src), int(src_dtype), _h(dst), int(dst_dtype), int(count),
+            stream)
+
+
+@_wraps("aethercl_kernel_log")
+def kernel_log(dev: DeviceLike) -> str:
+    lib, index = _target(dev)
+    return lib.json_call("aethercl_kernel_log", index)
+
+
+@_wraps("aethercl_cl_context")
+def cl_context(dev: DeviceLike) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_cl_context", index)
+
+
+@_wraps("aethercl_cl_queue")
+def cl_queue(dev: DeviceLike, stream=None) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_cl_queue", index, stream)
+
+
+@_wraps("aethercl_cl_mem")
+def cl_mem(dev: DeviceLike, buffer: Handle) -> int:
+    lib, index = _target(dev)
+    return lib.check_handle("aethercl_cl_mem", index, _h(buffer))
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

@@ -171,3 +171,28 @@ def test_spirv_through_python(dev):
             dev.compile_il(module)
         assert refused.value.code == 9
     assert json.loads(json.dumps(info))["il_version"] == info["il_version"]
+
+
+def test_the_ops_wrappers_of_the_runtime_functions(dev):
+    from aethercl import ops
+    program = ops.program_create(dev, "__kernel void k(__global int* o, int v) { o[0] = v; }")
+    kernel = ops.kernel_create(dev, program, "k")
+    assert json.loads(ops.kernel_info(dev, kernel))["num_args"] == 2
+    binary = ops.program_binary(dev, program)
+    again = ops.program_create_binary(dev, binary)
+    out = dev.buffer(size=1, dtype=np.int32)
+    import ctypes
+    value = ctypes.c_int(99)
+    ops.launch(dev, kernel, None, [1], None, [(0, 0, out.handle), (1, 4, ctypes.addressof(value))])
+    assert out.read()[0] == 99
+    halves = dev.buffer(size=1, dtype=np.float16)
+    ops.convert(dev, out, aethercl.dtypes.I32, halves, aethercl.dtypes.F16, 1)
+    assert halves.read()[0] == np.float16(99)
+    ops.buffer_set_dtype(dev, out, aethercl.dtypes.U8)
+    assert json.loads(ops.kernel_log(dev))[-1]["kernel"] == "convert_elements"
+    assert ops.cl_context(dev) and ops.cl_queue(dev) and ops.cl_mem(dev, out)
+    with pytest.raises(AetherCLError):
+        ops.program_create_il(dev, b"\0" * 64)
+    ops.kernel_destroy(dev, kernel)
+    ops.program_destroy(dev, program)
+    ops.program_destroy(dev, again)
