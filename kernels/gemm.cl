@@ -1,6 +1,13 @@
-// Float32 GEMM for the matmul family: C[b] = op(A[b]) @ op(B[b]), tiled (GPUs) or direct (CPUs).
+// The portable GEMM: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] with float32 accumulation,
+// tiled (GPUs) or direct (CPUs), for every storage type and compute mode on every device.
 //
 // Build options (driver/gemm/params.cpp chooses them per device; see that file for ranges):
+//   GEMM_AB_TYPE, GEMM_C_TYPE storage of A and B (the same) and of C: 0 float32, 1 float16,
+//                             2 bfloat16 (16-bit patterns, converted here; numeric_formats.cl)
+//   GEMM_ROUND                what the inputs are rounded to before they are multiplied:
+//                             0 nothing (FP32 exact), 1 TF32, 2 3xTF32 (each input split into a
+//                             TF32 part and a TF32 residual, three products: lo*hi + hi*lo +
+//                             hi*hi), 3 BF16, 4 FP16
 //   GEMM_TILE_M, GEMM_TILE_N  output tile of one work-group (M rows x N columns)
 //   GEMM_TILE_K               tiled: depth of one local-memory stage; direct: k-loop unroll hint
 //   GEMM_WPT_M, GEMM_WPT_N    outputs per work-item along M and N (the register block)
@@ -9,8 +16,9 @@
 //                             block's column groups; direct: width of the row vectors (1..16)
 //   GEMM_VEC_A, GEMM_VEC_B    tiled: vector width of the global loads of A and B (1, 2 or 4).
 //                             Above 1 the host guarantees alignment: the operand's contiguous
-//                             dimension, its batch stride and the matching tile size are
-//                             multiples of the width (so a vector is wholly inside or outside)
+//                             extent (columns as stored), leading dimension, offset, batch stride
+//                             and the matching tile size are multiples of the width (so a vector
+//                             is wholly inside or outside and aligned)
 //   GEMM_A_KMAJOR             tiled: 1 stores the A tile k-major (transposed) in local memory,
 //                             0 m-major
 //   GEMM_DIRECT               1 builds the direct kernel: no local memory, no barriers
@@ -21,13 +29,22 @@
 // computes output tile (tile_m0 + y, tile_n0 + x) of batch batch0 + z; the host splits grids
 // that exceed the per-dimension group limits into several launches through these offsets.
 //
-// Operands are dense and row-major. op(A) is M x K: A is stored M x K, or K x M when transposed.
-// op(B) is K x N: B is stored K x N, or N x K when transposed. C is M x N. Batch strides are in
-// elements; stride 0 broadcasts an operand over the batch. No access leaves an operand's extent
-// ((batch - 1) * stride + rows * cols elements): the tiled kernel loads elements outside the
-// operands as zero, the direct kernel clamps its edge indices into the operand, and neither
-// stores outside C. Every output is a float32 sum over k in ascending order. All index
-// arithmetic is 64-bit.
+// Operands are row-major with leading dimensions lda, ldb, ldc (elements between rows) and start
+// at element offsets off_a, off_b, off_c of their buffers. op(A) is M x K: A is stored M x K, or
+// K x M when transposed. op(B) is K x N: B is stored K x N, or N x K when transposed. C is M x N.
+// Batch strides are in elements; stride 0 broadcasts an operand over the batch. No access leaves
+// an operand's elements (rows < its rows, columns < its columns): the tiled kernel loads
+// elements outside the operands as zero, the direct kernel clamps its edge indices into the
+// operand, and neither stores outside C. beta == 0 never reads C. Every output is a float32 sum
+// over k in ascending order, then alpha * sum (+ beta * C). All index arithmetic is 64-bit.
+
+#include "numeric_formats.cl"
+
+#define GEMM_ROUND_NONE 0
+#define GEMM_ROUND_TF32 1
+#define GEMM_ROUND_3XTF32 2
+#define GEMM_ROUND_BF16 3
+#define GEMM_ROUND_FP16 4
 
 #define GEMM_RT_M (GEMM_TILE_M / GEMM_WPT_M)  // work-items along M
 #define GEMM_RT_N (GEMM_TILE_N / GEMM_WPT_N)  // work-items along N
@@ -72,11 +89,136 @@
   ((e) == 0 ? (v).s0 : (e) == 1 ? (v).s1 : (e) == 2 ? (v).s2 : (v).s3)
 #define GEMM_COMPONENT(w) GEMM_CAT(GEMM_COMPONENT_, w)
 
-#define GEMM_KERNEL_ARGS                                                                      \
-  __global const float* restrict a, __global const float* restrict b,                        \
-      __global float* restrict c, ulong M, ulong N, ulong K, ulong stride_a, ulong stride_b, \
-      ulong stride_c, ulong tile_m0, ulong tile_n0, ulong batch0
-#define GEMM_TILE_ARGS a, b, c, M, N, K, stride_a, stride_b, stride_c, tile_m0, tile_n0, batch0
+// Storage access. gemm_load_ab / gemm_load_c / gemm_store_c and their vector forms (suffix 2, 4,
+// 8, 16) take element indices and need only element alignment; gemm_load_ab_aligned<w> needs
+// the host's guarantee that the index is a multiple of w (see GEMM_VEC_A above).
+#define GEMM_SFX_1
+#define GEMM_SFX_2 2
+#define GEMM_SFX_4 4
+#define GEMM_SFX_8 8
+#define GEMM_SFX_16 16
+#define GEMM_FN(name, w) GEMM_CAT(name, GEMM_CAT(GEMM_SFX_, w))
+
+#if GEMM_AB_TYPE == 0
+#define GEMM_AB_STORAGE float
+inline float gemm_load_ab(__global const float* p, ulong i) { return p[i]; }
+inline float gemm_load_ab_aligned(__global const float* p, ulong i) { return p[i]; }
+#define GEMM_DEFINE_LOAD_AB(S)                                                      \
+  inline float##S gemm_load_ab##S(__global const float* p, ulong i) {               \
+    return vload##S(0, p + i);                                                      \
+  }                                                                                 \
+  inline float##S gemm_load_ab_aligned##S(__global const float* p, ulong i) {       \
+    return *(__global const float##S*)(p + i);                                      \
+  }
+#elif GEMM_AB_TYPE == 1
+#define GEMM_AB_STORAGE half
+inline float gemm_load_ab(__global const half* p, ulong i) { return vload_half(0, p + i); }
+inline float gemm_load_ab_aligned(__global const half* p, ulong i) { return vload_half(0, p + i); }
+#define GEMM_DEFINE_LOAD_AB(S)                                                      \
+  inline float##S gemm_load_ab##S(__global const half* p, ulong i) {                \
+    return vload_half##S(0, p + i);                                                 \
+  }                                                                                 \
+  inline float##S gemm_load_ab_aligned##S(__global const half* p, ulong i) {        \
+    return vload_half##S(0, p + i);                                                 \
+  }
+#elif GEMM_AB_TYPE == 2
+#define GEMM_AB_STORAGE ushort
+inline float gemm_load_ab(__global const ushort* p, ulong i) { return nf_from_bf16(p[i]); }
+inline float gemm_load_ab_aligned(__global const ushort* p, ulong i) {
+  return nf_from_bf16(p[i]);
+}
+#define GEMM_DEFINE_LOAD_AB(S)                                                      \
+  inline float##S gemm_load_ab##S(__global const ushort* p, ulong i) {              \
+    return nf_from_bf16##S(vload##S(0, p + i));                                     \
+  }                                                                                 \
+  inline float##S gemm_load_ab_aligned##S(__global const ushort* p, ulong i) {      \
+    return nf_from_bf16##S(*(__global const ushort##S*)(p + i));                    \
+  }
+#else
+#error "GEMM_AB_TYPE must be 0 (f32), 1 (f16) or 2 (bf16)"
+#endif
+
+#if GEMM_C_TYPE == 0
+#define GEMM_C_STORAGE float
+inline float gemm_load_c(__global const float* p, ulong i) { return p[i]; }
+inline void gemm_store_c(float v, __global float* p, ulong i) { p[i] = v; }
+#define GEMM_DEFINE_IO_C(S)                                                              \
+  inline float##S gemm_load_c##S(__global const float* p, ulong i) {                     \
+    return vload##S(0, p + i);                                                           \
+  }                                                                                      \
+  inline void gemm_store_c##S(float##S v, __global float* p, ulong i) { vstore##S(v, 0, p + i); }
+#elif GEMM_C_TYPE == 1
+#define GEMM_C_STORAGE half
+inline float gemm_load_c(__global const half* p, ulong i) { return vload_half(0, p + i); }
+inline void gemm_store_c(float v, __global half* p, ulong i) { vstore_half_rte(v, 0, p + i); }
+#define GEMM_DEFINE_IO_C(S)                                                              \
+  inline float##S gemm_load_c##S(__global const half* p, ulong i) {                      \
+    return vload_half##S(0, p + i);                                                      \
+  }                                                                                      \
+  inline void gemm_store_c##S(float##S v, __global half* p, ulong i) {                   \
+    vstore_half##S##_rte(v, 0, p + i);                                                   \
+  }
+#elif GEMM_C_TYPE == 2
+#define GEMM_C_STORAGE ushort
+inline float gemm_load_c(__global const ushort* p, ulong i) { return nf_from_bf16(p[i]); }
+inline void gemm_store_c(float v, __global ushort* p, ulong i) { p[i] = nf_to_bf16(v); }
+#define GEMM_DEFINE_IO_C(S)                                                              \
+  inline float##S gemm_load_c##S(__global const ushort* p, ulong i) {                    \
+    return nf_from_bf16##S(vload##S(0, p + i));                                          \
+  }                                                                                      \
+  inline void gemm_store_c##S(float##S v, __global ushort* p, ulong i) {                 \
+    vstore##S(nf_to_bf16##S(v), 0, p + i);                                               \
+  }
+#else
+#error "GEMM_C_TYPE must be 0 (f32), 1 (f16) or 2 (bf16)"
+#endif
+
+// gemm_round<w>: an input as the compute mode multiplies it (3xTF32 splits later, in the math).
+#if GEMM_ROUND == GEMM_ROUND_TF32
+#define GEMM_ROUND_FN nf_round_tf32
+#elif GEMM_ROUND == GEMM_ROUND_BF16
+#define GEMM_ROUND_FN nf_round_bf16
+#elif GEMM_ROUND == GEMM_ROUND_FP16
+#define GEMM_ROUND_FN nf_round_f16
+#elif GEMM_ROUND != GEMM_ROUND_NONE && GEMM_ROUND != GEMM_ROUND_3XTF32
+#error "GEMM_ROUND must be 0..4"
+#endif
+#ifdef GEMM_ROUND_FN
+#define GEMM_DEFINE_ROUND(S) \
+  inline float##S gemm_round##S(float##S v) { return GEMM_CAT(GEMM_ROUND_FN, S)(v); }
+#else
+#define GEMM_DEFINE_ROUND(S) \
+  inline float##S gemm_round##S(float##S v) { return v; }
+#endif
+
+GEMM_DEFINE_ROUND()
+#define GEMM_DEFINE_WIDTH(S) GEMM_DEFINE_LOAD_AB(S) GEMM_DEFINE_IO_C(S) GEMM_DEFINE_ROUND(S)
+GEMM_DEFINE_WIDTH(2)
+GEMM_DEFINE_WIDTH(4)
+GEMM_DEFINE_WIDTH(8)
+GEMM_DEFINE_WIDTH(16)
+
+// The epilogue value of one output (vector): alpha * sum, plus beta * C only when beta != 0.
+#define GEMM_OUTPUT(w, sum, p, i) \
+  (beta != 0.0f ? alpha * (sum) + beta * GEMM_FN(gemm_load_c, w)((p), (i)) : alpha * (sum))
+
+// 3xTF32: each input x is split into its TF32 part (kept in x) and the TF32 residual x_lo; the
+// products are added small ones first: acc += x_lo * y + x * y_lo + x * y.
+#define GEMM_SPLIT_TF32(w, x, x_lo)                          \
+  {                                                          \
+    const GEMM_FLOATN(w) hi_ = GEMM_FN(nf_round_tf32, w)(x);  \
+    x_lo = GEMM_FN(nf_tf32_residual, w)(x, hi_);             \
+    x = hi_;                                                 \
+  }
+
+#define GEMM_KERNEL_ARGS                                                                       \
+  __global const GEMM_AB_STORAGE* restrict a, __global const GEMM_AB_STORAGE* restrict b,     \
+      __global GEMM_C_STORAGE* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,    \
+      ulong ldc, ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b,        \
+      ulong stride_c, float alpha, float beta, ulong tile_m0, ulong tile_n0, ulong batch0
+#define GEMM_TILE_ARGS                                                                       \
+  a, b, c, M, N, K, lda, ldb, ldc, off_a, off_b, off_c, stride_a, stride_b, stride_c, alpha, \
+      beta, tile_m0, tile_n0, batch0
 #define GEMM_ATTRIBUTES __attribute__((reqd_work_group_size(GEMM_RT_N, GEMM_RT_M, 1)))
 
 #if GEMM_DIRECT
@@ -98,36 +240,58 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
   const ulong m0 = (tile_m0 + get_group_id(1)) * GEMM_TILE_M + get_local_id(1) * GEMM_WPT_M;
   const ulong n0 = (tile_n0 + get_group_id(0)) * GEMM_TILE_N + get_local_id(0) * GEMM_WPT_N;
   if (m0 >= M || n0 >= N) return;  // no barriers: idle work-items may leave
-  a += batch * stride_a;
-  b += batch * stride_b;
-  c += batch * stride_c;
+  a += off_a + batch * stride_a;
+  b += off_b + batch * stride_b;
+  c += off_c + batch * stride_c;
 
   // Row i of the block reads op(A) at a[row_a[i] + k * step_a]; rows past M repeat row M - 1.
   ulong row_a[GEMM_WPT_M];
-  const ulong step_a = trans_a ? M : 1;
+  const ulong step_a = trans_a ? lda : 1;
   _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {
     const ulong m = min(m0 + i, M - 1);
-    row_a[i] = trans_a ? m : m * K;
+    row_a[i] = trans_a ? m : m * lda;
   }
   GEMM_VT acc[GEMM_WPT_M][GEMM_VN];
   _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)
       _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) acc[i][j] = 0.0f;
 
-  // One k step: B_ROW(j) yields the j-th vector of row k of op(B).
-#define GEMM_DIRECT_STEP(k, B_ROW)                                   \
-  {                                                                  \
-    GEMM_VT b_reg[GEMM_VN];                                          \
-    _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) b_reg[j] = B_ROW(j); \
-    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {         \
-      const float a_value = a[row_a[i] + (k) * step_a];              \
-      _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) acc[i][j] += a_value * b_reg[j]; \
-    }                                                                \
+  // One k step: B_ROW(j) yields the j-th vector of row k of op(B), as stored.
+#if GEMM_ROUND == GEMM_ROUND_3XTF32
+#define GEMM_DIRECT_MATH                                                                 \
+  GEMM_VT b_lo[GEMM_VN];                                                                 \
+  _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)                                    \
+      GEMM_SPLIT_TF32(GEMM_VW, b_reg[j], b_lo[j]);                                       \
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {                               \
+    float a_value = a_col[i];                                                            \
+    float a_lo;                                                                          \
+    GEMM_SPLIT_TF32(1, a_value, a_lo);                                                   \
+    _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) {                                \
+      acc[i][j] += a_lo * b_reg[j];                                                      \
+      acc[i][j] += a_value * b_lo[j];                                                    \
+      acc[i][j] += a_value * b_reg[j];                                                   \
+    }                                                                                    \
+  }
+#else
+#define GEMM_DIRECT_MATH                                                                 \
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {                               \
+    _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) acc[i][j] += a_col[i] * b_reg[j]; \
+  }
+#endif
+#define GEMM_DIRECT_STEP(k, B_ROW)                                                       \
+  {                                                                                      \
+    GEMM_VT b_reg[GEMM_VN];                                                              \
+    _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)                                  \
+        b_reg[j] = GEMM_FN(gemm_round, GEMM_VW)(B_ROW(j));                               \
+    float a_col[GEMM_WPT_M];                                                             \
+    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                               \
+        a_col[i] = gemm_round(gemm_load_ab(a, row_a[i] + (k) * step_a));                 \
+    GEMM_DIRECT_MATH                                                                     \
   }
   const int full_n = n0 + GEMM_WPT_N <= N;
   ulong k = 0;
   if (full_n && !trans_b) {
     // Contiguous rows of B: vector loads, unrolled TILE_K times.
-#define GEMM_B_CONTIGUOUS(j) GEMM_VLOAD(GEMM_VW)(j, b + kk * N + n0)
+#define GEMM_B_CONTIGUOUS(j) GEMM_FN(gemm_load_ab, GEMM_VW)(b, kk * ldb + n0 + (j) * GEMM_VW)
     for (; k + GEMM_TILE_K <= K; k += GEMM_TILE_K) {
       _Pragma("unroll") for (int u = 0; u < GEMM_TILE_K; ++u) {
         const ulong kk = k + u;
@@ -142,32 +306,38 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
   } else {
     // Column j of the block reads op(B) at b[col_b[j] + k * step_b]; columns past N repeat N - 1.
     ulong col_b[GEMM_WPT_N];
-    const ulong step_b = trans_b ? 1 : N;
+    const ulong step_b = trans_b ? 1 : ldb;
     _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N; ++j) {
       const ulong n = min(n0 + j, N - 1);
-      col_b[j] = trans_b ? n * K : n;
+      col_b[j] = trans_b ? n * ldb : n;
     }
     for (; k < K; ++k) {
       float b_row[GEMM_WPT_N];
-      _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N; ++j) b_row[j] = b[col_b[j] + k * step_b];
+      _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N; ++j)
+          b_row[j] = gemm_load_ab(b, col_b[j] + k * step_b);
 #define GEMM_B_GATHERED(j) GEMM_VLOAD(GEMM_VW)(j, b_row)
       GEMM_DIRECT_STEP(k, GEMM_B_GATHERED)
 #undef GEMM_B_GATHERED
     }
   }
 #undef GEMM_DIRECT_STEP
+#undef GEMM_DIRECT_MATH
 
   _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i) {
     if (m0 + i < M) {
-      __global float* c_row = c + (m0 + i) * N + n0;
+      const ulong row = (m0 + i) * ldc + n0;
       if (full_n) {
-        _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
-            GEMM_VSTORE(GEMM_VW)(acc[i][j], j, c_row);
+        _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) {
+          const ulong at = row + j * GEMM_VW;
+          GEMM_FN(gemm_store_c, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
+        }
       } else {
-        float row[GEMM_WPT_N];
+        float sums[GEMM_WPT_N];
         _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
-            GEMM_VSTORE(GEMM_VW)(acc[i][j], j, row);
-        for (int j = 0; j < GEMM_WPT_N && n0 + j < N; ++j) c_row[j] = row[j];
+            GEMM_VSTORE(GEMM_VW)(acc[i][j], j, sums);
+        for (int j = 0; j < GEMM_WPT_N && n0 + j < N; ++j) {
+          gemm_store_c(GEMM_OUTPUT(1, sums[j], c, row + j), c, row + j);
+        }
       }
     }
   }
@@ -181,6 +351,9 @@ __kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
 }
 __kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   gemm_direct(1, 0, GEMM_TILE_ARGS);
+}
+__kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
+  gemm_direct(1, 1, GEMM_TILE_ARGS);
 }
 
 #else
@@ -246,10 +419,28 @@ __kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
       const int m = (i * GEMM_RT_M + ty) * GEMM_VWM;                                           \
       GEMM_READ_A(a_t, i, m, kk);                                                              \
     }                                                                                          \
-    _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                                     \
-        _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j)                       \
-            acc[i][j] += a_reg[i] * b_reg[j];                                                  \
+    GEMM_TILE_MAC                                                                              \
   }
+#if GEMM_ROUND == GEMM_ROUND_3XTF32
+#define GEMM_TILE_MAC                                                                     \
+  GEMM_VT b_lo[GEMM_WPT_N / GEMM_VW];                                                     \
+  _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j)                        \
+      GEMM_SPLIT_TF32(GEMM_VW, b_reg[j], b_lo[j]);                                        \
+  float a_lo[GEMM_WPT_M];                                                                 \
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                                  \
+      GEMM_SPLIT_TF32(1, a_reg[i], a_lo[i]);                                              \
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                                  \
+      _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {                  \
+    acc[i][j] += a_lo[i] * b_reg[j];                                                      \
+    acc[i][j] += a_reg[i] * b_lo[j];                                                      \
+    acc[i][j] += a_reg[i] * b_reg[j];                                                     \
+  }
+#else
+#define GEMM_TILE_MAC                                                                     \
+  _Pragma("unroll") for (int i = 0; i < GEMM_WPT_M; ++i)                                  \
+      _Pragma("unroll") for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j)                    \
+          acc[i][j] += a_reg[i] * b_reg[j];
+#endif
 
 #if GEMM_DBUF
 // Prefetching: vector v of a K-tile (v < GEMM_*_VECS) is the one the single-buffer loop below
@@ -265,8 +456,9 @@ __kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
 #define GEMM_B_LOAD_T GEMM_FLOATN(GEMM_VEC_B)
 
 // Vector v of the A tile at (m0, k0), zero outside A (a vector is wholly inside or outside).
-static inline GEMM_A_LOAD_T gemm_fetch_a(const int trans_a, __global const float* restrict a,
-                                         ulong M, ulong K, ulong m0, ulong k0, int v) {
+static inline GEMM_A_LOAD_T gemm_fetch_a(const int trans_a,
+                                         __global const GEMM_AB_STORAGE* restrict a, ulong M,
+                                         ulong K, ulong lda, ulong m0, ulong k0, int v) {
   const int mm = trans_a ? (v % (GEMM_TILE_M / GEMM_VEC_A)) * GEMM_VEC_A
                          : v / (GEMM_TILE_K / GEMM_VEC_A);
   const int kk = trans_a ? v / (GEMM_TILE_M / GEMM_VEC_A)
@@ -275,7 +467,8 @@ static inline GEMM_A_LOAD_T gemm_fetch_a(const int trans_a, __global const float
   const ulong gk = k0 + kk;
   GEMM_A_LOAD_T value = 0.0f;
   if (gm < M && gk < K) {
-    value = *(__global const GEMM_A_LOAD_T*)(a + (trans_a ? gk * M + gm : gm * K + gk));
+    value = GEMM_FN(gemm_round, GEMM_VEC_A)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_A)(
+        a, trans_a ? gk * lda + gm : gm * lda + gk));
   }
   return value;
 }
@@ -293,8 +486,9 @@ static inline void gemm_stage_a(const int trans_a, GEMM_A_LOAD_T value, __local 
 }
 
 // Vector v of the B tile at (k0, n0), zero outside B.
-static inline GEMM_B_LOAD_T gemm_fetch_b(const int trans_b, __global const float* restrict b,
-                                         ulong N, ulong K, ulong n0, ulong k0, int v) {
+static inline GEMM_B_LOAD_T gemm_fetch_b(const int trans_b,
+                                         __global const GEMM_AB_STORAGE* restrict b, ulong N,
+                                         ulong K, ulong ldb, ulong n0, ulong k0, int v) {
   const int nn = trans_b ? v / (GEMM_TILE_K / GEMM_VEC_B)
                          : (v % (GEMM_TILE_N / GEMM_VEC_B)) * GEMM_VEC_B;
   const int kk = trans_b ? (v % (GEMM_TILE_K / GEMM_VEC_B)) * GEMM_VEC_B
@@ -303,7 +497,8 @@ static inline GEMM_B_LOAD_T gemm_fetch_b(const int trans_b, __global const float
   const ulong gk = k0 + kk;
   GEMM_B_LOAD_T value = 0.0f;
   if (gn < N && gk < K) {
-    value = *(__global const GEMM_B_LOAD_T*)(b + (trans_b ? gn * K + gk : gk * N + gn));
+    value = GEMM_FN(gemm_round, GEMM_VEC_B)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_B)(
+        b, trans_b ? gn * ldb + gk : gk * ldb + gn));
   }
   return value;
 }
@@ -324,12 +519,12 @@ static inline void gemm_stage_b(const int trans_b, GEMM_B_LOAD_T value, __local 
   _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
     const int v = tid + s * GEMM_THREADS;                                                     \
     if (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS)                                   \
-      a_next[s] = gemm_fetch_a(trans_a, a, M, K, m0, (k0_next), v);                           \
+      a_next[s] = gemm_fetch_a(trans_a, a, M, K, lda, m0, (k0_next), v);                           \
   }                                                                                           \
   _Pragma("unroll") for (int s = 0; s < GEMM_B_SLOTS; ++s) {                                  \
     const int v = tid + s * GEMM_THREADS;                                                     \
     if (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS)                                   \
-      b_next[s] = gemm_fetch_b(trans_b, b, N, K, n0, (k0_next), v);                           \
+      b_next[s] = gemm_fetch_b(trans_b, b, N, K, ldb, n0, (k0_next), v);                           \
   }
 #define GEMM_STAGE(a_t, b_t)                                                                 \
   _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
@@ -352,9 +547,9 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
   const int tx = (int)get_local_id(0);
   const int ty = (int)get_local_id(1);
   const int tid = ty * GEMM_RT_N + tx;
-  a += batch * stride_a;
-  b += batch * stride_b;
-  c += batch * stride_c;
+  a += off_a + batch * stride_a;
+  b += off_b + batch * stride_b;
+  c += off_c + batch * stride_c;
 
   GEMM_VT acc[GEMM_WPT_M][GEMM_WPT_N / GEMM_VW];
 #pragma unroll
@@ -399,7 +594,8 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
       const ulong gk = k0 + kk;
       GEMM_FLOATN(VA) value = 0.0f;
       if (gm < M && gk < K) {
-        value = *(__global const GEMM_FLOATN(VA)*)(a + (trans_a ? gk * M + gm : gm * K + gk));
+        value = GEMM_FN(gemm_round, VA)(
+            GEMM_FN(gemm_load_ab_aligned, VA)(a, trans_a ? gk * lda + gm : gm * lda + gk));
       }
       // Consecutive elements of the vector go to consecutive m (transposed A) or k.
       const int a_step = trans_a ? GEMM_A_AT(1, 0) - GEMM_A_AT(0, 0)
@@ -416,7 +612,8 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
       const ulong gk = k0 + kk;
       GEMM_FLOATN(VB) value = 0.0f;
       if (gn < N && gk < K) {
-        value = *(__global const GEMM_FLOATN(VB)*)(b + (trans_b ? gn * K + gk : gk * N + gn));
+        value = GEMM_FN(gemm_round, VB)(
+            GEMM_FN(gemm_load_ab_aligned, VB)(b, trans_b ? gn * ldb + gk : gk * ldb + gn));
       }
       GEMM_SCATTER(VB)(value, b_tile + kk * GEMM_LDS_N + nn, trans_b ? GEMM_LDS_N : 1);
     }
@@ -435,12 +632,16 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
 #pragma unroll
       for (int j = 0; j < GEMM_WPT_N / GEMM_VW; ++j) {
         const ulong gn = n0 + (j * GEMM_RT_N + tx) * GEMM_VW;
+        const ulong at = gm * ldc + gn;
         if (gn + GEMM_VW <= N) {
-          GEMM_VSTORE(GEMM_VW)(acc[i][j], 0, c + gm * N + gn);
+          GEMM_FN(gemm_store_c, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
         } else {
 #pragma unroll
           for (int e = 0; e < GEMM_VW; ++e) {
-            if (gn + e < N) c[gm * N + gn + e] = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
+            if (gn + e < N) {
+              const float sum = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
+              gemm_store_c(GEMM_OUTPUT(1, sum, c, at + e), c, at + e);
+            }
           }
         }
       }
@@ -474,5 +675,11 @@ __kernel GEMM_ATTRIBUTES void gemm_nt(GEMM_KERNEL_ARGS) {
 __kernel GEMM_ATTRIBUTES void gemm_tn(GEMM_KERNEL_ARGS) {
   GEMM_LOCAL_TILES;
   gemm_tiled(1, 0, GEMM_TILE_ARGS, GEMM_TILES);
+}
+
+// C = A^T @ B^T.
+__kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
+  GEMM_LOCAL_TILES;
+  gemm_tiled(1, 1, GEMM_TILE_ARGS, GEMM_TILES);
 }
 #endif

@@ -19,6 +19,10 @@ void begin_call(const char* function) noexcept {
 void record_failure(const char* function, Status status, const char* message) noexcept {
   try {
     std::string text = fmt::format("{}: {}", function, message);
+    if (forked_after_opencl_use()) {  // the logger's lock may be held by a thread that is gone
+      set_last_error(status, std::move(text));
+      return;
+    }
     // Refused arguments are a normal API result (debug); device and driver faults are not. A
     // user program that does not compile is the caller's result too.
     bool user_build = std::strncmp(function, "aethercl_program_create", 23) == 0;
@@ -31,6 +35,22 @@ void record_failure(const char* function, Status status, const char* message) no
     set_last_error(status, std::move(text));
   } catch (...) {
     set_last_error(status, std::string());
+  }
+}
+
+void record_forked_refusal(const char* function) noexcept {
+  try {
+    set_last_error(
+        Status::kNotInitialized,
+        fmt::format("{}: this process was forked from process {} after that process had started "
+                    "using OpenCL; OpenCL state (contexts, queues, the OpenCL runtime's threads) "
+                    "cannot cross fork(), so no device call works in this process. Start workers "
+                    "with the 'spawn' or 'forkserver' start method, exec a new program after "
+                    "fork(), or fork before the first device call (simulated_kernel_* host-memory "
+                    "calls still work here)",
+                    function, opencl_user_pid()));
+  } catch (...) {
+    set_last_error(Status::kNotInitialized, std::string());
   }
 }
 

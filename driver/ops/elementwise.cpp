@@ -2,6 +2,7 @@
 // kernel of kernels/elementwise.cl.
 #include "ops/elementwise.h"
 
+#include "ops/aliasing.h"
 #include "ops/launch.h"
 
 #include <array>
@@ -61,9 +62,30 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   cl_mem b_mem = call.buffer(b, "buffer_B", bytes).mem;
   auto da_view = call.optional_buffer(da, "buffer_dA", bytes);
   auto db_view = call.optional_buffer(db, "buffer_dB", bytes);
+  // Two launches, each safe in place; the second must not read what the first overwrote.
+  require_distinct(da, "buffer_dA", db, "buffer_dB");
+  const bool da_overwrites_db_input = da != nullptr && (da == dc || da == a);
+  const bool db_overwrites_da_input = db != nullptr && (db == dc || db == b);
+  if (da_overwrites_db_input && db_overwrites_da_input) {
+    fail(Status::kInvalidArgument,
+         "buffer_dA and buffer_dB each overwrite an input of the other's product (buffer_dA is "
+         "{}, buffer_dB is {}); give one of them a buffer of its own",
+         da == dc ? "buffer_dC" : "buffer_A", db == dc ? "buffer_dC" : "buffer_B");
+  }
   if (count == 0) return;
-  if (da_view) launch_linear(call, "elementwise_mul", count, dc_mem, b_mem, da_view->mem);
-  if (db_view) launch_linear(call, "elementwise_mul", count, dc_mem, a_mem, db_view->mem);
+  auto launch_da = [&] {
+    if (da_view) launch_linear(call, "elementwise_mul", count, dc_mem, b_mem, da_view->mem);
+  };
+  auto launch_db = [&] {
+    if (db_view) launch_linear(call, "elementwise_mul", count, dc_mem, a_mem, db_view->mem);
+  };
+  if (da_overwrites_db_input) {
+    launch_db();
+    launch_da();
+  } else {
+    launch_da();
+    launch_db();
+  }
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {

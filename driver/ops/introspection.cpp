@@ -4,6 +4,7 @@
 #include "ops/typed_memory.h"
 #include "runtime/device_list.h"
 #include "support/error.h"
+#include "support/utf8.h"
 
 #include <cstring>
 #include <shared_mutex>
@@ -34,8 +35,8 @@ std::string memory_stats_json(DeviceCall& call) {
         labelled.empty() ? "" : ", ", token, size, json_escape(label),
         type ? fmt::format("\"{}\"", type) : std::string("null"));
   }
-  auto on_device = [index = device.index()](const auto& record) {
-    return record->device_index == index;
+  auto on_device = [index = device.index()](const auto& object) {
+    return object.device_index == index;
   };
   std::size_t user_programs = call.runtime().user_programs().count_if(on_device);
   std::size_t user_kernels = call.runtime().user_kernels().count_if(on_device);
@@ -44,15 +45,18 @@ std::string memory_stats_json(DeviceCall& call) {
       "\"bytes_reserved\": {}, \"bytes_cached\": {}, \"peak_bytes_reserved\": {}, "
       "\"pool_hits\": {}, \"pool_misses\": {}, \"device_allocations\": {}, "
       "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
-      "\"staging_cached_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
+      "\"staging_cached_bytes\": {}, \"streams\": {}, \"submission_thread\": {}, "
+      "\"pinned_host_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
       "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"user_programs\": {}, "
       "\"user_kernels\": {}, \"user_program_builds\": {}, \"user_program_cache_hits\": {}, "
       "\"labelled_buffers\": [{}]}}",
       device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
       buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
       pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
-      pool.device_releases, pool.trims, device.staging().pending_bytes(),
-      device.staging().cached_bytes(), programs.programs, programs.kernels,
+      pool.device_releases, pool.trims, device.staging_used_bytes(),
+      device.staging_capacity_bytes(), device.stream_count() - 1,
+      device.submission_thread() ? "true" : "false",
+      call.runtime().host_memory().bytes(device.index()), programs.programs, programs.kernels,
       programs.source_builds, programs.disk_hits, user_programs, user_kernels,
       device.user_program_builds().load(), device.user_program_cache_hits().load(), labelled);
 }
@@ -61,35 +65,14 @@ std::string kernel_log_json(DeviceCall& call) { return call.device().kernel_log(
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence starting at text[0] (0 if it is not one).
-std::size_t utf8_sequence(const unsigned char* text, std::size_t available) {
-  unsigned char lead = text[0];
-  std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3
-                     : (lead >> 3) == 0x1E ? 4 : 0;
-  if (length == 0 || length > available) return 0;
-  for (std::size_t i = 1; i < length; ++i) {
-    if ((text[i] & 0xC0) != 0x80) return 0;
-  }
-  return length;
-}
-
-// At most 63 bytes of valid UTF-8 (labels end up in JSON and messages): a byte that starts no
-// valid sequence becomes '?', and a character is never cut in half.
+// At most 63 bytes of well-formed UTF-8 (labels end up in JSON and messages): ill-formed
+// sequences become U+FFFD and a character is never cut in half.
 std::string sanitized_label(const char* label) {
   constexpr std::size_t kMaxBytes = 63;
-  std::string text;
-  if (label == nullptr) return text;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(label);
-  std::size_t size = strnlen(label, 4 * kMaxBytes);
-  for (std::size_t i = 0; i < size;) {
-    std::size_t length = utf8_sequence(bytes + i, size - i);
-    std::size_t kept = length == 0 ? 1 : length;
-    if (text.size() + kept > kMaxBytes) break;
-    if (length == 0) text.push_back('?');
-    else text.append(label + i, length);
-    i += kept;
-  }
-  return text;
+  if (label == nullptr) return {};
+  // Each input byte yields at least one output byte, so 63 bytes of input (+ a cut sequence) do.
+  std::string text = to_valid_utf8(std::string_view(label, strnlen(label, kMaxBytes + 4)));
+  return std::string(utf8_prefix(text, kMaxBytes));
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ std::size_t work_group_limit(const Device& device, const Kernel& kernel, std::si
   std::size_t limit =
       std::min({kernel.max_work_group_size, device.info().max_work_group_size, cap});
   // Testing knob: lets the suites run these kernels with small and odd work-group sizes.
-  if (auto forced = env::count(env::kWorkGroupLimit); forced && *forced > 0) {
+  if (auto forced = env::count(env::kWorkGroupLimit, 1, 1u << 20)) {
     limit = static_cast<std::size_t>(std::min<std::uint64_t>(limit, *forced));
   }
   return std::max<std::size_t>(1, limit);
@@ -56,7 +56,7 @@ RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64
   }
   std::size_t local = floor_power_of_two(limit);
   while (local > 1 && local / 2 >= cols) local /= 2;  // smallest power of two >= cols
-  if (auto forced = env::count(env::kRowGroup); forced && *forced > 0) {
+  if (auto forced = env::count(env::kRowGroup, 1, 1u << 20)) {
     // Testing knob: lets CPU test runs exercise the multi-item reductions GPUs use.
     local = std::min<std::size_t>(
         local, floor_power_of_two(static_cast<std::size_t>(

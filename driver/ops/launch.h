@@ -12,10 +12,9 @@
 
 namespace aethercl::ops {
 
-// The kernel `name` of the family `family` (kernels/<family>.cl) built with extra_options.
-inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name,
-                             const std::string& extra_options = "") {
-  return call.device().programs().kernel(family, name, extra_options);
+// The kernel `name` (a string literal) of the family `family` (kernels/<family>.cl).
+inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name) {
+  return call.device().programs().literal_kernel(family, name);
 }
 
 // min(the kernel's CL_KERNEL_WORK_GROUP_SIZE, the device maximum, cap, AETHERCL_WG_LIMIT if set),

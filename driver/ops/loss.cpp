@@ -3,6 +3,7 @@
 // them visible to the next read.
 #include "ops/loss.h"
 
+#include "ops/aliasing.h"
 #include "ops/launch.h"
 
 namespace aethercl::ops {
@@ -30,6 +31,12 @@ void cross_entropy(DeviceCall& call, void* log_probs, void* targets, void* grad,
   cl_mem target_mem = call.buffer(targets, "target_indices", row_bytes).mem;
   cl_mem grad_mem = call.buffer(grad, "grad_input", bytes).mem;
   cl_mem loss_mem = call.buffer(loss, "loss_per_sample", row_bytes).mem;
+  // The loss reads log_probs[target] after other items wrote their gradients, and each row's
+  // target is read by every item: no output may share a buffer with anything.
+  const NamedBuffer lp_arg{log_probs, "log_probs"};
+  const NamedBuffer target_arg{targets, "target_indices"};
+  require_not_aliased({grad, "grad_input"}, {lp_arg, target_arg});
+  require_not_aliased({loss, "loss_per_sample"}, {lp_arg, target_arg, {grad, "grad_input"}});
   if (count == 0) return;
   cl_ulong cols = static_cast<cl_ulong>(V);
   launch_rows(call, "rowwise_cross_entropy", rows, cols, 0, lp_mem, target_mem, grad_mem,

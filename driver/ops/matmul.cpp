@@ -5,10 +5,13 @@
 // accumulates.
 //
 // Buffers are checked against the declared shapes even when a zero dimension makes the call a
-// no-op: a buffer smaller than the shape it is said to hold is refused.
+// no-op: a buffer smaller than the shape it is said to hold is refused. No output may be an input
+// or the other output: the tiled kernel would read tiles it has already overwritten.
 #include "ops/matmul.h"
 
+#include "gemm/compute_mode.h"
 #include "gemm/gemm.h"
+#include "ops/aliasing.h"
 
 namespace aethercl::ops {
 
@@ -46,6 +49,13 @@ Dims dims_of(int B, int M, int N, int K, bool batched_b) {
   return d;
 }
 
+// Every product of the family runs in the device's matmul precision (FP32 exact unless the
+// client opted in: aethercl_set_matmul_precision, AETHERCL_MATMUL_PRECISION).
+void enqueue_product(DeviceCall& call, GemmProblem& problem) {
+  gemm::apply_compute_mode(problem, gemm::matmul_precision(call));
+  enqueue_gemm(call, problem);
+}
+
 void require_inputs(void* a, void* b, void* dc) {
   if (a == nullptr) fail(Status::kInvalidArgument, "buffer_a is NULL");
   if (b == nullptr) fail(Status::kInvalidArgument, "buffer_b is NULL");
@@ -59,6 +69,7 @@ void matmul(DeviceCall& call, void* a, void* w, void* c, int B, int M, int N, in
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView w_view = call.buffer(w, "buffer_b", s.b_bytes);
   BufferView c_view = call.buffer(c, "buffer_c", s.c_bytes);
+  require_not_aliased({c, "buffer_c"}, {{a, "buffer_a"}, {w, "buffer_b"}});
   if (s.empty()) return;
   GemmProblem problem;
   problem.m = s.b * s.m;
@@ -67,7 +78,7 @@ void matmul(DeviceCall& call, void* a, void* w, void* c, int B, int M, int N, in
   problem.a = {a_view, 0};
   problem.b = {w_view, 0};
   problem.c = {c_view, 0};
-  enqueue_gemm(call, problem);
+  enqueue_product(call, problem);
 }
 
 void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, void* dw, int B,
@@ -80,6 +91,9 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
   BufferView dc_view = call.buffer(dc, "buffer_dc", s.c_bytes);
   auto da_view = call.optional_buffer(da, "buffer_da", s.a_bytes);
   auto dw_view = call.optional_buffer(dw, "buffer_db", s.b_bytes);
+  require_not_aliased({da, "buffer_da"},
+                      {{a, "buffer_a"}, {w, "buffer_b"}, {dc, "buffer_dc"}, {dw, "buffer_db"}});
+  require_not_aliased({dw, "buffer_db"}, {{a, "buffer_a"}, {w, "buffer_b"}, {dc, "buffer_dc"}});
   if (s.empty()) return;
   const std::uint64_t rows = s.b * s.m;
   if (da_view) {
@@ -92,7 +106,7 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
     problem.a = {dc_view, 0};
     problem.b = {w_view, 0};
     problem.c = {*da_view, 0};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
   if (dw_view) {
     // dW(K,N) = A_flat^T @ dC_flat, A_flat stored (rows,K): the batch sum is the GEMM's k loop.
@@ -104,7 +118,7 @@ void matmul_backward(DeviceCall& call, void* a, void* w, void* dc, void* da, voi
     problem.a = {a_view, 0};
     problem.b = {dc_view, 0};
     problem.c = {*dw_view, 0};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
 }
 
@@ -113,6 +127,7 @@ void matmul_batched(DeviceCall& call, void* a, void* bt, void* c, int B, int M, 
   BufferView a_view = call.buffer(a, "buffer_a", s.a_bytes);
   BufferView b_view = call.buffer(bt, "buffer_b", s.b_bytes);
   BufferView c_view = call.buffer(c, "buffer_c", s.c_bytes);
+  require_not_aliased({c, "buffer_c"}, {{a, "buffer_a"}, {bt, "buffer_b"}});
   if (s.empty()) return;
   GemmProblem problem;
   problem.m = s.m;
@@ -122,7 +137,7 @@ void matmul_batched(DeviceCall& call, void* a, void* bt, void* c, int B, int M, 
   problem.a = {a_view, s.m * s.k};
   problem.b = {b_view, s.k * s.n};
   problem.c = {c_view, s.m * s.n};
-  enqueue_gemm(call, problem);
+  enqueue_product(call, problem);
 }
 
 void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void* da, void* db,
@@ -135,6 +150,9 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
   BufferView dc_view = call.buffer(dc, "buffer_dc", s.c_bytes);
   auto da_view = call.optional_buffer(da, "buffer_da", s.a_bytes);
   auto db_view = call.optional_buffer(db, "buffer_db", s.b_bytes);
+  require_not_aliased({da, "buffer_da"},
+                      {{a, "buffer_a"}, {bt, "buffer_b"}, {dc, "buffer_dc"}, {db, "buffer_db"}});
+  require_not_aliased({db, "buffer_db"}, {{a, "buffer_a"}, {bt, "buffer_b"}, {dc, "buffer_dc"}});
   if (s.empty()) return;
   if (da_view) {
     // dA[b](M,K) = dC[b](M,N) @ Bt[b]^T, Bt[b] stored (K,N).
@@ -147,7 +165,7 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
     problem.a = {dc_view, s.m * s.n};
     problem.b = {b_view, s.k * s.n};
     problem.c = {*da_view, s.m * s.k};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
   if (db_view) {
     // dB[b](K,N) = A[b]^T @ dC[b], A[b] stored (M,K).
@@ -160,7 +178,7 @@ void matmul_batched_backward(DeviceCall& call, void* a, void* bt, void* dc, void
     problem.a = {a_view, s.m * s.k};
     problem.b = {dc_view, s.m * s.n};
     problem.c = {*db_view, s.k * s.n};
-    enqueue_gemm(call, problem);
+    enqueue_product(call, problem);
   }
 }
 

@@ -26,8 +26,8 @@ BufferView checked_span(DeviceCall& call, void* handle, const char* argument, st
 
 void* allocate(DeviceCall& call, std::size_t size) {
   if (size == 0) fail(Status::kInvalidArgument, "size is 0 (allocations must be at least 1 byte)");
-  PoolBlock block = call.device().pool().acquire(size);
-  BufferRecord record{call.device().index(), block, size, {}};
+  PoolBlock block = call.device().allocate(call.stream(), size);
+  BufferRecord record{call.device().index(), block, size, {}, {}};
   try {
     return call.runtime().buffers().insert(std::move(record));
   } catch (...) {
@@ -41,7 +41,7 @@ void free_buffer(DeviceCall& call, void* handle) {
   // Check ownership before removing, so a foreign token stays valid on its own device.
   call.buffer(handle, "buffer_handle", 0);
   auto record = call.runtime().buffers().remove(handle);
-  if (record) call.device().pool().release(record->block);
+  if (record) call.device().free_block(record->block, record->used_on);
 }
 
 void write(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,
@@ -49,7 +49,8 @@ void write(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,
   BufferView view = checked_span(call, handle, "gpu_buffer_handle", offset, size);
   if (size == 0) return;
   if (source == nullptr) fail(Status::kInvalidArgument, "host_source_ptr is NULL");
-  call.device().write(view.mem, offset, size, source);
+  // Staged even from pinned memory: the caller may reuse source as soon as this returns.
+  call.device().write(call.stream(), view.mem, offset, size, source, false);
 }
 
 void read(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,
@@ -57,14 +58,14 @@ void read(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,
   BufferView view = checked_span(call, handle, "gpu_buffer_handle", offset, size);
   if (size == 0) return;
   if (destination == nullptr) fail(Status::kInvalidArgument, "host_destination_ptr is NULL");
-  call.device().read(view.mem, offset, size, destination);
+  call.device().read(call.stream(), view.mem, offset, size, destination);
 }
 
 void clone(DeviceCall& call, void* source, void* destination, std::size_t size) {
   BufferView from = call.buffer(source, "src_buffer", size);
   BufferView to = call.buffer(destination, "dst_buffer", size);
   if (size == 0 || source == destination) return;
-  call.device().copy(from.mem, to.mem, size);
+  call.device().copy(call.stream(), from.mem, 0, to.mem, 0, size);
 }
 
 }  // namespace aethercl::ops

@@ -2,6 +2,7 @@
 // launch kernels/optimizer.cl with beta^t computed here as double pow rounded to float.
 #include "ops/optimizer.h"
 
+#include "ops/aliasing.h"
 #include "ops/launch.h"
 
 #include <cmath>
@@ -38,6 +39,10 @@ void adam_update(DeviceCall& call, void* p, void* g, void* m, void* v, int n, co
   cl_mem g_mem = call.buffer(g, "grad_buffer", bytes).mem;
   cl_mem m_mem = call.buffer(m, "m_buffer", bytes).mem;
   cl_mem v_mem = call.buffer(v, "v_buffer", bytes).mem;
+  // grad may be any of the three: every element is read before it is written.
+  require_distinct(p, "param_buffer", m, "m_buffer");
+  require_distinct(p, "param_buffer", v, "v_buffer");
+  require_distinct(m, "m_buffer", v, "v_buffer");
   if (count == 0) return;  // docs/ABI.md section 3.6: before the hyper-parameters are checked
   check_hyper(h);
 

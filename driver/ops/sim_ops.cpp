@@ -23,14 +23,15 @@ constexpr const char* kKernel = "sim_matmul_f64";
 // stream-ordered, so commands still using the buffer finish before anyone else gets it.
 class PooledBuffer {
  public:
-  PooledBuffer(MemoryPool& pool, std::uint64_t size) : pool_(pool), block_(pool.acquire(size)) {}
+  PooledBuffer(Device& device, Stream& stream, std::uint64_t size)
+      : device_(device), block_(device.allocate(stream, size)) {}
   PooledBuffer(const PooledBuffer&) = delete;
   PooledBuffer& operator=(const PooledBuffer&) = delete;
-  ~PooledBuffer() { pool_.release(block_); }
+  ~PooledBuffer() { device_.free_block(block_, {}); }
   cl_mem mem() const { return block_.mem; }
 
  private:
-  MemoryPool& pool_;
+  Device& device_;
   PoolBlock block_;
 };
 
@@ -96,18 +97,20 @@ void multiply_on_device(DeviceCall& call, const HostBlock& a, const HostBlock& b
                         std::uint64_t n, std::uint64_t k) {
   Device& device = call.device();
   auto [kernel, tile] = pick_kernel(device);
-  PooledBuffer a_buffer(device.pool(), size_a);
-  PooledBuffer b_buffer(device.pool(), size_b);
-  PooledBuffer c_buffer(device.pool(), c.size());
-  device.write(a_buffer.mem(), 0, size_a, a.data());
-  device.write(b_buffer.mem(), 0, size_b, b.data());
+  Stream& stream = call.stream();
+  PooledBuffer a_buffer(device, stream, size_a);
+  PooledBuffer b_buffer(device, stream, size_b);
+  PooledBuffer c_buffer(device, stream, c.size());
+  device.write(stream, a_buffer.mem(), 0, size_a, a.data(), false);
+  device.write(stream, b_buffer.mem(), 0, size_b, b.data(), false);
   const std::size_t global[2] = {(n + tile - 1) / tile * tile, (m + tile - 1) / tile * tile};
   const std::size_t local[2] = {tile, tile};
   call.launch(*kernel, LaunchGeometry::grid(2, global, local), a_buffer.mem(), b_buffer.mem(),
               c_buffer.mem(), static_cast<cl_ulong>(m), static_cast<cl_ulong>(n),
               static_cast<cl_ulong>(k));
   try {
-    read_confirmed_by_callback(device.queue(), c_buffer.mem(), c.size(), c.data());
+    device.drain();
+    read_confirmed_by_callback(stream.queue(), c_buffer.mem(), c.size(), c.data());
   } catch (const Error&) {
     device.synchronize();  // names an earlier failed command (the kernel) if that is the cause
     throw;

@@ -2,7 +2,6 @@
 #include "ops/typed_memory.h"
 
 #include "ops/launch.h"
-#include "ops/stream_arg.h"
 
 #include <aethercl/driver.h>
 
@@ -55,13 +54,13 @@ void convert(DeviceCall& call, void* src, int src_dtype, void* dst, int dst_dtyp
            device.info().name);
     }
   }
+  call.use_stream(stream, "stream");  // before the buffers, which note the stream they serve
   cl_mem from = call.buffer(src, "src", byte_count(count, dtype_size(src_dtype))).mem;
   cl_mem to = call.buffer(dst, "dst", byte_count(count, dtype_size(dst_dtype))).mem;
   if (src == dst) {
     fail(Status::kInvalidArgument,
          "src and dst are the same buffer: a conversion may not overlap its input");
   }
-  require_default_stream(stream);
   if (count == 0) return;
   Kernel& kernel = family_kernel(call, "convert", "convert_elements");
   call.launch(kernel, linear_geometry(device, kernel, count), from, static_cast<cl_int>(src_dtype),

@@ -3,7 +3,6 @@
 #include "ops/user_launch.h"
 
 #include "runtime/launch.h"
-#include "ops/stream_arg.h"
 #include "support/checked.h"
 
 #include <fmt/ranges.h>
@@ -178,14 +177,14 @@ bool check_geometry(const DeviceInfo& info, const UserKernel& kernel, int work_d
 void launch_user_kernel(DeviceCall& call, void* kernel_token, void* stream, int work_dim,
                         const size_t* global_size, const size_t* local_size, int num_args,
                         const aethercl_arg* args) {
-  std::shared_ptr<UserKernel> kernel = call.runtime().user_kernels().find(kernel_token, "kernel");
+  std::shared_ptr<UserKernel> kernel = call.runtime().user_kernels().get(kernel_token, "kernel");
   Device& device = call.device();
   if (kernel->device_index != device.index()) {
     fail(Status::kInvalidHandle,
          "kernel ({}) belongs to device {}, but this call runs on device {}", kernel_token,
          kernel->device_index, device.index());
   }
-  require_default_stream(stream);
+  call.use_stream(stream, "stream");  // before the buffers, which note the stream they serve
   bool has_work = check_geometry(device.info(), *kernel, work_dim, global_size, local_size);
   LaunchRecord record;
   record.kernel = &kernel->kernel;
@@ -195,7 +194,7 @@ void launch_user_kernel(DeviceCall& call, void* kernel_token, void* stream, int 
   record.owner = kernel;  // the kernel outlives a record still waiting to be submitted
   if (!has_work) return;
   try {
-    device.enqueue(record);
+    call.enqueue(record);
   } catch (const Error& error) {
     // Without argument types (some binaries, SPIR-V) OpenCL is the one to refuse an argument.
     fail(error.status(), "launching kernel '{}': {}", kernel->kernel.name, error.what());

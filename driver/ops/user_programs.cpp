@@ -40,7 +40,7 @@ void* create_program_binary(DeviceScope& call, const void* binary, std::size_t s
 }
 
 std::size_t program_binary(TokenCall& call, void* program, void* out, std::size_t capacity) {
-  auto record = call.runtime().user_programs().find(program, "program");
+  auto record = call.runtime().user_programs().get(program, "program");
   if (record->binary.empty()) {
     fail(Status::kNotImplemented, "the OpenCL runtime of device {} gives no program binaries",
          record->device_index);
@@ -62,13 +62,13 @@ void destroy_program(TokenCall& call, void* program) {
 }
 
 void* create_kernel(TokenCall& call, void* program, const char* name) {
-  std::shared_ptr<UserProgram> record = call.runtime().user_programs().find(program, "program");
+  std::shared_ptr<UserProgram> record = call.runtime().user_programs().get(program, "program");
   const DeviceInfo& info = call.runtime().device_of(record->device_index).info();
   return call.runtime().user_kernels().insert(create_user_kernel(std::move(record), info, name));
 }
 
 std::string kernel_info(TokenCall& call, void* kernel) {
-  return kernel_info_json(*call.runtime().user_kernels().find(kernel, "kernel"));
+  return kernel_info_json(*call.runtime().user_kernels().get(kernel, "kernel"));
 }
 
 void destroy_kernel(TokenCall& call, void* kernel) {

@@ -52,6 +52,19 @@ std::optional<BufferRecord> BufferRegistry::find(const void* token, TokenProblem
   return records_.at(*id);
 }
 
+std::optional<BufferUse> BufferRegistry::use(const void* token, int device_index,
+                                             std::uint64_t stream_id, TokenProblem* problem) {
+  std::lock_guard lock(mutex_);
+  auto id = decode(token, problem);
+  if (!id) return std::nullopt;
+  BufferRecord& record = records_.find(*id)->second;
+  if (stream_id != record.block.stream && record.device_index == device_index &&
+      std::find(record.used_on.begin(), record.used_on.end(), stream_id) == record.used_on.end()) {
+    record.used_on.push_back(stream_id);
+  }
+  return BufferUse{record.device_index, record.block.mem, record.size};
+}
+
 std::optional<BufferRecord> BufferRegistry::remove(const void* token, TokenProblem* problem) {
   std::lock_guard lock(mutex_);
   auto id = decode(token, problem);

@@ -15,10 +15,20 @@ namespace aethercl {
 
 struct BufferRecord {
   int device_index = -1;   // visible index of the owning device
-  PoolBlock block;
+  PoolBlock block;         // block.stream: the stream it was allocated on
   std::uint64_t size = 0;  // bytes the client asked for; the only bytes it may touch
   std::string label;
-  int dtype = -1;          // an aethercl_dtype code set by aethercl_buffer_set_dtype, -1 if none
+  // Streams other than block.stream that commands using the buffer were issued on: at the free,
+  // the block waits for them (runtime/memory_pool.h).
+  std::vector<std::uint64_t> used_on = {};
+  int dtype = -1;  // an aethercl_dtype code set by aethercl_buffer_set_dtype, -1 if none
+};
+
+// What a command needs of a buffer.
+struct BufferUse {
+  int device_index = -1;
+  cl_mem mem = nullptr;
+  std::uint64_t size = 0;
 };
 
 // Why a token did not resolve.
@@ -29,6 +39,10 @@ class BufferRegistry {
   void* insert(BufferRecord record);
   // Copies the record out; thread-safe.
   std::optional<BufferRecord> find(const void* token, TokenProblem* problem = nullptr) const;
+  // The buffer for a command on stream stream_id of device device_index, noting the stream in
+  // used_on when it is not the buffer's own and the buffer belongs to that device; thread-safe.
+  std::optional<BufferUse> use(const void* token, int device_index, std::uint64_t stream_id,
+                               TokenProblem* problem);
   std::optional<BufferRecord> remove(const void* token, TokenProblem* problem = nullptr);
   // Removes and returns every record of a device (shutdown).
   std::vector<BufferRecord> remove_device(int device_index);

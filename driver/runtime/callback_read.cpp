@@ -1,4 +1,5 @@
-// Non-blocking read + CL_COMPLETE callback + wait for both.
+// Non-blocking read + CL_COMPLETE callback + wait for both (the event's status where an OpenCL
+// layer refuses callbacks).
 #include "runtime/callback_read.h"
 
 #include "cl/cl_error.h"
@@ -52,7 +53,20 @@ void read_confirmed_by_callback(cl_command_queue queue, cl_mem mem, std::uint64_
   cl_int wait_status = clWaitForEvents(1, &raw_event);
   // A failed wait need not mean the read has stopped; the queue drained means it has.
   if (wait_status != CL_SUCCESS) clFinish(queue);
-  cl::check(callback_status, "clSetEventCallback");
+  if (callback_status == CL_INVALID_OPERATION) {
+    // An OpenCL layer that cannot call back into the process (Wine's opencl.dll refuses every
+    // clSetEventCallback): the finished event's own execution status says the same.
+    static std::once_flag said;
+    std::call_once(said, [] {
+      log().info("clSetEventCallback is not supported here; read-backs are confirmed by the "
+                 "event's execution status instead");
+    });
+    completion->done = true;
+    cl::check(clGetEventInfo(raw_event, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                             sizeof(completion->status), &completion->status, nullptr),
+              "clGetEventInfo");
+  }
+  cl::check(completion->done ? CL_SUCCESS : callback_status, "clSetEventCallback");
 
   {
     std::unique_lock lock(completion->mutex);

@@ -1,7 +1,8 @@
 // A device-to-host read confirmed by an event callback (the AetherCL read-back): the read is
 // enqueued non-blocking, a CL_COMPLETE callback records its execution status, and the caller
 // waits for the event AND for the callback to have run (OpenCL does not promise the callback has
-// run when clWaitForEvents or clFinish returns).
+// run when clWaitForEvents or clFinish returns). Where clSetEventCallback answers
+// CL_INVALID_OPERATION (Wine's opencl.dll), the finished event's execution status stands in.
 #pragma once
 
 #include "cl/opencl.h"

@@ -1,4 +1,4 @@
-// Device set-up, command submission and deferred-error detection.
+// Device set-up and teardown, streams, and the memory that follows streams.
 #include "runtime/device.h"
 
 #include "cl/cl_error.h"
@@ -7,11 +7,35 @@
 #include "support/log.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace aethercl {
+namespace {
+
+bool event_complete(cl_event event) {
+  cl_int status = CL_COMPLETE;
+  clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
+  return status <= CL_COMPLETE;
+}
+
+// Where the submission thread is on by default: GPUs, whose enqueue calls cost the caller
+// microseconds (NVIDIA); not CPU runtimes, where the thread would compete with the kernels for
+// the same cores (docs/PERFORMANCE.md has the measurements).
+bool submission_thread_by_default(const DeviceInfo& info) { return info.kind == DeviceKind::kGpu; }
+
+// Reads through the pinned staging ring where that measured faster than the vendor's own path
+// from pageable memory (docs/PERFORMANCE.md): GPUs; CPU runtimes copy host memory directly.
+bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceKind::kGpu; }
+
+}  // namespace
+
+namespace {
+std::atomic<std::uint64_t> next_device_serial{1};
+}  // namespace
 
 Device::Device(int index, const DeviceInfo& info)
     : index_(index),
+      serial_(next_device_serial.fetch_add(1)),
       info_(info),
       disk_cache_(BinaryCache::from_environment()),
       kernel_log_(env::flag(env::kKernelLog, true)),
@@ -21,12 +45,42 @@ Device::Device(int index, const DeviceInfo& info)
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
   context_ = cl::Context(clCreateContext(properties, 1, &info_.id, nullptr, nullptr, &status));
   cl::check(status, "clCreateContext");
-  queue_ = create_queue(Tracer::instance().active());
+  profiling_ = Tracer::instance().active();
+  streams_.push_back(
+      std::make_unique<Stream>(index_, 0, nullptr, create_queue(profiling_), false, profiling_));
   std::uint64_t limit = info_.global_mem_bytes;
-  if (auto cap = env::bytes(env::kMemoryLimit)) limit = std::min(limit, *cap);
+  if (auto cap = env::bytes(env::kMemoryLimit, 1)) limit = std::min(limit, *cap);
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
+  pool_->set_before_release([this] { drain(); });
   programs_ = std::make_unique<ProgramCache>(info_, context_.get(), disk_cache_);
+  auto read_path = env::get(env::kReadPath);
+  read_through_ring_ = read_path ? *read_path == "pinned" : ring_reads_by_default(info_);
+  if (env::flag(env::kSubmitThread, submission_thread_by_default(info_))) {
+    submitter_ = std::make_unique<Submitter>([this](const Command& command, const Error& error) {
+      defer_error(error.status(), fmt::format("an earlier {} failed when it was enqueued: {}",
+                                              command.what(), error.what()));
+    });
+  }
+  log().debug("device {}: submission thread {}, reads {}", index_, submitter_ ? "on" : "off",
+              read_through_ring_ ? "through the pinned ring" : "direct");
+}
+
+Device::~Device() {
+  if (submitter_) submitter_->drain();
+  submitter_.reset();
+  for (auto& stream : streams_) clFinish(stream->queue());
+  wait_for_retired_streams();
+  ring_.reset();
+  last_event_.reset();
+  kernel_log_.clear();
+  extensions_.clear();
+  programs_.reset();
+  pool_.reset();
+  timing_scratch_.reset();
+  streams_.clear();
+  interop_queues_.clear();
+  context_.reset();
 }
 
 cl::Queue Device::create_queue(bool profiling) {
@@ -34,106 +88,99 @@ cl::Queue Device::create_queue(bool profiling) {
   cl::Queue queue(clCreateCommandQueue(context_.get(), info_.id,
                                        profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &status));
   cl::check(status, "clCreateCommandQueue");
-  profiling_ = profiling;
   return queue;
 }
 
 void Device::enable_profiling() {
   if (profiling_) return;
-  // Everything enqueued so far finishes on the old queue, so stream order is kept.
+  // Everything issued so far finishes on the old queues, so stream order is kept.
   synchronize();
-  staging_.reclaim_all();
-  retired_queues_.push_back(std::move(queue_));
-  queue_ = create_queue(true);
-}
-
-Device::~Device() {
-  if (queue_) clFinish(queue_.get());
-  staging_.reclaim_all();
-  last_event_.reset();
-  kernel_log_.clear();
-  programs_.reset();
-  pool_.reset();
-  queue_.reset();
-  retired_queues_.clear();
-  context_.reset();
-}
-
-void Device::track(cl_event event, const char* what, const Kernel* kernel, std::uint64_t bytes) {
-  Tracer& tracer = Tracer::instance();
-  if (tracer.active()) {
-    tracer.record(index_, event, kernel != nullptr ? kernel->name : std::string(what),
-                  kernel != nullptr ? "kernel" : "transfer", current_entry_point(), bytes);
+  for (auto& stream : streams_) {
+    if (!stream->profiling()) stream->replace_queue(create_queue(true), true);
   }
-  last_event_.reset(event);
-  last_command_ = what;
-  if (sync_every_call_) synchronize();
+  profiling_ = true;
 }
 
-void Device::check_last_event() {
-  if (!last_event_) return;
-  cl_int status = CL_COMPLETE;
-  cl::check(clGetEventInfo(last_event_.get(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
-                           &status, nullptr),
-            "clGetEventInfo");
-  if (status < 0) {
-    const char* what = last_command_;
-    last_event_.reset();
-    fail(cl::status_of(status), "an earlier {} failed on the device: {} ({})", what,
-         cl::error_name(status), status);
+Stream* Device::find_stream(std::uint64_t id) {
+  for (auto& stream : streams_) {
+    if (stream->id() == id) return stream.get();
   }
+  return nullptr;
 }
 
-void Device::enqueue(const LaunchRecord& record) {
-  // An event per launch costs microseconds on some runtimes; it is only needed to trace, to time
-  // the kernel log on a profiling queue or to attribute failures exactly (AETHERCL_SYNC).
-  // Otherwise a failed kernel shows at the next sync.
-  bool timed_log = profiling_ && kernel_log_.enabled();
-  bool want_event = sync_every_call_ || Tracer::instance().active() || timed_log;
-  cl_event event = nullptr;
-  submit_launch(queue_.get(), record, want_event ? &event : nullptr);
-  kernel_log_.record(record, 0, timed_log ? event : nullptr);
-  if (want_event) track(event, "kernel launch", record.kernel, 0);
+Stream& Device::current_stream() {
+  std::uint64_t id = current_stream_id(index_);
+  if (id == 0) return default_stream();
+  Stream* stream = find_stream(id);
+  return stream != nullptr ? *stream : default_stream();
 }
 
-void Device::write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source) {
-  cl_event event = staging_.write(queue_.get(), mem, offset, size, source);
-  track(event, "host-to-device copy", nullptr, size);
+Stream& Device::create_stream(std::uint64_t id, void* token, bool timing) {
+  bool profiling = timing || profiling_;
+  streams_.push_back(
+      std::make_unique<Stream>(index_, id, token, create_queue(profiling), timing, profiling));
+  return *streams_.back();
 }
 
-void Device::read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination) {
-  cl_event event = nullptr;
-  cl_int status = clEnqueueReadBuffer(queue_.get(), mem, CL_TRUE, offset, size, destination, 0,
-                                      nullptr, &event);
-  cl::Event read_event(event);
-  if (status == CL_SUCCESS && Tracer::instance().active()) {
-    Tracer::instance().record(index_, event, "device-to-host copy", "transfer",
-                              current_entry_point(), size);
-    Tracer::instance().collect();
+void Device::destroy_stream(Stream& stream) {
+  if (stream.is_default()) fail(Status::kInternal, "the default stream cannot be destroyed");
+  std::uint64_t id = stream.id();
+  cl::Event retired = record_event(stream);
+  pool_->retire_stream(id, retired.get());
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [](const auto& entry) { return event_complete(entry.second.get()); }),
+                 retired_.end());
+  retired_.emplace_back(id, std::move(retired));
+  // Releasing the queue lets the work already issued on it complete (OpenCL keeps the queue
+  // until then).
+  streams_.erase(std::find_if(streams_.begin(), streams_.end(),
+                              [&](const auto& entry) { return entry.get() == &stream; }));
+}
+
+void Device::free_block(PoolBlock block, const std::vector<std::uint64_t>& used_on) {
+  std::vector<cl::Event> events;
+  auto wait_for_stream = [&](std::uint64_t id) {
+    if (Stream* stream = find_stream(id)) {
+      events.push_back(record_event(*stream));
+      return;
+    }
+    for (auto& [retired_id, event] : retired_) {
+      if (retired_id == id && !event_complete(event.get())) {
+        clRetainEvent(event.get());
+        events.emplace_back(event.get());
+      }
+    }
+  };
+  for (std::uint64_t id : used_on) {
+    if (id != block.stream) wait_for_stream(id);
   }
-  if (status != CL_SUCCESS) {
-    // A failed earlier command makes the read fail too; name the earlier one if it is the cause.
-    check_last_event();
-    cl::check(status, "clEnqueueReadBuffer");
+  if (block.stream != 0 && find_stream(block.stream) == nullptr) {
+    // Its home stream was destroyed: once that stream's work is done, any stream may reuse it.
+    wait_for_stream(block.stream);
+    block.stream = kAnyStream;
   }
-  check_last_event();
-  last_event_.reset();
-  staging_.reclaim_all();  // the blocking read means every earlier copy has finished
+  pool_->release(block, std::move(events));
 }
 
-void Device::copy(cl_mem source, cl_mem destination, std::uint64_t size) {
-  cl_event event = nullptr;
-  cl::check(clEnqueueCopyBuffer(queue_.get(), source, destination, 0, 0, size, 0, nullptr, &event),
-            "clEnqueueCopyBuffer");
-  track(event, "device-to-device copy", nullptr, size);
+PinnedRing& Device::ring() {
+  // Staged writes up to kMaxStagedWrite of Device::write and pinned reads share this ring.
+  constexpr std::uint64_t kRingBytes = 32ull << 20;
+  if (!ring_) ring_ = std::make_unique<PinnedRing>(context_.get(), default_stream().queue(), kRingBytes);
+  return *ring_;
 }
 
-void Device::synchronize() {
-  cl::check(clFinish(queue_.get()), "clFinish");
-  if (Tracer::instance().active()) Tracer::instance().collect();
-  check_last_event();
-  last_event_.reset();
-  staging_.reclaim();
+void Device::defer_error(Status status, std::string message) {
+  std::lock_guard lock(deferred_mutex_);
+  if (!deferred_) deferred_.emplace(status, std::move(message));
+}
+
+void Device::raise_deferred_error() {
+  std::optional<Error> error;
+  {
+    std::lock_guard lock(deferred_mutex_);
+    error.swap(deferred_);
+  }
+  if (error) throw *error;
 }
 
 }  // namespace aethercl

@@ -1,41 +1,63 @@
-// One initialised device: its context, in-order queue, memory pool, staging, program cache and
-// kernel log.
+// One initialised device: its context, streams, memory pool, staging ring, program cache, kernel
+// log and, where enabled, its submission thread.
 //
 // Contract: callers hold mutex() for every member call except info(), index(), context(),
-// disk_cache(), the user-program counters and the constructor/destructor (DeviceCall does this). All commands go to the single in-order queue,
-// which is what makes asynchronous returns and stream-ordered buffer reuse invisible to clients.
+// disk_cache(), the user-program counters, the constructor and destructor, and the
+// deferred-error functions (DeviceCall does this). Commands are issued on a Stream of this device;
+// on one stream they run in the order issued. With a submission thread (runtime/submitter.h)
+// commands are recorded and enqueued by that thread in the same order; every synchronising member
+// drains it first, so the difference is invisible to callers except that errors raised while
+// enqueueing surface at the next synchronising call (deferred errors).
 #pragma once
 
 #include "cl/handle.h"
+#include "runtime/command.h"
 #include "runtime/device_info.h"
 #include "runtime/kernel_log.h"
 #include "runtime/launch.h"
 #include "runtime/memory_pool.h"
+#include "runtime/pinned_memory.h"
 #include "runtime/program_cache.h"
-#include "runtime/staging.h"
+#include "runtime/stream.h"
+#include "runtime/submitter.h"
+#include "support/error.h"
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace aethercl {
+
+// State that a higher layer keeps per device (GEMM plans, ...), owned and destroyed by the Device
+// before its kernels and buffers.
+class DeviceExtension {
+ public:
+  virtual ~DeviceExtension() = default;
+};
 
 class Device {
  public:
   Device(int index, const DeviceInfo& info);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
-  // Waits for the queue, then releases programs, buffers, queue and context, in that order.
+  // Drains the submission thread, waits for every stream, then releases programs, buffers,
+  // queues and context, in that order.
   ~Device();
 
   int index() const { return index_; }
+  // Unique in the process (never reused, unlike index and address): keys per-device state kept
+  // outside this class, which a later device at the same index must not inherit.
+  std::uint64_t serial() const { return serial_; }
   const DeviceInfo& info() const { return info_; }
   std::mutex& mutex() { return mutex_; }
 
   cl_context context() const { return context_.get(); }
-  cl_command_queue queue() const { return queue_.get(); }
   MemoryPool& pool() { return *pool_; }
   ProgramCache& programs() { return *programs_; }
   // Immutable after construction: usable without the mutex (user program builds).
@@ -44,49 +66,133 @@ class Device {
   // because user builds run without the device mutex.
   std::atomic<std::uint64_t>& user_program_builds() { return user_program_builds_; }
   std::atomic<std::uint64_t>& user_program_cache_hits() { return user_program_cache_hits_; }
-  const Staging& staging() const { return staging_; }
+  // The most recent launches of every stream (runtime/kernel_log.h), recorded by enqueue().
   KernelLog& kernel_log() { return kernel_log_; }
-  // Whether the queue records device timestamps (tracing is on).
-  bool profiling() const { return profiling_; }
 
-  // Enqueues a kernel launch (runtime/launch.h): every launch of the driver comes through here,
-  // and each is recorded in the kernel log.
-  void enqueue(const LaunchRecord& record);
-  void write(cl_mem mem, std::uint64_t offset, std::uint64_t size, const void* source);
-  // Blocking: waits for all earlier work, then reports any deferred execution error.
-  void read(cl_mem mem, std::uint64_t offset, std::uint64_t size, void* destination);
-  void copy(cl_mem source, cl_mem destination, std::uint64_t size);
-  // Waits for all enqueued work; throws Error(kDeviceError) for a deferred execution failure.
+  // The device's instance of T, made on first use (T: a DeviceExtension, default-constructible).
+  template <typename T>
+  T& extension() {
+    static_assert(std::is_base_of_v<DeviceExtension, T>);
+    static const char key = 0;
+    std::unique_ptr<DeviceExtension>& slot = extensions_[&key];
+    if (!slot) slot = std::make_unique<T>();
+    return static_cast<T&>(*slot);
+  }
+
+  // ---- streams -------------------------------------------------------------------------------
+  Stream& default_stream() { return *streams_.front(); }
+  // The live stream with this id, or nullptr (destroyed, or another device's).
+  Stream* find_stream(std::uint64_t id);
+  // The calling thread's current stream (runtime/stream.h), the default stream when none is set
+  // or the one set was destroyed.
+  Stream& current_stream();
+  // A new in-order queue; timing streams profile so their events carry timestamps.
+  Stream& create_stream(std::uint64_t id, void* token, bool timing);
+  // Work already issued still completes; blocks of its pool serve other streams afterwards.
+  void destroy_stream(Stream& stream);
+  std::size_t stream_count() const { return streams_.size(); }
+
+  // ---- memory ------------------------------------------------------------------------------
+  // A block homed on stream (runtime/memory_pool.h).
+  PoolBlock allocate(Stream& stream, std::uint64_t size) { return pool_->acquire(size, stream.id()); }
+  // Returns a block to the pool; used_on lists the streams other than its home that used it, on
+  // which events are recorded so the block is reused only after that work.
+  void free_block(PoolBlock block, const std::vector<std::uint64_t>& used_on);
+
+  // ---- commands ----------------------------------------------------------------------------
+  // Every kernel launch of the driver comes through here (runtime/launch.h).
+  void enqueue(Stream& stream, const LaunchRecord& record);
+  // A host-to-device write that returns before the copy has run: pinned source memory is
+  // transferred from directly (the caller keeps it untouched until the stream passes this point);
+  // other memory is copied into the staging ring first (or, beyond the ring, written blocking).
+  void write(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,
+             const void* source, bool source_pinned);
+  // The seed read: waits for every stream of the device, then reads; reports deferred errors.
+  void read(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,
+            void* destination);
+  // A read ordered on one stream only: into pinned destination memory it returns once enqueued;
+  // otherwise it returns after the data has arrived (waiting for that stream, not the others).
+  void read_async(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,
+                  void* destination, bool destination_pinned);
+  void copy(Stream& stream, cl_mem source, std::uint64_t source_offset, cl_mem destination,
+            std::uint64_t destination_offset, std::uint64_t size);
+  void fill(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,
+            unsigned char value);
+  // The stream waits (on the device) for event, an event of this device's context.
+  void wait_for_event(Stream& stream, cl_event event);
+  // An event that completes when everything issued on the stream so far has. With timing, it is
+  // a real (tiny) command, so device timestamps exist for it on every runtime.
+  cl::Event record_event(Stream& stream);
+
+  // ---- synchronisation --------------------------------------------------------------------
+  // Waits for every stream; throws Error for a deferred error (execution or enqueue failure).
   void synchronize();
-  // Switches to a profiling queue (for tracing) after finishing the current one.
+  // Waits for one stream (still reporting the device's deferred errors).
+  void synchronize(Stream& stream);
+  // Every recorded command has been handed to OpenCL.
+  void drain();
+  // Throws the first deferred error, if any, and forgets it. Thread-safe.
+  void raise_deferred_error();
+  // Records a failure found outside a synchronising call (first one wins). Thread-safe.
+  void defer_error(Status status, std::string message);
+
+  // Switches every stream to a profiling queue (for tracing) after finishing the current ones.
   void enable_profiling();
+  // Whether commands go through a submission thread (AETHERCL_SUBMIT_THREAD, else per device).
+  bool submission_thread() const { return submitter_ != nullptr; }
+  // The stream's queue for code outside the driver (aethercl_cl_queue). Stops the submission
+  // thread for good (after draining it), so that work the caller enqueues there is ordered with
+  // the driver's own exactly as issued; the queue stays valid until the device is released.
+  cl_command_queue queue_for_interop(Stream& stream);
+
+  // For memory statistics.
+  std::uint64_t staging_used_bytes() const { return ring_ ? ring_->used() : 0; }
+  std::uint64_t staging_capacity_bytes() const { return ring_ ? ring_->capacity() : 0; }
 
  private:
-  // Keeps the event of the newest command (to detect execution failures later); finishes at once
-  // under AETHERCL_SYNC=1.
-  void track(cl_event event, const char* what, const Kernel* kernel, std::uint64_t bytes);
-  void check_last_event();
+  // Records or runs a command (the single path to execute()).
+  void submit(Command&& command, std::uint64_t traced_bytes = 0);
+  // Runs a command on this thread with the tracing/sync bookkeeping; with keep, *keep receives a
+  // retained reference to the command's event.
+  void run_now(const Command& command, std::uint64_t traced_bytes, cl_event* keep = nullptr);
   cl::Queue create_queue(bool profiling);
+  bool tracking() const;
+  // Waits for every stream's queue (drained first); the staging ring is free afterwards.
+  void finish_all_streams();
+  // Waits for the last work of every destroyed stream and forgets those streams.
+  void wait_for_retired_streams();
+  void check_last_event();
+  PinnedRing& ring();
 
   int index_;
+  std::uint64_t serial_;
   DeviceInfo info_;
   std::mutex mutex_;
   cl::Context context_;
-  cl::Queue queue_;
-  // Queues replaced by enable_profiling(): kept until the device goes, because aethercl_cl_queue
-  // may have handed them out.
-  std::vector<cl::Queue> retired_queues_;
+  std::vector<std::unique_ptr<Stream>> streams_;  // [0] is the default stream
   std::unique_ptr<MemoryPool> pool_;
   BinaryCache disk_cache_;
   std::atomic<std::uint64_t> user_program_builds_{0};
   std::atomic<std::uint64_t> user_program_cache_hits_{0};
   std::unique_ptr<ProgramCache> programs_;
-  Staging staging_;
   KernelLog kernel_log_;
+  // Queues handed to callers by interop (queue_for_interop): kept until the device goes, since a
+  // queue a stream replaces (tracing) may still be in the caller's hands.
+  std::vector<cl::Queue> interop_queues_;
+  std::unique_ptr<PinnedRing> ring_;              // created at the first staged transfer
+  std::unique_ptr<Submitter> submitter_;
+  // Destroyed streams and the event of their last command (until it has completed).
+  std::vector<std::pair<std::uint64_t, cl::Event>> retired_;
+  cl::Mem timing_scratch_;                        // target of timing events' tiny fills
   cl::Event last_event_;
   const char* last_command_ = "";
   bool sync_every_call_;
   bool profiling_ = false;
+  bool read_through_ring_ = false;                // AETHERCL_READ_PATH / per-device default
+  std::map<const void*, std::unique_ptr<DeviceExtension>> extensions_;
+
+  std::mutex deferred_mutex_;
+  std::optional<Error> deferred_;
 };
 
 }  // namespace aethercl

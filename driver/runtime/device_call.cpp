@@ -1,7 +1,7 @@
 // Token resolution and argument-size validation shared by every entry point.
 #include "runtime/device_call.h"
 
-#include "runtime/token_registry.h"
+#include "runtime/token_table.h"
 #include "support/checked.h"
 
 namespace aethercl {
@@ -10,7 +10,25 @@ DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
     : runtime_(runtime),
       lifecycle_lock_(runtime.lifecycle_mutex()),
       device_(&runtime.resolve(gpu_index)),
-      device_lock_(device_->mutex()) {}
+      device_lock_(device_->mutex()),
+      stream_(&device_->current_stream()) {}
+
+Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
+  if (token == nullptr) return device_->default_stream();
+  auto entry = runtime_.streams().get(token, argument);
+  Stream* stream = entry->device_index == device_->index() ? device_->find_stream(entry->id)
+                                                           : nullptr;
+  if (stream == nullptr) {
+    fail(Status::kInvalidHandle, "{} ({}) belongs to device {}, but this call runs on device {}",
+         argument, token, entry->device_index, device_->index());
+  }
+  return *stream;
+}
+
+Stream& DeviceCall::use_stream(const void* token, const char* argument) {
+  stream_ = &resolve_stream(token, argument);
+  return *stream_;
+}
 
 DeviceScope::DeviceScope(int gpu_index, Runtime& runtime)
     : runtime_(runtime),
@@ -19,7 +37,7 @@ DeviceScope::DeviceScope(int gpu_index, Runtime& runtime)
 
 TokenCall::TokenCall(Runtime& runtime)
     : runtime_(runtime), lifecycle_lock_(runtime.lifecycle_mutex()) {
-  runtime_.require_initialized();
+  runtime_.require_any_device();
 }
 
 std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const char* argument,
@@ -31,24 +49,26 @@ std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const 
 BufferView DeviceCall::buffer(const void* handle, const char* argument, std::uint64_t min_bytes) {
   if (handle == nullptr) fail(Status::kInvalidArgument, "{} is NULL", argument);
   TokenProblem problem = TokenProblem::kNone;
-  auto record = runtime_.buffers().find(handle, &problem);
-  if (!record) {
-    const char* other = token_type_of_tag(reinterpret_cast<std::uintptr_t>(handle) & 0xFF);
+  auto use = runtime_.buffers().use(handle, device_->index(), stream_->id(), &problem);
+  if (!use) {
+    const char* other = describe_token_tag(reinterpret_cast<std::uintptr_t>(handle) & 0xFF);
     if (problem == TokenProblem::kMalformed && other != nullptr) {
       fail(Status::kInvalidHandle, "{} ({}) is {}, not a buffer handle", argument, handle, other);
     }
     fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
   }
-  if (record->device_index != device_->index()) {
+  if (use->device_index != device_->index()) {
     fail(Status::kInvalidHandle, "{} ({}) belongs to device {}, but this call runs on device {}",
-         argument, handle, record->device_index, device_->index());
+         argument, handle, use->device_index, device_->index());
   }
-  if (record->size < min_bytes) {
-    std::string label = record->label.empty() ? "" : fmt::format(" '{}'", record->label);
+  if (use->size < min_bytes) {
+    auto record = runtime_.buffers().find(handle);
+    std::string label =
+        !record || record->label.empty() ? "" : fmt::format(" '{}'", record->label);
     fail(Status::kOutOfRange, "{}{} ({}) holds {} bytes, but the call needs {} bytes", argument,
-         label, handle, record->size, min_bytes);
+         label, handle, use->size, min_bytes);
   }
-  return BufferView{record->block.mem, record->size};
+  return BufferView{use->mem, use->size};
 }
 
 std::uint64_t element_count(std::initializer_list<Dim> dims) {

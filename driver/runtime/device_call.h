@@ -1,6 +1,13 @@
 // DeviceCall: the scope of one entry-point call on one device. It holds the runtime's lifecycle
-// lock (shared) and the device's lock for its whole life, and resolves buffer tokens against the
-// registry, checking owner device and size.
+// lock (shared) and the device's lock for its whole life, resolves buffer tokens against the
+// registry (checking owner device and size) and knows the stream the call's commands go to: the
+// calling thread's current stream, or the one an explicit `stream` argument names (use_stream).
+//
+// This is the seam for code that issues work (op families, user-kernel launches, GEMM, ...):
+//   DeviceCall call(gpu_index);
+//   call.use_stream(stream_token, "stream");          // only for entry points with a stream
+//   BufferView a = call.buffer(handle, "a", bytes);    // after use_stream: marks the stream
+//   call.launch(kernel, geometry, a.mem, ...);         // or call.enqueue(launch_record)
 #pragma once
 
 #include "runtime/runtime.h"
@@ -25,6 +32,17 @@ class DeviceCall {
 
   Device& device() { return *device_; }
   Runtime& runtime() { return runtime_; }
+  // The stream this call's commands go to.
+  Stream& stream() { return *stream_; }
+
+  // An explicit `stream` argument of an entry point: NULL is the device's default stream (the
+  // contract's rule for stream arguments); anything else must be a live stream token of this
+  // device (kInvalidHandle otherwise, naming `argument`). Call it before buffer(), which notes
+  // the stream on each buffer it resolves.
+  Stream& use_stream(const void* token, const char* argument);
+  // The live stream a token names on this call's device (NULL: the default stream), without
+  // making it the call's stream.
+  Stream& resolve_stream(const void* token, const char* argument);
 
   // A required buffer with at least min_bytes: throws kInvalidArgument for NULL, kInvalidHandle
   // for an unknown/freed/other-device token, kOutOfRange when it is smaller than min_bytes.
@@ -38,14 +56,22 @@ class DeviceCall {
   // over geometry: the launch path of every op family (runtime/launch.h).
   template <typename... Args>
   void launch(Kernel& kernel, const LaunchGeometry& geometry, const Args&... args) {
-    device_->enqueue(make_launch(kernel, geometry, args...));
+    device_->enqueue(*stream_, make_launch(kernel, geometry, args...));
   }
+  // Enqueues a launch record built elsewhere (user kernels) on the call's stream.
+  void enqueue(const LaunchRecord& record) { device_->enqueue(*stream_, record); }
+
+  // Gives up the device's lock early, for calls that end by waiting on the host (stream and
+  // event synchronisation) so other threads can keep issuing work meanwhile. Nothing of the
+  // device may be used afterwards.
+  void release_device() { device_lock_.unlock(); }
 
  private:
   Runtime& runtime_;
   std::shared_lock<std::shared_mutex> lifecycle_lock_;
   Device* device_;
   std::unique_lock<std::mutex> device_lock_;
+  Stream* stream_;
 };
 
 // The scope of a call that needs a device's immutable parts only (its info, context and disk

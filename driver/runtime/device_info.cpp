@@ -2,6 +2,7 @@
 #include "runtime/device_info.h"
 
 #include "cl/cl_error.h"
+#include "support/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -114,7 +115,7 @@ DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device) {
 std::string json_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (unsigned char c : text) {
+  for (unsigned char c : to_valid_utf8(text)) {
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

@@ -50,7 +50,8 @@ DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device);
 // A JSON object of the fields above (plus the visible index and whether it is initialised).
 std::string device_info_json(const DeviceInfo& info, int index, bool initialized);
 
-// Escapes a string for inclusion between JSON quotes.
+// Escapes a string for inclusion between JSON quotes; ill-formed UTF-8 becomes U+FFFD, so the
+// result is always valid JSON string content whatever bytes an OpenCL runtime or client gave.
 std::string json_escape(const std::string& text);
 
 }  // namespace aethercl

@@ -3,7 +3,10 @@
 
 #include "cl/cl_error.h"
 #include "support/env.h"
+#include "support/fork_state.h"
 #include "support/log.h"
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -26,6 +29,7 @@ std::string trim(const std::string& text) {
 }
 
 std::vector<DeviceInfo> enumerate_all() {
+  note_opencl_use();  // from here on, a forked child cannot use this process's OpenCL state
   std::vector<DeviceInfo> devices;
   cl_uint platform_count = 0;
   if (clGetPlatformIDs(0, nullptr, &platform_count) != CL_SUCCESS || platform_count == 0) {
@@ -65,7 +69,8 @@ std::vector<DeviceInfo> order_devices(std::vector<DeviceInfo> devices) {
 }
 
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& ordered,
-                                       const std::string& spec) {
+                                       const std::string& spec,
+                                       std::vector<std::string>* unmatched) {
   if (trim(spec).empty()) return ordered;
   std::vector<DeviceInfo> selected;
   std::vector<bool> taken(ordered.size(), false);
@@ -81,20 +86,29 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& ordered,
     if (comma == std::string::npos) comma = spec.size();
     std::string entry = trim(spec.substr(start, comma - start));
     start = comma + 1;
-    if (entry.empty()) continue;
+    if (entry.empty()) {
+      if (unmatched) unmatched->push_back("''");
+      continue;
+    }
     std::size_t index = 0;
     auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), index);
     if (error == std::errc() && end == entry.data() + entry.size()) {
+      if (index >= ordered.size() && unmatched) unmatched->push_back(entry);
       take(index);
       continue;
     }
     std::string needle = lowercase(entry);
+    bool matched = false;
     for (std::size_t i = 0; i < ordered.size(); ++i) {
       const DeviceInfo& device = ordered[i];
       std::string haystack =
           lowercase(device.name + " " + device.vendor + " " + device.platform_name);
-      if (haystack.find(needle) != std::string::npos) take(i);
+      if (haystack.find(needle) != std::string::npos) {
+        take(i);
+        matched = true;
+      }
     }
+    if (!matched && unmatched) unmatched->push_back(entry);
   }
   return selected;
 }
@@ -103,10 +117,17 @@ const std::vector<DeviceInfo>& visible_devices() {
   static const std::vector<DeviceInfo> devices = [] {
     std::vector<DeviceInfo> ordered = order_devices(enumerate_all());
     std::string spec = env::get(env::kDevices).value_or("");
-    std::vector<DeviceInfo> visible = select_devices(ordered, spec);
+    std::vector<std::string> unmatched;
+    std::vector<DeviceInfo> visible = select_devices(ordered, spec, &unmatched);
     if (!spec.empty() && visible.empty()) {
       log().warn("{}='{}' matches none of the devices: {}", env::kDevices, spec,
                  describe_devices(ordered));
+    } else if (!unmatched.empty()) {
+      env::report_malformed(env::kDevices, spec,
+                            fmt::format("a list of device indices and name parts that all match "
+                                        "(no match for {})", fmt::join(unmatched, ", ")),
+                            fmt::format("the visible devices are: {} (of {})",
+                                        describe_devices(visible), describe_devices(ordered)));
     }
     return visible;
   }();

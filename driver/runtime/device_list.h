@@ -17,9 +17,12 @@ std::vector<DeviceInfo> order_devices(std::vector<DeviceInfo> devices);
 
 // Applies a selector list like CUDA_VISIBLE_DEVICES: comma-separated entries, each an index into
 // the ordered list or a case-insensitive substring of "<name> <vendor> <platform>". The result
-// keeps the selector order, without duplicates. An empty spec selects everything.
+// keeps the selector order, without duplicates. An empty spec selects everything. Entries that
+// select nothing (an index past the end, a name part no device has, an empty entry) are appended
+// to *unmatched when it is given.
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& ordered,
-                                       const std::string& spec);
+                                       const std::string& spec,
+                                       std::vector<std::string>* unmatched = nullptr);
 
 // "0: NVIDIA H100 (NVIDIA CUDA, gpu); 1: pthread-... (Portable Computing Language, cpu)"
 std::string describe_devices(const std::vector<DeviceInfo>& devices);

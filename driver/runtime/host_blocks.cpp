@@ -6,6 +6,8 @@
 #include "support/checked.h"
 #include "support/error.h"
 
+#include <pthread.h>
+
 #include <cstddef>
 #include <iterator>
 #include <limits>
@@ -32,7 +34,14 @@ HostBlock::HostBlock(std::uint64_t size) : size_(size) {
 HostBlock::~HostBlock() { ::operator delete(data_, std::align_val_t{kAlignment}); }
 
 HostBlocks& HostBlocks::instance() {
-  static HostBlocks* blocks = new HostBlocks();
+  static HostBlocks* blocks = [] {
+    static HostBlocks* created = new HostBlocks();
+    // The registry lock is held across fork(), so a child never inherits it locked by a thread
+    // that does not exist there: the host-block functions keep working in forked children.
+    pthread_atfork([] { created->mutex_.lock(); }, [] { created->mutex_.unlock(); },
+                   [] { created->mutex_.unlock(); });
+    return created;
+  }();
   return *blocks;
 }
 

@@ -20,7 +20,10 @@ struct EmbeddedKernel {
 extern const EmbeddedKernel kEmbeddedKernels[];
 extern const unsigned long kEmbeddedKernelCount;
 
-std::string kernel_source(std::string_view family) {
+namespace {
+
+// The named family's own text (override directory first, then the embedded table).
+std::string family_text(std::string_view family) {
   if (auto dir = env::get(env::kKernelDir)) {
     std::filesystem::path path = std::filesystem::path(*dir) / (std::string(family) + ".cl");
     std::ifstream file(path, std::ios::binary);
@@ -37,6 +40,40 @@ std::string kernel_source(std::string_view family) {
     }
   }
   fail(Status::kBuildFailed, "no kernel family '{}' in this build", family);
+}
+
+// Replaces each line `#include "name.cl"` by the source of family `name` (itself expanded), so
+// kernel files can share helpers without the OpenCL compiler needing a file system.
+std::string expand_includes(std::string_view family, std::string source, int depth) {
+  constexpr std::string_view kDirective = "#include \"";
+  if (depth > 8) fail(Status::kBuildFailed, "kernel family '{}': includes nest too deeply", family);
+  std::string out;
+  std::size_t start = 0;
+  while (start < source.size()) {
+    std::size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    std::string_view line(source.data() + start, end - start);
+    std::size_t close = line.rfind(".cl\"");
+    if (line.substr(0, kDirective.size()) == kDirective && close != std::string_view::npos &&
+        close > kDirective.size()) {
+      std::string_view name = line.substr(kDirective.size(), close - kDirective.size());
+      out += expand_includes(name, family_text(name), depth + 1);
+    } else {
+      out.append(line);
+    }
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string kernel_source(std::string_view family) {
+  std::string own = expand_includes(family, family_text(family), 0);
+  if (family == kSharedMathFamily) return own;
+  // Every family sees the shared math functions (acl_exp, acl_erf, ...) ahead of its own text.
+  return family_text(kSharedMathFamily) + "\n" + own;
 }
 
 std::vector<std::string> embedded_kernel_families() {

@@ -81,11 +81,26 @@ LaunchGeometry LaunchGeometry::grid(cl_uint dimensions, const std::size_t* globa
 }
 
 void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event) {
-  cl_kernel kernel = record.kernel->get();
+  Kernel& target = *record.kernel;
+  cl_kernel kernel = target.get();
+  if (target.bound.size() < record.args.count()) target.bound.resize(record.args.count());
   for (std::size_t i = 0; i < record.args.count(); ++i) {
     LaunchArgs::Arg arg = record.args[i];
+    BoundArg& bound = target.bound[i];
+    bool local = arg.value == nullptr;
+    if (bound.known && bound.local == local && bound.size == arg.size &&
+        (local || std::memcmp(bound.bytes, arg.value, arg.size) == 0)) {
+      continue;  // OpenCL keeps argument values between launches
+    }
+    bound.known = false;  // unknown until clSetKernelArg has succeeded
     cl::check(clSetKernelArg(kernel, static_cast<cl_uint>(i), arg.size, arg.value),
               "clSetKernelArg");
+    if (arg.size <= BoundArg::kMaxBytes) {
+      bound.known = true;
+      bound.local = local;
+      bound.size = static_cast<std::uint32_t>(arg.size);
+      if (!local) std::memcpy(bound.bytes, arg.value, arg.size);
+    }
   }
   const LaunchGeometry& g = record.geometry;
   cl::check(clEnqueueNDRangeKernel(queue, kernel, g.dimensions, nullptr, g.global.data(),

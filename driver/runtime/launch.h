@@ -118,9 +118,10 @@ LaunchRecord make_launch(Kernel& kernel, const LaunchGeometry& geometry, const A
   return record;
 }
 
-// Binds the record's arguments to its kernel and enqueues it on queue; event, when not NULL,
-// receives the launch's event. Throws Error naming the OpenCL call that failed. The caller owns
-// the kernel's argument state for the duration (kernel objects are not thread-safe to bind).
+// Binds the record's arguments to its kernel (skipping arguments whose value is already bound)
+// and enqueues it on queue; event, when not NULL, receives the launch's event. Throws Error naming
+// the OpenCL call that failed. The caller owns the kernel's argument state for the duration
+// (kernel objects are not thread-safe to bind).
 void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event);
 
 }  // namespace aethercl

@@ -1,4 +1,4 @@
-// Size-class caching allocator over clCreateBuffer.
+// Size-class caching allocator over clCreateBuffer, with stream-aware reuse.
 #include "runtime/memory_pool.h"
 
 #include "cl/cl_error.h"
@@ -8,6 +8,18 @@
 #include <bit>
 
 namespace aethercl {
+namespace {
+
+bool complete(cl_event event) noexcept {
+  cl_int status = CL_COMPLETE;
+  if (clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+                     nullptr) != CL_SUCCESS) {
+    return true;  // an event that cannot be asked about can hold nothing up
+  }
+  return status <= CL_COMPLETE;  // negative: failed, which also ends the command
+}
+
+}  // namespace
 
 MemoryPool::MemoryPool(cl_context context, std::uint64_t limit_bytes,
                        std::uint64_t max_alloc_bytes, bool caching)
@@ -34,7 +46,33 @@ cl_mem MemoryPool::create(std::uint64_t capacity, cl_int* status) {
   return mem;
 }
 
-PoolBlock MemoryPool::acquire(std::uint64_t size) {
+void MemoryPool::release_mem(cl_mem mem) noexcept {
+  clReleaseMemObject(mem);  // legal while commands still use it: OpenCL defers the release
+  ++stats_.device_releases;
+}
+
+void MemoryPool::collect_waiting() noexcept {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    bool done = std::all_of(it->events.begin(), it->events.end(),
+                            [](const cl::Event& event) { return complete(event.get()); });
+    if (!done) {
+      ++it;
+      continue;
+    }
+    free_blocks_.emplace(std::make_pair(it->block.stream, it->block.capacity), it->block.mem);
+    it = waiting_.erase(it);
+  }
+}
+
+bool MemoryPool::take(std::uint64_t stream, std::uint64_t capacity, PoolBlock* block) {
+  auto it = free_blocks_.find(std::make_pair(stream, capacity));
+  if (it == free_blocks_.end()) return false;
+  *block = PoolBlock{it->second, capacity, stream};
+  free_blocks_.erase(it);
+  return true;
+}
+
+PoolBlock MemoryPool::acquire(std::uint64_t size, std::uint64_t stream) {
   if (size > max_alloc_bytes_) {
     fail(Status::kOutOfMemory,
          "{} bytes exceed the device's largest single allocation of {} bytes", size,
@@ -42,10 +80,10 @@ PoolBlock MemoryPool::acquire(std::uint64_t size) {
   }
   std::uint64_t capacity = std::min(size_class(size), max_alloc_bytes_);
   if (caching_) {
-    auto it = free_blocks_.find(capacity);
-    if (it != free_blocks_.end()) {
-      PoolBlock block{it->second, capacity};
-      free_blocks_.erase(it);
+    if (!waiting_.empty()) collect_waiting();
+    PoolBlock block;
+    if (take(stream, capacity, &block) || take(kAnyStream, capacity, &block)) {
+      block.stream = stream;
       stats_.bytes_cached -= capacity;
       stats_.bytes_reserved += capacity;
       stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
@@ -77,28 +115,53 @@ PoolBlock MemoryPool::acquire(std::uint64_t size) {
   }
   stats_.bytes_reserved += capacity;
   stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
-  return PoolBlock{mem, capacity};
+  return PoolBlock{mem, capacity, stream};
 }
 
-void MemoryPool::release(PoolBlock block) noexcept {
+void MemoryPool::release(PoolBlock block, std::vector<cl::Event> events) noexcept {
   if (block.mem == nullptr) return;
   stats_.bytes_reserved -= block.capacity;
   if (caching_) {
-    free_blocks_.emplace(block.capacity, block.mem);
     stats_.bytes_cached += block.capacity;
+    if (events.empty()) {
+      free_blocks_.emplace(std::make_pair(block.stream, block.capacity), block.mem);
+    } else {
+      waiting_.push_back(Waiting{block, std::move(events)});
+    }
     return;
   }
-  clReleaseMemObject(block.mem);
-  ++stats_.device_releases;
+  if (before_release_) before_release_();
+  release_mem(block.mem);
+}
+
+void MemoryPool::retire_stream(std::uint64_t stream, cl_event retired) {
+  for (auto it = free_blocks_.begin(); it != free_blocks_.end();) {
+    if (it->first.first != stream) {
+      ++it;
+      continue;
+    }
+    PoolBlock block{it->second, it->first.second, kAnyStream};
+    clRetainEvent(retired);
+    std::vector<cl::Event> events;
+    events.emplace_back(retired);
+    waiting_.push_back(Waiting{block, std::move(events)});
+    it = free_blocks_.erase(it);
+  }
+  for (Waiting& waiting : waiting_) {
+    if (waiting.block.stream != stream) continue;
+    clRetainEvent(retired);
+    waiting.events.emplace_back(retired);
+    waiting.block.stream = kAnyStream;
+  }
 }
 
 void MemoryPool::trim() noexcept {
-  if (free_blocks_.empty()) return;
-  for (auto& [capacity, mem] : free_blocks_) {
-    clReleaseMemObject(mem);  // legal while commands still use it: OpenCL defers the release
-    ++stats_.device_releases;
-  }
+  if (free_blocks_.empty() && waiting_.empty()) return;
+  if (before_release_) before_release_();
+  for (auto& [key, mem] : free_blocks_) release_mem(mem);
+  for (Waiting& waiting : waiting_) release_mem(waiting.block.mem);
   free_blocks_.clear();
+  waiting_.clear();
   stats_.bytes_cached = 0;
   ++stats_.trims;
 }

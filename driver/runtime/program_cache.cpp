@@ -4,14 +4,19 @@
 #include "cl/cl_error.h"
 #include "runtime/kernel_sources.h"
 #include "runtime/program_build.h"
+#include "support/env.h"
 #include "support/log.h"
 
 namespace aethercl {
 
 ProgramCache::ProgramCache(const DeviceInfo& info, cl_context context, BinaryCache disk)
     : info_(info), context_(context), disk_(std::move(disk)) {
-  base_options_ = fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={}",
-                              info.fp64 ? 1 : 0, info.max_work_group_size);
+  // The branch-free math of kernels/fastmath.cl measured faster than the built-ins on PoCL's CPU
+  // device (docs/PERFORMANCE.md); GPUs keep their built-ins, which were not measured slower.
+  bool fast_math = env::flag(env::kFastMath, info.kind == DeviceKind::kCpu);
+  base_options_ =
+      fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={} -DAETHERCL_FAST_MATH={}",
+                  info.fp64 ? 1 : 0, info.max_work_group_size, fast_math ? 1 : 0);
 }
 
 std::string ProgramCache::cache_key(const std::string& source, const std::string& options) const {
@@ -45,6 +50,15 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   return program;
 }
 
+Kernel& ProgramCache::literal_kernel(const char* family, const char* name) {
+  auto key = std::make_pair(family, name);
+  auto it = literals_.find(key);
+  if (it != literals_.end()) return *it->second;
+  Kernel& built = kernel(family, name);
+  literals_.emplace(key, &built);
+  return built;
+}
+
 Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
                              const std::string& extra_options) {
   std::string options =
@@ -56,12 +70,75 @@ Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
     it = programs_.emplace(program_key, std::move(built)).first;
     ++stats_.programs;
   }
-  auto& kernels = it->second.kernels;
+  return kernel_of(it->second, family, name);
+}
+
+Kernel& ProgramCache::kernel(const std::string& family, const std::string& name,
+                             const std::string& extra_options, const BinaryPatch& patch) {
+  std::string options =
+      extra_options.empty() ? base_options_ : base_options_ + " " + extra_options;
+  std::string program_key = family + "|" + options + "|patch " + patch.id;
+  auto it = programs_.find(program_key);
+  if (it == programs_.end()) {
+    Built built{build_patched(family, options, patch), {}};
+    it = programs_.emplace(program_key, std::move(built)).first;
+    ++stats_.programs;
+  }
+  return kernel_of(it->second, family, name);
+}
+
+cl::Program ProgramCache::build_patched(const std::string& family, const std::string& options,
+                                        const BinaryPatch& patch) {
+  // The key covers the source, the options, the device and driver and the patch's id.
+  const std::string key = cache_key(kernel_source(family) + "\n/* binary patch: " + patch.id +
+                                        " */",
+                                    options);
+  if (auto binary = disk_.load(key)) {
+    if (cl::Program program =
+            program_from_binary(context_, info_, binary->data(), binary->size(), options)) {
+      ++stats_.disk_hits;
+      return program;
+    }
+  }
+  cl::Program original = build(family, options);
+  size_t size = 0;
+  cl::check(clGetProgramInfo(original.get(), CL_PROGRAM_BINARY_SIZES, sizeof(size), &size,
+                             nullptr),
+            "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
+  std::string binary(size, '\0');
+  unsigned char* target = reinterpret_cast<unsigned char*>(binary.data());
+  cl::check(clGetProgramInfo(original.get(), CL_PROGRAM_BINARIES, sizeof(target), &target,
+                             nullptr),
+            "clGetProgramInfo(CL_PROGRAM_BINARIES)");
+  const std::string patched = patch.apply(binary);
+  const auto* data = reinterpret_cast<const unsigned char*>(patched.data());
+  size_t patched_size = patched.size();
+  cl_int binary_status = CL_SUCCESS;
+  cl_int status = CL_SUCCESS;
+  cl::Program program(clCreateProgramWithBinary(context_, 1, &info_.id, &patched_size, &data,
+                                                &binary_status, &status));
+  if (status != CL_SUCCESS || binary_status != CL_SUCCESS) {
+    fail(Status::kBuildFailed, "kernel family '{}' rewritten by '{}' is refused as a binary ({})",
+         family, patch.id, cl::error_name(status != CL_SUCCESS ? status : binary_status));
+  }
+  status = clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    fail(Status::kBuildFailed, "kernel family '{}' rewritten by '{}' failed to build for {} "
+         "({}):\n{}", family, patch.id, info_.name, cl::error_name(status),
+         build_log(program.get(), info_.id));
+  }
+  disk_.store(key, std::vector<unsigned char>(patched.begin(), patched.end()));
+  return program;
+}
+
+Kernel& ProgramCache::kernel_of(Built& built, const std::string& family,
+                                const std::string& name) {
+  auto& kernels = built.kernels;
   auto kernel_it = kernels.find(name);
   if (kernel_it != kernels.end()) return kernel_it->second;
   cl_int status = CL_SUCCESS;
   Kernel kernel;
-  kernel.handle = cl::Kernel(clCreateKernel(it->second.program.get(), name.c_str(), &status));
+  kernel.handle = cl::Kernel(clCreateKernel(built.program.get(), name.c_str(), &status));
   if (status != CL_SUCCESS) {
     fail(Status::kBuildFailed, "kernel '{}' of family '{}' cannot be created: {} ({})", name,
          family, cl::error_name(status), status);

@@ -6,10 +6,17 @@
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
+#include "support/process.h"
 
+#include <cstdlib>
 #include <mutex>
 
 namespace aethercl {
+namespace {
+
+void trace_exit_hook() { Runtime::instance().write_trace_at_exit(); }
+
+}  // namespace
 
 Runtime& Runtime::instance() {
   static Runtime* runtime = new Runtime();
@@ -33,6 +40,11 @@ void Runtime::initialize(int gpu_index) {
   if (auto path = env::get(env::kTrace); path && !Tracer::instance().active()) {
     Tracer::instance().start(*path);
     traced_from_environment_ = true;
+    trace_process_id_ = current_process_id();
+    static const bool registered = std::atexit(&trace_exit_hook) == 0;
+    if (!registered) {
+      log().warn("{}: cannot register the exit hook; call shutdown_driver", env::kTrace);
+    }
   }
   auto device = std::make_unique<Device>(gpu_index, devices[gpu_index]);
   log().info("initialised device {}: {}", gpu_index, device->info().name);
@@ -43,6 +55,11 @@ void Runtime::shutdown() noexcept {
   std::unique_lock lock(lifecycle_mutex_);
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
+    try {
+      device->synchronize();  // the submission thread drained, every stream finished
+    } catch (const Error& error) {
+      log().warn("shutdown: device {} reported a deferred error: {}", index, error.what());
+    }
     std::size_t leaked = 0;
     for (BufferRecord& record : buffers_.remove_device(index)) {
       device->pool().release(record.block);
@@ -50,7 +67,11 @@ void Runtime::shutdown() noexcept {
     }
     if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",
                                leaked, index);
-    auto on_device = [index = index](const auto& record) { return record->device_index == index; };
+    int device_index = index;
+    events_.remove_if([&](const EventRecord& event) { return event.device_index == device_index; });
+    streams_.remove_if([&](const StreamEntry& stream) { return stream.device_index == device_index; });
+    host_memory_.remove_device(index);
+    auto on_device = [&](const auto& object) { return object.device_index == device_index; };
     std::size_t kernels = user_kernels_.remove_if(on_device).size();
     std::size_t programs = user_programs_.remove_if(on_device).size();
     if (kernels + programs > 0) {
@@ -58,17 +79,34 @@ void Runtime::shutdown() noexcept {
                  kernels, index);
     }
   }
+  write_environment_trace();
+  devices_.clear();  // each Device finishes its queue before releasing
+  warned_fallback_ = false;
+}
+
+void Runtime::write_environment_trace() noexcept {
   if (traced_from_environment_ && Tracer::instance().active()) {
     try {
-      for (auto& [index, device] : devices_) clFinish(device->queue());
+      for (auto& [index, device] : devices_) {
+        std::lock_guard device_lock(device->mutex());
+        device->synchronize();
+      }
       log().warn("trace written; per-kernel device time:\n{}", Tracer::instance().stop());
-    } catch (const Error& error) {
+    } catch (const std::exception& error) {
       log().warn("could not write the trace: {}", error.what());
     }
   }
   traced_from_environment_ = false;
-  devices_.clear();  // each Device finishes its queue before releasing
-  warned_fallback_ = false;
+}
+
+void Runtime::write_trace_at_exit() noexcept {
+  std::unique_lock lock(lifecycle_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    log().warn("{}: a call was still running at exit; the trace is not written", env::kTrace);
+    return;
+  }
+  if (trace_process_id_ != current_process_id()) return;  // a forked child: the parent writes it
+  write_environment_trace();
 }
 
 void Runtime::finish_all() {
@@ -87,11 +125,11 @@ void Runtime::enable_profiling_all() {
   }
 }
 
-void Runtime::require_initialized() const {
+void Runtime::require_any_device() const {
   if (devices_.empty()) {
     fail(Status::kNotInitialized,
          "no device is initialised (call initialize_gpu first; after shutdown_driver it must be "
-         "called again, and earlier tokens stay invalid)");
+         "called again)");
   }
 }
 

@@ -1,15 +1,17 @@
 // The process-wide runtime: initialised devices by visible index, and the registries of the
-// tokens it issues (buffers, user programs, user kernels).
+// client's tokens (buffers, streams, events, user programs and kernels) and pinned host
+// allocations.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
-// a device's own mutex serialises its queue. Order: lifecycle, then device, then registry.
+// a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
 #pragma once
 
 #include "program/user_kernel.h"
 #include "program/user_program.h"
 #include "runtime/buffer_registry.h"
 #include "runtime/device.h"
-#include "runtime/token_registry.h"
+#include "runtime/host_memory.h"
+#include "runtime/token_table.h"
 
 #include <atomic>
 #include <map>
@@ -18,6 +20,19 @@
 #include <vector>
 
 namespace aethercl {
+
+// What a stream token names: the device and the stream's id there (the Device owns the Stream).
+struct StreamEntry {
+  int device_index = -1;
+  std::uint64_t id = 0;
+};
+
+// An event token: a recorded point on a stream of a device.
+struct EventRecord {
+  int device_index = -1;
+  cl::Event event;
+  bool timing = false;  // recorded on a timing stream: device timestamps available
+};
 
 class Runtime {
  public:
@@ -30,6 +45,10 @@ class Runtime {
   // Releases every device and buffer; harmless when nothing is initialised. Writes the trace
   // started by AETHERCL_TRACE, if any.
   void shutdown() noexcept;
+  // At process exit (atexit, registered when AETHERCL_TRACE starts a trace): writes that trace if
+  // shutdown_driver never did. Releases nothing; skipped in a forked child and while another
+  // thread is inside a call (the trace is then lost, with a warning).
+  void write_trace_at_exit() noexcept;
   // Waits for every initialised device's queue (tracing needs all events finished).
   void finish_all();
   // Gives every initialised device a profiling queue (tracing started after initialisation).
@@ -37,8 +56,11 @@ class Runtime {
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
-  TokenRegistry<std::shared_ptr<UserProgram>>& user_programs() { return user_programs_; }
-  TokenRegistry<std::shared_ptr<UserKernel>>& user_kernels() { return user_kernels_; }
+  TokenTable<StreamEntry>& streams() { return streams_; }
+  TokenTable<EventRecord>& events() { return events_; }
+  HostMemoryRegistry& host_memory() { return host_memory_; }
+  TokenTable<UserProgram>& user_programs() { return user_programs_; }
+  TokenTable<UserKernel>& user_kernels() { return user_kernels_; }
 
   // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
   // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
@@ -47,23 +69,29 @@ class Runtime {
   // nullptr when nothing is initialised or the index names no device (no throw).
   Device* try_resolve(int gpu_index) noexcept;
   bool is_initialized(int gpu_index) const { return devices_.count(gpu_index) != 0; }
-  // With the lifecycle lock held: throws kNotInitialized when no device is initialised (calls
-  // that take a token instead of a gpu_index).
-  void require_initialized() const;
+  // With the lifecycle lock held: throws kNotInitialized when no device is initialised (for
+  // calls without a gpu_index whose objects only exist while devices do: events, host memory).
+  void require_any_device() const;
   // With the lifecycle lock held: the device of a token's device_index (which is initialised
   // while the token is live).
   Device& device_of(int device_index);
 
  private:
   Runtime() = default;
+  // With lifecycle_mutex_ held exclusively: finishes the queues and writes the AETHERCL_TRACE file.
+  void write_environment_trace() noexcept;
 
   std::shared_mutex lifecycle_mutex_;
   std::map<int, std::unique_ptr<Device>> devices_;
   BufferRegistry buffers_;
-  TokenRegistry<std::shared_ptr<UserProgram>> user_programs_{token_tag::kProgram, "program"};
-  TokenRegistry<std::shared_ptr<UserKernel>> user_kernels_{token_tag::kKernel, "kernel"};
+  TokenTable<StreamEntry> streams_{token_tag::kStream, "stream"};
+  TokenTable<EventRecord> events_{token_tag::kEvent, "event"};
+  HostMemoryRegistry host_memory_;
+  TokenTable<UserProgram> user_programs_{token_tag::kProgram, "program"};
+  TokenTable<UserKernel> user_kernels_{token_tag::kKernel, "kernel"};
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
+  long trace_process_id_ = 0;             // the process that started it (guarded likewise)
 };
 
 }  // namespace aethercl

@@ -1,21 +1,42 @@
-// Environment configuration: every AETHERCL_* variable the driver reads, in one place.
+// Environment configuration: every AETHERCL_* variable the driver reads, parsed strictly. A value
+// that does not parse is never turned into something else silently: the reader warns once per
+// variable (naming the variable, the value and what is expected) and uses the default.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace aethercl::env {
 
 // Raw value of a variable, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);
-// "1", "true", "yes", "on" (any case) are true; "0", "false", "no", "off" false; else fallback.
+// "1", "true", "yes", "on" are true; "0", "false", "no", "off" false (any case, spaces
+// trimmed); unset gives fallback; anything else warns and gives fallback.
 bool flag(const char* name, bool fallback);
-// A non-negative integer with an optional K/M/G suffix (powers of 1024), or nullopt.
-std::optional<std::uint64_t> bytes(const char* name);
-// A plain non-negative integer (work-item counts, group sizes: no unit suffix), or nullopt; a
-// malformed value is refused with a warning naming the variable and the value.
-std::optional<std::uint64_t> count(const char* name);
+// A byte size: a decimal number with an optional unit K, M, G or T (powers of 1024; "KB",
+// "KiB", "MiB", … and lower case accepted; a fraction only with a unit: "1.5G"), at least
+// `minimum`. nullopt when unset or malformed (malformed warns).
+std::optional<std::uint64_t> bytes(const char* name, std::uint64_t minimum = 0);
+// A plain count (no units) in [minimum, maximum]; nullopt when unset or malformed (warns).
+std::optional<std::uint64_t> count(const char* name, std::uint64_t minimum, std::uint64_t maximum);
+// A comma-separated list, entries trimmed; an empty entry warns and is dropped.
+std::vector<std::string> list(const char* name);
+
+// Parsers behind the readers above, for values that do not come from the environment (tests).
+std::optional<bool> parse_flag(const std::string& text);
+std::optional<std::uint64_t> parse_bytes(const std::string& text);
+std::optional<std::uint64_t> parse_count(const std::string& text);
+
+// Reports a malformed value: warns once per variable ("NAME='value' is not <expected>; <what
+// happens instead>"). Used by the readers above and by code that parses a variable itself.
+void report_malformed(const char* name, const std::string& value, const std::string& expected,
+                      const std::string& consequence);
+// Marks the variable reported; true only the first time (for readers that log by themselves).
+bool claim_report(const char* name);
+// Whether a malformed value of this variable has been reported (tests).
+bool was_reported(const char* name);
 
 // The variables (documented in README.md).
 inline constexpr const char* kDevices = "AETHERCL_DEVICES";          // visible devices
@@ -32,7 +53,13 @@ inline constexpr const char* kWorkGroupLimit = "AETHERCL_WG_LIMIT";  // testing:
 inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-kernel group size
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
+inline constexpr const char* kFastMath = "AETHERCL_FAST_MATH";  // 0/1: force kernels' math
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
+inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
+inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
+inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
+inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
+inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
 inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no kernel log
 
 }  // namespace aethercl::env

@@ -18,12 +18,23 @@
  *    return NULL / 0 on failure. After any failure aethercl_last_error() explains it; the library
  *    keeps working after every refused call. No function aborts, throws or exits the process.
  *  - Tensors are dense row-major float32 (int32 for ids and targets) unless stated otherwise.
- *  - Ordering: every call observes the results of all earlier calls on the same device. Compute
- *    calls may return before the device has finished (AETHERCL_SYNC=1 finishes after every call);
- *    reads, aethercl_synchronize and shutdown_driver wait and report deferred device errors.
- *    Host memory passed to any call may be reused or freed as soon as the call returns.
+ *  - Ordering: every call observes the results of all earlier calls on the same stream (see
+ *    "Streams and events"; a program that creates no stream has one stream per device, so every
+ *    call observes all earlier calls on the device). Compute calls may return before the device
+ *    has finished (AETHERCL_SYNC=1 finishes after every call); read_gpu_to_host_blocking,
+ *    aethercl_synchronize and shutdown_driver wait for every stream of the device and report
+ *    deferred device errors. Host memory passed to any call may be reused or freed as soon as the
+ *    call returns, except pinned memory given to aethercl_write_async / aethercl_read_async.
  *  - Thread-safety: every function may be called from any thread; calls on one device are
  *    serialised by the driver. The last error is per thread.
+ *  - In place (one handle passed as several buffer arguments): each section below says which
+ *    pairings its functions accept. An accepted pairing computes exactly what separate buffers
+ *    with the same contents would give (inputs are read as they were before the call; where an
+ *    output is smaller than the input sharing its buffer, the bytes past the output keep their
+ *    contents). Every other pairing is refused with AETHERCL_INVALID_ARGUMENT and a message
+ *    naming both arguments, before anything is written. Two inputs may always share a buffer.
+ *  - fork(): see "Processes and fork()" below; a child forked after the first device call
+ *    cannot use devices.
  */
 #ifndef AETHERCL_DRIVER_H
 #define AETHERCL_DRIVER_H
@@ -53,20 +64,42 @@
 extern "C" {
 #endif
 
-/* Status codes of aethercl_last_error_code(). Values are stable. */
+/* Status codes of aethercl_last_error_code(). Values are stable. (One table, abi/status.def, gives
+ * the driver's names and the Python constants; a test keeps this enum equal to it.) */
 enum aethercl_status {
-  AETHERCL_OK = 0,
+  AETHERCL_OK = 0,               /* success: no error */
   AETHERCL_INVALID_ARGUMENT = 1, /* a NULL, negative, overflowing or inconsistent argument */
   AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
   AETHERCL_OUT_OF_MEMORY = 4,    /* device or host memory exhausted (after releasing the pool) */
-  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, or called after shutdown_driver */
+  AETHERCL_NOT_INITIALIZED = 5,  /* no device initialised, called after shutdown_driver, or in a
+                                    child forked after the first device call */
   AETHERCL_NO_DEVICE = 6,        /* no OpenCL platform/device, or gpu_index out of range */
   AETHERCL_BUILD_FAILED = 7,     /* a kernel program failed to build; the message has the log */
   AETHERCL_DEVICE_ERROR = 8,     /* an OpenCL call failed; the message names it and the code */
   AETHERCL_NOT_IMPLEMENTED = 9,  /* the entry point exists but is not available in this build */
   AETHERCL_INTERNAL = 10         /* a bug in the driver; please report the message */
 };
+
+/* ===================================================================================== */
+/* Processes and fork()                                                                   */
+/* ===================================================================================== */
+
+/* OpenCL state (contexts, queues, buffers, and the threads of the OpenCL runtime) cannot cross
+ * fork(): a child that used it would hang in its first call that waits for the device. The first
+ * call that touches OpenCL (aethercl_device_count, aethercl_device_info, initialize_gpu, ...)
+ * therefore arms a fork handler (pthread_atfork), and in a child forked without exec after it,
+ * and in that child's own children, every function that needs a device fails at once, without
+ * waiting and without taking any lock a parent thread may have held: it returns its failure value
+ * (0 or NULL; 16 from simulated_get_compute_unit_count; shutdown_driver and free_gpu_memory do
+ * nothing) with AETHERCL_NOT_INITIALIZED and a message that says why. initialize_gpu is refused
+ * too: the child cannot start afresh, because the OpenCL runtime's own process-wide state is the
+ * parent's. The parent's objects are neither used nor released in the child, and the parent
+ * keeps working. In the child, simulated_kernel_allocate/free/write/read (host memory) and the
+ * version, error and status-name functions keep working, and leaving it by exit() or _exit() is
+ * safe. What to do instead: start worker processes with the multiprocessing "spawn" or
+ * "forkserver" start method, exec a new program after fork(), or fork before the first device
+ * call (a child of a process that never touched OpenCL initialises and works normally). */
 
 /* ===================================================================================== */
 /* Lifecycle                                                                              */
@@ -118,6 +151,7 @@ AETHERCL_API int execute_clone_on_gpu(int gpu_index, void* src_buffer, void* dst
 
 /* ===================================================================================== */
 /* Matrix products (float32, docs/ABI.md section 4.4). Argument order is B, M, N, K.      */
+/* In place: never. An output that is an input, or dA == dB, is refused.                  */
 /* ===================================================================================== */
 
 /* C(B,M,N) = A(B,M,K) @ W(K,N), W shared across the batch; B = 1 for 2-D. K == 0 returns 1 and
@@ -145,6 +179,8 @@ AETHERCL_API int execute_matmul_batched_backward_on_gpu(int gpu_index, void* buf
 
 /* ===================================================================================== */
 /* Elementwise (docs/ABI.md section 4.5): num_elements 0 returns 1, negative returns 0.   */
+/* In place: any output may be any input. dA == dB is refused, and so is a mul_backward   */
+/* whose dA is dC or A while its dB is dC or B (each would overwrite the other's input).  */
 /* ===================================================================================== */
 
 /* c = a + b. */
@@ -167,6 +203,8 @@ AETHERCL_API int execute_gelu_backward_on_gpu(int gpu_index, void* buffer_input,
 
 /* ===================================================================================== */
 /* Row-wise (docs/ABI.md section 4.6): one work-group per row, deterministic reductions.  */
+/* In place: softmax, log-softmax, LayerNorm and their backward passes accept an output   */
+/* that is any input. Cross-entropy refuses an output that is an input or the other one.  */
 /* ===================================================================================== */
 
 /* y = (x - mean) / sqrt(var + eps) per row, biased two-pass variance; eps <= 0 means 1e-5. */
@@ -193,6 +231,7 @@ AETHERCL_API int execute_cross_entropy_loss_grad_gpu(int gpu_index, void* log_pr
 
 /* ===================================================================================== */
 /* Layout (docs/ABI.md section 4.7): exact copies.                                        */
+/* In place: never (input == output is refused).                                          */
 /* ===================================================================================== */
 
 /* out(cols, rows) = in(rows, cols)^T. */
@@ -211,6 +250,10 @@ AETHERCL_API int execute_transpose_12_batched_gpu(int gpu_index, void* buffer_in
 
 /* ===================================================================================== */
 /* Reductions, broadcasts, embeddings, optimiser (docs/ABI.md sections 4.8, 4.9)          */
+/* In place: the broadcast adds accept output == the full-size input (c == a, output ==   */
+/* input) and refuse the broadcast operand as output; reduce_sum and both embedding       */
+/* functions refuse an output that is an input; Adam accepts grad == param, m or v and    */
+/* refuses param, m and v sharing a buffer.                                               */
 /* ===================================================================================== */
 
 /* out[n] = sum over b, m of in[b,m,n]. */
@@ -312,7 +355,11 @@ AETHERCL_API int aethercl_synchronize(int gpu_index);
 AETHERCL_API size_t aethercl_memory_stats(int gpu_index, char* buffer, size_t capacity);
 
 /* Attaches a label (copied, at most 63 bytes kept) to a buffer; error messages and memory
- * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle. */
+ * statistics name the buffer by it. NULL or "" clears it. Returns 0 for an invalid handle.
+ * The label is read up to its NUL; ill-formed UTF-8 (overlong forms, surrogates, code points above
+ * U+10FFFF, bytes C0, C1, F5-FF, stray or missing continuation bytes) is replaced by U+FFFD, one
+ * per maximal ill-formed subpart as Unicode recommends, and the result is cut to 63 bytes without
+ * splitting a character. Every JSON text the library writes is well-formed UTF-8. */
 AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, const char* label);
 
 /* Starts tracing every kernel launch and transfer on every device, with device timestamps from
@@ -330,21 +377,573 @@ AETHERCL_API int aethercl_trace_stop(void);
 AETHERCL_API size_t aethercl_trace_summary(char* buffer, size_t capacity);
 
 /* ===================================================================================== */
-/* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */
+/* Streams and events (ABI version 3)                                                      */
+/* ===================================================================================== */
+/* A stream is an in-order sequence of work on one device. Each device has a default stream (the
+ * one every call used before streams existed) and any number of streams made with
+ * aethercl_stream_create. Every function without a stream argument (all the seed functions)
+ * runs on the calling thread's current stream of its device, the default stream until
+ * aethercl_stream_set_current says otherwise, as PyTorch's current stream. Work on different
+ * streams is ordered only by events (aethercl_event_record + aethercl_stream_wait_event) and by
+ * the calls that wait for every stream (read_gpu_to_host_blocking, aethercl_synchronize,
+ * shutdown_driver).
+ *
+ * Streams and events are opaque tokens of their own type: a token of another type (a buffer
+ * handle where a stream is expected, say), a destroyed, unknown or made-up one, or a stream of
+ * another device is refused with AETHERCL_INVALID_HANDLE and a message naming the argument.
+ * Token values are never reused. A `stream` argument of NULL means the device's default stream.
+ *
+ * Memory follows streams: a buffer freed while work on other streams may still use it is handed
+ * out again only after that work (the driver notes every stream a buffer is used on; events
+ * recorded at the free decide when the memory can be reused), so freeing a buffer is always safe
+ * as soon as the freeing thread no longer needs it.
+ *
+ * Where enqueueing work costs the calling thread microseconds (GPUs), a submission thread per
+ * device enqueues on the caller's behalf: every call still validates its arguments and reports
+ * refusals at once; a failure while enqueueing is reported by the next call that waits
+ * (read_gpu_to_host_blocking, aethercl_synchronize, aethercl_stream_synchronize,
+ * aethercl_event_synchronize), like a kernel that failed on the device. AETHERCL_SUBMIT_THREAD=0
+ * or 1 turns it off or on for every device. */
+
+#define AETHERCL_STREAM_TIMING 1u /* aethercl_stream_create: events on it record device times */
+
+/* A new stream on device gpu_index; flags is 0 or AETHERCL_STREAM_TIMING (other bits are
+ * refused). Returns NULL on failure. */
+AETHERCL_API void* aethercl_stream_create(int gpu_index, unsigned int flags);
+
+/* Destroys a stream of the device. Work already issued on it still completes (this returns
+ * without waiting for it); events recorded on it stay valid. A thread whose current stream it
+ * was uses the default stream afterwards. NULL (the default stream) is refused. */
+AETHERCL_API int aethercl_stream_destroy(int gpu_index, void* stream);
+
+/* Makes stream the calling thread's current stream of the device (NULL: the default stream).
+ * Other threads keep theirs. */
+AETHERCL_API int aethercl_stream_set_current(int gpu_index, void* stream);
+
+/* The calling thread's current stream of the device: NULL for the default stream, and NULL with
+ * aethercl_last_error() set on failure (an uninitialised device), so check the last error. */
+AETHERCL_API void* aethercl_stream_current(int gpu_index);
+
+/* Waits on the host until all work issued on stream so far has finished (other threads may keep
+ * issuing work meanwhile). Returns 0 with a message for a deferred error of the device. */
+AETHERCL_API int aethercl_stream_synchronize(int gpu_index, void* stream);
+
+/* A new event marking the current end of stream's work (NULL: the default stream): it completes
+ * when everything issued on the stream before it has. Destroy it with aethercl_event_destroy.
+ * Returns NULL on failure. */
+AETHERCL_API void* aethercl_event_record(int gpu_index, void* stream);
+
+/* Makes later work on stream (of device gpu_index) wait until event has completed, without
+ * blocking the calling thread. The event may belong to another device: the wait then goes
+ * through the host (OpenCL's event callback completes a stand-in event of this device), still
+ * without blocking the caller. */
+AETHERCL_API int aethercl_stream_wait_event(int gpu_index, void* stream, void* event);
+
+/* Sets *done to 1 when the event has completed, 0 when not yet; never blocks. Returns 0 (with
+ * *done untouched) for a bad token or NULL done, and when the work before the event failed on
+ * the device. */
+AETHERCL_API int aethercl_event_query(void* event, int* done);
+
+/* Waits on the host until the event has completed. Returns 0 when the work before it failed or
+ * the device reports a deferred error. */
+AETHERCL_API int aethercl_event_synchronize(void* event);
+
+/* *ms = device time from start to end in milliseconds (negative when end was recorded first),
+ * with the resolution of the device's profiling clock. Both events must come from streams made
+ * with AETHERCL_STREAM_TIMING on the same device; waits for both to complete first. */
+AETHERCL_API int aethercl_event_elapsed_ms(void* start, void* end, float* ms);
+
+/* Releases an event token. Waits and queries already started are unaffected. */
+AETHERCL_API int aethercl_event_destroy(void* event);
+
+/* ===================================================================================== */
+/* Host memory and transfers (ABI version 3)                                               */
 /* ===================================================================================== */
 
-/* Element types of typed memory (aethercl_buffer_set_dtype, aethercl_convert). f16 and bf16 are
- * stored as 16-bit patterns on every device (no cl_khr_fp16 needed). */
+/* size bytes of page-locked host memory (a mapped CL_MEM_ALLOC_HOST_PTR allocation in device
+ * gpu_index's context), usable with any device and any host code. Transfers between it and
+ * buffers of that device are asynchronous DMA (aethercl_write_async / aethercl_read_async); with
+ * other devices it behaves as ordinary memory. shutdown_driver frees it. NULL on failure (size 0
+ * is refused). */
+AETHERCL_API void* aethercl_host_alloc(int gpu_index, size_t size);
+
+/* Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it waits
+ * for every stream of its device, as cudaFreeHost does). NULL is a no-op; any other pointer
+ * (including one inside an allocation) is refused with AETHERCL_INVALID_HANDLE. */
+AETHERCL_API int aethercl_host_free(void* host_ptr);
+
+/* Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
+ * stream). With source in pinned memory of this device (aethercl_host_alloc) it returns once the
+ * copy is issued and source must stay untouched until the stream has passed this point (an event
+ * or aethercl_stream_synchronize says when). With any other memory it copies source before
+ * returning (the copy to the device still runs asynchronously), so source is free at once. Size 0
+ * does nothing; offset + size beyond the buffer is refused with AETHERCL_OUT_OF_RANGE. */
+AETHERCL_API int aethercl_write_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                      const void* source, void* stream);
+
+/* Copies size bytes of buffer at byte offset to destination, ordered on stream (NULL: the
+ * default stream). Into pinned memory of this device it returns once issued: the bytes are there
+ * when the stream has passed this point. Into any other memory it returns after the bytes have
+ * arrived (waiting for that stream only). */
+AETHERCL_API int aethercl_read_async(int gpu_index, void* buffer, size_t offset, size_t size,
+                                     void* destination, void* stream);
+
+/* Copies size bytes from src at src_offset to dst at dst_offset on the device, ordered on stream
+ * (NULL: the default stream). Overlapping ranges of one buffer are refused; each range must lie
+ * within its buffer. */
+AETHERCL_API int aethercl_copy(int gpu_index, void* dst, size_t dst_offset, void* src,
+                               size_t src_offset, size_t size, void* stream);
+
+/* Sets size bytes of buffer from byte offset to (unsigned char)value, ordered on stream (NULL: the
+ * default stream), as C's memset. */
+AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, size_t size,
+                                 int value, void* stream);
+/* General matrix product (ABI version 3)                                                 */
+/* ===================================================================================== */
+
+/* Element types of typed memory (aethercl_gemm, aethercl_buffer_set_dtype, aethercl_convert).
+ * Half types are stored as 16-bit patterns on every device (no cl_khr_fp16 needed). */
 enum aethercl_dtype {
-  AETHERCL_F32 = 0,
-  AETHERCL_F16 = 1,
-  AETHERCL_BF16 = 2,
-  AETHERCL_F64 = 3,
-  AETHERCL_I32 = 4,
-  AETHERCL_I64 = 5,
-  AETHERCL_I8 = 6,
-  AETHERCL_U8 = 7
+  AETHERCL_F32 = 0, AETHERCL_F16 = 1, AETHERCL_BF16 = 2, AETHERCL_F64 = 3,
+  AETHERCL_I32 = 4, AETHERCL_I64 = 5, AETHERCL_I8 = 6, AETHERCL_U8 = 7
 };
+
+/* Compute modes of aethercl_gemm; every one accumulates in float32. What each multiplies:
+ *   FP32   the inputs as they are (float32 products: exact for f32, f16 and bf16 storage).
+ *   TF32   inputs rounded to TF32 (10 mantissa bits; round to nearest, ties away from zero).
+ *   3XTF32 each input split into a TF32 part and a TF32 residual; three products (residual x
+ *          part, part x residual, part x part) give about float32 accuracy on tensor cores.
+ *   BF16   inputs rounded to bfloat16 (7 mantissa bits, nearest even).
+ *   FP16   inputs rounded to IEEE half (nearest even; beyond 65504 they become infinite).
+ *   DEFAULT the device's matmul precision (aethercl_set_matmul_precision), FP32 unless set.
+ * Inputs already stored in a narrower format are exact in the wider ones (f16 and bf16 values are
+ * TF32 values; f16 values are FP16 values, bf16 values BF16 values). On NVIDIA GPUs of compute
+ * capability 8.0 and later the reduced modes run on tensor cores; everywhere else portable
+ * kernels round the same way, so results agree up to the order of the float32 additions. */
+enum aethercl_compute {
+  AETHERCL_COMPUTE_DEFAULT = 0, AETHERCL_COMPUTE_FP32 = 1, AETHERCL_COMPUTE_TF32 = 2,
+  AETHERCL_COMPUTE_3XTF32 = 3, AETHERCL_COMPUTE_BF16 = 4, AETHERCL_COMPUTE_FP16 = 5
+};
+
+/* One product C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b], for b < batch.
+ * Row-major: op(A) is m x k and op(B) is k x n. A is stored m x k with lda >= k (trans_a = 0) or
+ * k x m with lda >= m (trans_a = 1); B is stored k x n with ldb >= n or n x k with ldb >= k; C is
+ * m x n with ldc >= n. A leading dimension of a matrix without columns may be anything >= 1.
+ * Batch item b of an operand starts at offset + b * stride elements (a stride of 0 broadcasts
+ * A or B over the batch; stride_c = 0 with batch > 1 is refused). a, b and c are buffer handles
+ * of the device; offsets, strides and leading dimensions count elements of the operand's dtype. */
+typedef struct aethercl_gemm_desc {
+  size_t struct_size;              /* sizeof(aethercl_gemm_desc) of the caller */
+  int trans_a, trans_b;            /* 0 or 1 */
+  int m, n, k, batch;              /* C[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * C[b] */
+  long long stride_a, stride_b, stride_c;   /* elements between batch items; 0 = broadcast */
+  int lda, ldb, ldc;               /* row-major leading dimensions, in elements */
+  float alpha, beta;
+  void* a; size_t offset_a; int dtype_a;    /* offsets in elements */
+  void* b; size_t offset_b; int dtype_b;
+  void* c; size_t offset_c; int dtype_c;
+  int compute;                     /* compute mode */
+} aethercl_gemm_desc;
+
+/* Enqueues the product described by desc on stream (NULL: the device's default stream) and
+ * returns 1; the call may return before the device has finished, like the seed compute calls.
+ * dtypes: A and B the same, each AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16; C one of those
+ * three. Zero work is not an error: m = 0, n = 0 or batch = 0 returns 1 and touches nothing; k = 0
+ * computes C = beta * C. beta = 0 never reads C (NaN or garbage there does not leak into the
+ * result). alpha and beta are applied in float32 to the float32 sum; the result is rounded once
+ * to C's dtype (nearest even). Every element touched is checked against the buffers before
+ * anything runs: the call is refused (0, message naming the field) for a NULL desc, a
+ * struct_size below this header's sizeof(aethercl_gemm_desc) (a larger one from a newer header is
+ * accepted), trans flags other than 0/1, negative m, n, k, batch, strides or offsets, leading
+ * dimensions below the stored row length, stride_c = 0 with batch > 1, unknown, unsupported or
+ * mismatched dtypes, an unknown compute mode, invalid or foreign buffer handles, operands that
+ * do not fit their buffers (offset + (batch - 1) * stride + (rows - 1) * ld + cols elements),
+ * overflowing sizes, and a C that overlaps A or B in the same buffer. Every mode runs on every
+ * device (portable kernels where there are no tensor cores), so no mode is refused as
+ * unsupported. Tensor cores are probed at the first reduced-precision product of a device; a
+ * failed probe logs one warning and leaves the portable kernels in charge. */
+AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream);
+
+/* Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
+ * batched forms) and AETHERCL_COMPUTE_DEFAULT use on device gpu_index, like
+ * torch.set_float32_matmul_precision: AETHERCL_COMPUTE_FP32 or AETHERCL_COMPUTE_DEFAULT restore
+ * exact float32. Until the first call, the environment variable AETHERCL_MATMUL_PRECISION
+ * (fp32, tf32, 3xtf32, bf16 or fp16) gives the mode; a malformed value makes matrix products fail
+ * with a message naming it. The setting lasts until changed or until shutdown_driver. Returns 0
+ * for an unknown mode or an uninitialised device. */
+AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
+/* Training ops (version 3)                                                               */
+/* ===================================================================================== */
+/* Conventions of this section, in addition to those at the top of the file:
+ *  - Every function takes gpu_index first and a stream last. stream NULL means the calling
+ *    thread's current stream of the device; until streams exist in this build any other value is
+ *    refused (AETHERCL_INVALID_HANDLE).
+ *  - Element counts are size_t; tensor dimensions are int and must be >= 0. Zero work (a count
+ *    of 0, an empty tensor) returns 1 without touching memory; buffers are still checked
+ *    against the sizes their (possibly empty) shapes need.
+ *  - Descriptor structs start with size_t struct_size = sizeof(the struct) of the caller's
+ *    header; smaller is refused, larger (a newer header) is accepted. NULL descriptors are
+ *    refused. A descriptor is read once, during the call.
+ *  - Optional buffers are NULL to skip; NULL required buffers, bad tokens and buffers smaller than
+ *    the shape needs are refused with the argument named (descriptor fields as "desc.x").
+ *  - Outputs are overwritten, never accumulated, unless a function says otherwise. Elementwise
+ *    functions may run in place (an output equal to an input of the same shape); functions that
+ *    reduce or gather refuse an output that is also an input.
+ *  - Results are deterministic: the same call on the same device gives the same bits. Sums use a
+ *    fixed order and accumulate in double on devices with FP64, in float otherwise.
+ *  - Float hyper-parameters that are NaN or out of their documented range are refused
+ *    (AETHERCL_INVALID_ARGUMENT). */
+
+/* Reduction ops (version-3 codes; ARGMAX/ARGMIN write int32 indices). */
+enum aethercl_reduce_op {
+  AETHERCL_SUM = 0,
+  AETHERCL_MEAN = 1,
+  AETHERCL_MAX = 2,
+  AETHERCL_MIN = 3,
+  AETHERCL_ARGMAX = 4,
+  AETHERCL_ARGMIN = 5,
+  AETHERCL_NO_REDUCTION = 6 /* losses only: one value per element / row */
+};
+
+/* ---- Random numbers: Philox4x32-10 ----------------------------------------------------------
+ * The generator is Philox4x32-10 (Salmon et al., SC11, the Random123 definition), keyed by
+ * seed (key word 0 = low 32 bits, word 1 = high 32 bits). It defines one stream of 32-bit words:
+ * word w is lane (w mod 4) of the block whose 128-bit counter is (w / 4) as a 64-bit number in
+ * counter words 0 (low) and 1 (high), words 2 and 3 zero. Element i of a call with `offset` uses
+ * stream position e = offset + i, so filling n elements at offset o and then n at o + n gives the
+ * same values as filling 2n at o. Output is bit-identical on every device for BITS and UNIFORM
+ * (the float expressions below are evaluated without contraction); NORMAL goes through the
+ * device's log, sqrt, cos and sin and agrees to a few ulp. */
+enum aethercl_rng_distribution {
+  AETHERCL_RNG_BITS = 0,    /* the raw word e, as uint32; a and b are ignored */
+  AETHERCL_RNG_UNIFORM = 1, /* u = (word e >> 8) * 2^-24 in [0, 1); value a + (b - a) * u */
+  AETHERCL_RNG_NORMAL = 2   /* Box-Muller on the word pair p = e / 2 (words 2p, 2p+1):
+                               u1 = ((w[2p] >> 8) + 1) * 2^-24, u2 = (w[2p+1] >> 8) * 2^-24,
+                               r = sqrt(-2 ln u1); even e takes r cos(2 pi u2), odd e
+                               r sin(2 pi u2); value a + b * z (a = mean, b = std >= 0) */
+};
+
+/* Fills count elements of buffer (float32; uint32 for BITS) with the distribution. a and b must
+ * be finite; UNIFORM needs a <= b and NORMAL b >= 0. */
+AETHERCL_API int aethercl_rng_fill(int gpu_index, void* buffer, size_t count, int distribution,
+                                   float a, float b, unsigned long long seed,
+                                   unsigned long long offset, void* stream);
+
+/* Dropout: element i is kept when the UNIFORM value (a = 0, b = 1) at stream position offset + i
+ * is >= p; kept elements are scaled by 1 / (1 - p) (float32 division), dropped ones are 0.
+ * p in [0, 1]; p = 1 drops everything. mask (uint8, count bytes: 1 kept, 0 dropped) is optional;
+ * y may equal x. */
+AETHERCL_API int aethercl_dropout(int gpu_index, void* x, void* y, void* mask, size_t count,
+                                  float p, unsigned long long seed, unsigned long long offset,
+                                  void* stream);
+/* dx = mask ? dy / (1 - p) : 0, with the mask of the forward call; dx may equal dy. */
+AETHERCL_API int aethercl_dropout_backward(int gpu_index, void* dy, void* mask, void* dx,
+                                           size_t count, float p, void* stream);
+
+/* ---- Elementwise: unary ops, scalar forms, broadcasting binary ops ---------------------------
+ * Unary ops y = f(x; alpha). Derivatives used by aethercl_unary_backward are given where they
+ * are not the textbook ones. */
+enum aethercl_unary_op {
+  AETHERCL_UNARY_RELU = 0,       /* max(x, 0); derivative 0 at x = 0 */
+  AETHERCL_UNARY_LEAKY_RELU = 1, /* x > 0 ? x : alpha * x (alpha = negative slope) */
+  AETHERCL_UNARY_SIGMOID = 2,
+  AETHERCL_UNARY_TANH = 3,
+  AETHERCL_UNARY_SILU = 4,       /* x * sigmoid(x) */
+  AETHERCL_UNARY_GELU = 5,       /* 0.5 x (1 + erf(x / sqrt 2)) */
+  AETHERCL_UNARY_GELU_TANH = 6,  /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+  AETHERCL_UNARY_EXP = 7,
+  AETHERCL_UNARY_LOG = 8,
+  AETHERCL_UNARY_SQRT = 9,
+  AETHERCL_UNARY_RSQRT = 10,     /* 1 / sqrt(x) */
+  AETHERCL_UNARY_ABS = 11,       /* derivative 0 at x = 0 */
+  AETHERCL_UNARY_NEG = 12,
+  AETHERCL_UNARY_ADD_SCALAR = 13,  /* x + alpha */
+  AETHERCL_UNARY_SUB_SCALAR = 14,  /* x - alpha */
+  AETHERCL_UNARY_RSUB_SCALAR = 15, /* alpha - x */
+  AETHERCL_UNARY_MUL_SCALAR = 16,  /* x * alpha */
+  AETHERCL_UNARY_DIV_SCALAR = 17,  /* x / alpha */
+  AETHERCL_UNARY_RDIV_SCALAR = 18, /* alpha / x */
+  AETHERCL_UNARY_MAX_SCALAR = 19,  /* max(x, alpha); gradient passes where x >= alpha */
+  AETHERCL_UNARY_MIN_SCALAR = 20,  /* min(x, alpha); gradient passes where x <= alpha */
+  AETHERCL_UNARY_POW_SCALAR = 21   /* pow(x, alpha) (NaN for x < 0 and non-integer alpha) */
+};
+
+/* y[i] = f(x[i]) over count float32 elements; y may equal x. alpha is used by the ops that say
+ * so and must be finite for them. */
+AETHERCL_API int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t count,
+                                float alpha, void* stream);
+/* dx[i] = dy[i] * f'(x[i]) with the forward input x; dx may equal dy. */
+AETHERCL_API int aethercl_unary_backward(int gpu_index, int op, void* x, void* dy, void* dx,
+                                         size_t count, float alpha, void* stream);
+
+enum aethercl_binary_op {
+  AETHERCL_BINARY_ADD = 0,
+  AETHERCL_BINARY_SUB = 1, /* a - b */
+  AETHERCL_BINARY_MUL = 2,
+  AETHERCL_BINARY_DIV = 3, /* a / b */
+  AETHERCL_BINARY_MAX = 4, /* gradient split in halves where a == b (as PyTorch's maximum) */
+  AETHERCL_BINARY_MIN = 5, /* likewise */
+  AETHERCL_BINARY_POW = 6  /* pow(a, b); d/db = pow(a, b) ln a */
+};
+
+/* Two dense row-major float32 operands of ndim (1 to 4) dimensions each, broadcast as NumPy
+ * does: in every dimension the sizes are equal or one of them is 1 (pad the shorter shape with
+ * leading 1s). c has the broadcast shape max(shape_a[d], shape_b[d]) (0 where either is 0). */
+typedef struct aethercl_broadcast_desc {
+  size_t struct_size;
+  int ndim;
+  int shape_a[4];
+  int shape_b[4];
+  void* a; /* prod(shape_a) floats */
+  void* b; /* prod(shape_b) floats */
+  void* c; /* prod(broadcast shape) floats; read by neither function */
+} aethercl_broadcast_desc;
+
+/* c = a op b with broadcasting. c may equal a (or b) when that operand has the full shape. */
+AETHERCL_API int aethercl_binary(int gpu_index, int op, const aethercl_broadcast_desc* desc,
+                                 void* stream);
+/* Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
+ * (broadcast shape) times the partial derivative, summed over the dimensions that operand was
+ * broadcast along (ascending order). desc->a and desc->b are the forward inputs (ADD and SUB do
+ * not read them and accept NULL); desc->c is ignored. da and db must not alias dc. */
+AETHERCL_API int aethercl_binary_backward(int gpu_index, int op,
+                                          const aethercl_broadcast_desc* desc, void* dc,
+                                          void* da, void* db, void* stream);
+
+/* ---- Reductions over one axis ------------------------------------------------------------------
+ * x has ndim (1 to 4) dimensions shape[0..ndim-1]; axis is in [-ndim, ndim) (negative counts from
+ * the end). y has the shape without that axis (keep-dims is the same memory): float32, or int32
+ * indices for ARGMAX/ARGMIN. MAX and MIN propagate NaN; ARGMAX/ARGMIN return the first index of
+ * the extreme value (a NaN counts as the extreme). An empty axis gives SUM 0 and MEAN NaN and is
+ * refused for the others (unless y is empty too). y must not alias x. */
+AETHERCL_API int aethercl_reduce(int gpu_index, int op, void* x, void* y, int ndim,
+                                 const int* shape, int axis, void* stream);
+/* dx (shape) from dy (the reduced shape): SUM broadcasts dy, MEAN broadcasts dy / shape[axis],
+ * MAX and MIN route dy to the index ARGMAX / ARGMIN picks (x required; NULL accepted for SUM and
+ * MEAN). ARGMAX and ARGMIN have no gradient and are refused. */
+AETHERCL_API int aethercl_reduce_backward(int gpu_index, int op, void* x, void* dy, void* dx,
+                                          int ndim, const int* shape, int axis, void* stream);
+
+/* ---- Normalisation --------------------------------------------------------------------------- */
+enum aethercl_norm_kind {
+  AETHERCL_NORM_LAYER = 0, /* y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps),
+                              var biased, over each row */
+  AETHERCL_NORM_RMS = 1    /* y = x * rstd * gamma + beta, rstd = 1/sqrt(mean(x^2) + eps) */
+};
+
+/* Row-wise normalisation of x (rows x cols). gamma and beta (cols) are optional (NULL: 1 and 0).
+ * The forward reads x, gamma, beta and writes y; the backward reads x, gamma, dy and writes any of
+ * dx (rows x cols), dgamma = sum over rows of dy * xhat and dbeta = sum over rows of dy (cols
+ * each), recomputing the statistics from x. eps > 0. */
+typedef struct aethercl_norm_desc {
+  size_t struct_size;
+  int kind;
+  int rows, cols;
+  float eps;
+  void* x;
+  void* gamma;
+  void* beta;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dgamma;
+  void* dbeta;
+} aethercl_norm_desc;
+
+AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc,
+                                       void* stream);
+AETHERCL_API int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc* desc,
+                                        void* stream);
+
+/* Batch normalisation of x (n x channels x spatial; NCHW with spatial = H * W, or 1 for (N, C)).
+ * Training (training = 1): per-channel batch mean and biased variance normalise x; save_mean and
+ * save_rstd (channels each, optional in the forward) receive mean and 1/sqrt(var + eps); when
+ * running_mean/running_var are given they become (1 - momentum) * running + momentum * batch
+ * statistic, with the unbiased variance (n * spatial must be > 1). Evaluation (training = 0):
+ * running_mean and running_var (required) normalise x. gamma and beta (channels) are optional.
+ * The backward in training mode needs save_mean and save_rstd from the forward; in evaluation
+ * mode it uses the running statistics. eps > 0, momentum in [0, 1]. */
+typedef struct aethercl_batchnorm_desc {
+  size_t struct_size;
+  int n, channels, spatial;
+  int training;
+  float momentum;
+  float eps;
+  void* x;
+  void* gamma;
+  void* beta;
+  void* running_mean;
+  void* running_var;
+  void* save_mean;
+  void* save_rstd;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dgamma;
+  void* dbeta;
+} aethercl_batchnorm_desc;
+
+AETHERCL_API int aethercl_batchnorm_forward(int gpu_index, const aethercl_batchnorm_desc* desc,
+                                            void* stream);
+AETHERCL_API int aethercl_batchnorm_backward(int gpu_index, const aethercl_batchnorm_desc* desc,
+                                             void* stream);
+
+/* ---- Optimisers and gradient clipping -------------------------------------------------------- */
+enum aethercl_optimizer_kind {
+  AETHERCL_OPTIMIZER_SGD = 0,  /* PyTorch's SGD: g += weight_decay * p; with momentum
+                                  buf = step == 1 ? g : momentum * buf + (1 - dampening) * g,
+                                  g = nesterov ? g + momentum * buf : buf; p -= lr * g */
+  AETHERCL_OPTIMIZER_ADAMW = 1 /* decoupled decay: p *= 1 - lr * weight_decay; then Adam with
+                                  bias correction: p -= lr / (1 - beta1^step) * m /
+                                  (sqrt(v) / sqrt(1 - beta2^step) + eps) */
+};
+
+/* One update, in place on param and the state buffers, over count float32 elements. SGD:
+ * state1 is the momentum buffer (required when momentum > 0, else unused); nesterov needs
+ * momentum > 0 and dampening 0. AdamW: state1 = m, state2 = v (both required). step >= 1 counts
+ * updates from 1. lr, weight_decay, momentum, dampening, eps >= 0 and finite; betas in [0, 1). */
+typedef struct aethercl_optimizer_desc {
+  size_t struct_size;
+  int kind;
+  size_t count;
+  void* param;
+  void* grad;
+  void* state1;
+  void* state2;
+  float lr;
+  float weight_decay;
+  float momentum;
+  float dampening;
+  int nesterov;
+  float beta1;
+  float beta2;
+  float eps;
+  int step;
+} aethercl_optimizer_desc;
+
+AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer_desc* desc,
+                                         void* stream);
+
+/* Global L2 gradient-norm clipping on the device, with no host read: total = sqrt(sum over the
+ * num_tensors buffers grads[t] of counts[t] float32 elements of g^2); every gradient is
+ * multiplied by min(1, max_norm / (total + 1e-6)) (left unchanged when total is not finite).
+ * total_norm (optional, one float32) receives total. max_norm >= 0 (infinity: only measure).
+ * num_tensors in [0, 65536]; a buffer may appear only once. */
+AETHERCL_API int aethercl_clip_grad_norm(int gpu_index, int num_tensors, void* const* grads,
+                                         const size_t* counts, float max_norm, void* total_norm,
+                                         void* stream);
+
+/* ---- Losses ------------------------------------------------------------------------------------
+ * Mean squared error over count float32 elements: loss (one float, optional) = sum of (p - t)^2,
+ * divided by count for MEAN; grad (count floats, optional) = d loss / d pred = 2 (p - t)
+ * (/ count for MEAN). reduction is AETHERCL_SUM or AETHERCL_MEAN. */
+AETHERCL_API int aethercl_mse_loss(int gpu_index, void* pred, void* target, void* loss,
+                                   void* grad, size_t count, int reduction, void* stream);
+
+/* Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused with
+ * log-softmax. A row whose target equals ignore_index contributes 0 and a zero gradient row; a
+ * target outside [0, classes) that is not ignore_index makes that row's loss and gradient NaN.
+ * With label smoothing s in [0, 1] the target distribution is (1 - s) onehot + s / classes.
+ * reduction: AETHERCL_SUM, AETHERCL_MEAN (divided by the number of rows not ignored: NaN when
+ * there are none) or AETHERCL_NO_REDUCTION (loss holds one value per row). loss and grad
+ * (d loss / d logits, rows x classes) are optional. */
+typedef struct aethercl_cross_entropy_desc {
+  size_t struct_size;
+  int rows, classes;
+  int ignore_index;
+  float label_smoothing;
+  int reduction;
+  void* logits;
+  void* targets;
+  void* loss;
+  void* grad;
+} aethercl_cross_entropy_desc;
+
+AETHERCL_API int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entropy_desc* desc,
+                                        void* stream);
+
+/* ---- Convolution and pooling (NCHW float32) ------------------------------------------------
+ * Output size per spatial dimension: out = (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1
+ * (floor), which must be >= 1. */
+
+/* 2-D convolution (cross-correlation, as PyTorch): x (n, c_in, h, w), weight (c_out,
+ * c_in / groups, kernel_h, kernel_w), bias (c_out, optional), y (n, c_out, out_h, out_w).
+ * groups divides c_in and c_out (groups = c_in = c_out is depthwise). stride and dilation >= 1,
+ * pad >= 0. The products run on the GEMM engine through im2col / col2im in chunks of images;
+ * compute is a compute mode (AETHERCL_COMPUTE_DEFAULT = 0 or FP32 = 1 today; other modes answer
+ * AETHERCL_NOT_IMPLEMENTED). The backward reads x, weight and dy and writes any of dx, dweight
+ * (overwritten) and dbias. */
+typedef struct aethercl_conv2d_desc {
+  size_t struct_size;
+  int n, c_in, h, w;
+  int c_out, kernel_h, kernel_w;
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int dilation_h, dilation_w;
+  int groups;
+  int compute;
+  void* x;
+  void* weight;
+  void* bias;
+  void* y;
+  void* dy;
+  void* dx;
+  void* dweight;
+  void* dbias;
+} aethercl_conv2d_desc;
+
+AETHERCL_API int aethercl_conv2d_forward(int gpu_index, const aethercl_conv2d_desc* desc,
+                                         void* stream);
+AETHERCL_API int aethercl_conv2d_backward(int gpu_index, const aethercl_conv2d_desc* desc,
+                                          void* stream);
+
+enum aethercl_pool_kind {
+  AETHERCL_POOL_MAX = 0, /* padding counts as -infinity; NaN propagates */
+  AETHERCL_POOL_AVG = 1  /* divisor: kernel_h * kernel_w with count_include_pad, else the
+                            number of window positions inside the input */
+};
+
+/* 2-D pooling of x (n, channels, h, w) into y (n, channels, out_h, out_w) with kernel, stride
+ * (>= 1) and pad (0 <= pad <= kernel / 2), floor mode. MAX may store indices (int32, same shape
+ * as y: the flat position h_index * w + w_index of the maximum within its input plane, the first
+ * one on ties); its backward needs them. The backward writes dx (every element) from dy. */
+typedef struct aethercl_pool2d_desc {
+  size_t struct_size;
+  int kind;
+  int n, channels, h, w;
+  int kernel_h, kernel_w;
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int count_include_pad;
+  void* x;
+  void* y;
+  void* indices;
+  void* dy;
+  void* dx;
+} aethercl_pool2d_desc;
+
+AETHERCL_API int aethercl_pool2d_forward(int gpu_index, const aethercl_pool2d_desc* desc,
+                                         void* stream);
+AETHERCL_API int aethercl_pool2d_backward(int gpu_index, const aethercl_pool2d_desc* desc,
+                                          void* stream);
+/* Memory pool (ABI version 3)                                                            */
+/* ===================================================================================== */
+
+/* Returns every cached (freed, kept for reuse) block of the device's memory pool to OpenCL, like
+ * torch.cuda.empty_cache: bytes_cached in aethercl_memory_stats drops to 0 and other processes
+ * can use that memory. Live buffers are untouched; a freed block still used by enqueued work is
+ * released by OpenCL once that work completes. Returns 0 when gpu_index resolves to no
+ * initialised device. */
+AETHERCL_API int aethercl_empty_cache(int gpu_index);
+
+/* Restarts the peak statistics of the device's pool: peak_bytes_reserved in
+ * aethercl_memory_stats becomes the bytes reserved right now, like
+ * torch.cuda.reset_peak_memory_stats. Returns 0 when gpu_index resolves to no initialised
+ * device. */
+AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
+/* ===================================================================================== */
+/* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */
+/* ===================================================================================== */
 
 /* Kinds of aethercl_arg. */
 enum aethercl_arg_kind {
@@ -416,7 +1015,7 @@ AETHERCL_API size_t aethercl_kernel_info(void* kernel, char* buffer, size_t capa
 AETHERCL_API int aethercl_kernel_destroy(void* kernel);
 
 /* Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
- * stream of gpu_index; until this build has streams any other value is refused). global_size has
+ * stream of gpu_index, else a stream token of that device). global_size has
  * work_dim entries, fewer than 2^(address bits - 1) work-items in all (runtimes round global sizes
  * up to whole work-groups). local_size is NULL (the runtime picks) or work_dim entries, each at
  * least 1, at most the device's limit for its dimension and a divisor of the global size, whose
@@ -447,13 +1046,13 @@ AETHERCL_API int aethercl_launch(int gpu_index, void* kernel, void* stream, int 
 AETHERCL_API int aethercl_buffer_set_dtype(int gpu_index, void* buffer, int dtype);
 
 /* Converts count elements of src (src_dtype) into dst (dst_dtype), element i to element i, on
- * stream (NULL = default). Every pair of f32, f16, bf16, f64, i32, i64, i8 and u8 works (f64 only
- * where the device has fp64). Float to float rounds to nearest even, overflow gives +-inf, NaN
- * stays NaN (quiet, sign kept); float to integer truncates toward zero and saturates, NaN giving 0
- * (OpenCL's convert_<int>_sat_rtz); integer to float rounds to nearest even; integer to integer
- * saturates. The rounding is exact on every device (integer arithmetic, unaffected by
- * flush-to-zero). count 0 returns 1. Refused: unknown dtypes, src == dst (overlap), either buffer
- * smaller than count elements. */
+ * stream (NULL = the default stream, else a stream token of gpu_index). Every pair of f32, f16,
+ * bf16, f64, i32, i64, i8 and u8 works (f64 only where the device has fp64). Float to float
+ * rounds to nearest even, overflow gives +-inf, NaN stays NaN (quiet, sign kept); float to integer
+ * truncates toward zero and saturates, NaN giving 0 (OpenCL's convert_<int>_sat_rtz); integer to
+ * float rounds to nearest even; integer to integer saturates. The rounding is exact on every
+ * device (integer arithmetic, unaffected by flush-to-zero). count 0 returns 1. Refused: unknown
+ * dtypes, src == dst (overlap), either buffer smaller than count elements. */
 AETHERCL_API int aethercl_convert(int gpu_index, void* src, int src_dtype, void* dst, int dst_dtype,
                                   size_t count, void* stream);
 
@@ -467,15 +1066,23 @@ AETHERCL_API int aethercl_convert(int gpu_index, void* src, int src_dtype, void*
  * AETHERCL_KERNEL_LOG=0 turns recording off (the log is then "[]"). */
 AETHERCL_API size_t aethercl_kernel_log(int gpu_index, char* buffer, size_t capacity);
 
-/* The OpenCL objects behind the driver, for PyOpenCL, CLBlast or a user's own OpenCL code. The
- * driver keeps ownership: retain an object to keep it past shutdown_driver (or past the buffer's
- * free). Work enqueued on the returned queue is ordered with the driver's own work on that stream.
- * aethercl_cl_context: the device's cl_context. aethercl_cl_queue: the cl_command_queue of stream
- * (NULL = default; aethercl_trace_start switches the default stream to a profiling queue, so ask
- * again after it). aethercl_cl_mem: the cl_mem behind a buffer token; it may be larger than the
- * allocation (pooled), and only the allocated bytes belong to the buffer. NULL on failure. */
+/* The cl_context of device gpu_index, for PyOpenCL, CLBlast or the caller's own OpenCL code; NULL
+ * on failure. The driver keeps ownership (clRetainContext to keep it past shutdown_driver). Queues
+ * the caller makes in it are not ordered with the driver's streams: synchronise
+ * (aethercl_synchronize) before and after such work. */
 AETHERCL_API void* aethercl_cl_context(int gpu_index);
+
+/* The cl_command_queue of stream (NULL = the default stream, else a stream token of gpu_index);
+ * NULL on failure. Work the caller enqueues there is ordered with the driver's work on that stream
+ * exactly as issued: handing out a queue drains and stops the device's submission thread for the
+ * rest of its life (docs/ARCHITECTURE.md decision 15). The driver keeps ownership; the queue stays
+ * valid until shutdown_driver (aethercl_trace_start gives streams new, profiling queues: ask again
+ * after it). */
 AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
+
+/* The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on failure.
+ * It may be larger than the allocation (pooled): only the allocated bytes belong to the buffer.
+ * Work on it from another queue must be ordered with the driver's by synchronising. */
 AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
 
 #ifdef __cplusplus

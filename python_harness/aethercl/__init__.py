@@ -1,15 +1,50 @@
-"""AetherCL ctypes shim: loads driver.so and declares every exported symbol from abi/driver.abi.
-`Device`/`Buffer` (device.py) are a typed layer with NumPy in/out; `Program`/`Kernel`/`Local`
-(program.py) run your own kernels; `aethercl.ops` has one function per entry point that raises
-AetherCLError with the driver's message; `aethercl.spirv` turns OpenCL C into SPIR-V with clang."""
-from .library import AetherCLError, Library, find_library  # noqa: F401
-from .abi import load_manifest, parse_manifest  # noqa: F401
-from .dtypes import bfloat16  # noqa: F401
-from .device import Buffer, Device, default_library  # noqa: F401
-from .program import Kernel, Local, Program  # noqa: F401
-from . import dtypes, spirv  # noqa: F401
-from . import ops  # noqa: F401
+"""AetherCL from Python: the ctypes shim over the driver library (every exported symbol declared
+from the ABI manifest), a typed layer (`Device`, `Buffer`, pool controls), the streams, events and pinned memory of ABI
+version 3 (`Stream`, `Event`, `HostBuffer`), your own kernels (`Device.compile` -> `Program`,
+`Kernel`, `Local`; typed buffers with `bfloat16`; `aethercl.spirv`) and `aethercl.ops`, one
+function per entry point (generated from the manifest by tools/gen_abi.py, like the status codes
+of aethercl.status). Failed calls raise `AetherCLError` subclasses (`aethercl.errors`)."""
+from __future__ import annotations
 
-__all__ = ["AetherCLError", "Buffer", "Device", "Kernel", "Library", "Local", "Program",
-           "bfloat16", "default_library", "find_library", "load_manifest", "ops",
-           "parse_manifest"]
+import re
+from pathlib import Path
+
+
+def _version() -> str:
+    """The installed package's version, else (a checkout) the version in the C header."""
+    try:
+        from ._version import __version__ as installed  # written by the package build
+        return installed
+    except ImportError:
+        header = Path(__file__).resolve().parents[2] / "include" / "aethercl" / "driver.h"
+        try:
+            match = re.search(r'#define AETHERCL_VERSION_STRING "([^"]+)"', header.read_text())
+        except OSError:
+            match = None
+        return match.group(1) if match else "0+unknown"
+
+
+__version__: str = _version()
+
+from .errors import (  # noqa: E402
+    AetherCLError, BuildFailedError, DeviceError, InternalError, InvalidArgumentError,
+    InvalidHandleError, NoDeviceError, NotInitializedError, OutOfMemoryError, OutOfRangeError,
+    UnsupportedError)
+from .library import Library, find_library  # noqa: E402
+from .status import Status  # noqa: E402
+from .abi import load_manifest, parse_manifest  # noqa: E402
+from .device import (  # noqa: E402
+    Buffer, Device, current_device, default_library, empty_cache, memory_stats,
+    reset_peak_memory_stats)
+from .streams import Event, HostBuffer, Stream  # noqa: E402
+from .dtypes import bfloat16  # noqa: E402
+from .program import Kernel, Local, Program  # noqa: E402
+from . import dtypes, ops, spirv, status  # noqa: E402,F401
+
+__all__ = ["AetherCLError", "Buffer", "BuildFailedError", "Device", "DeviceError", "Event", "HostBuffer",
+           "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel", "Library", "Local",
+           "Program", "bfloat16", "dtypes", "spirv",
+           "NoDeviceError", "NotInitializedError", "OutOfMemoryError", "OutOfRangeError", "Status", "Stream",
+           "UnsupportedError", "__version__", "current_device", "default_library",
+           "empty_cache", "find_library", "load_manifest", "memory_stats", "ops",
+           "parse_manifest", "reset_peak_memory_stats", "status"]

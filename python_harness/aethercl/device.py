@@ -1,31 +1,23 @@
-"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics,
-your own kernels, the kernel log, interop) and a Buffer (a device allocation with an element type,
-NumPy in/out, conversions, a label, and deterministic free).
-
-The runtime reads like this (vector add; python_harness/examples/ has more):
-
-    dev = aethercl.Device(0)
-    kernel = dev.compile(SOURCE).kernel("vecadd")      # or dev.load_spirv("vecadd.spv")
-    A = dev.buffer(data_a)                             # CPU -> GPU
-    B = dev.buffer(data_b)
-    C = dev.buffer(size=n)                             # GPU only (float32 by default)
-    dev.dispatch(kernel, A, B, C, np.uint32(n), global_size=n)
-    dev.wait()
-    result = C.read()                                  # GPU -> CPU
-"""
+"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics
+and pool controls; a context manager; your own kernels through Device.compile, the kernel log and
+interop, from program.py's DeviceKernels) and a Buffer (a device allocation with an element type,
+NumPy in/out, conversions, a label, and deterministic free)."""
 from __future__ import annotations
 
-import ctypes
 import json
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+import threading
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
 
 from . import dtypes
-from .library import AetherCLError, Library
-from .program import Kernel, Local, Program
+from .errors import AetherCLError
+from .library import Library
+from .program import DeviceKernels, Kernel, Local, Program
 
 _DEFAULT_LIBRARY: Optional[Library] = None
+_CURRENT = threading.local()  # .stack: the Devices of the enclosing `with` blocks
 
 
 def default_library() -> Library:
@@ -36,17 +28,31 @@ def default_library() -> Library:
     return _DEFAULT_LIBRARY
 
 
-class Device:
-    """One visible device of the driver, selected by gpu_index."""
+def current_device() -> Optional["Device"]:
+    """The Device of this thread's innermost `with Device(...)` block, None outside one."""
+    stack: List[Device] = getattr(_CURRENT, "stack", [])
+    return stack[-1] if stack else None
+
+
+class Device(DeviceKernels):
+    """One visible device of the driver, selected by gpu_index (aethercl_device_count() order).
+
+    As a context manager it is this thread's current_device() inside the block; leaving the
+    block waits for the device's work (so a deferred device error is raised there, not later):
+
+        with aethercl.Device(0) as dev:
+            x = dev.from_numpy(array)
+    """
 
     def __init__(self, index: int = 0, library: Optional[Library] = None,
-                 initialize: bool = True):
-        self.lib = library if library is not None else default_library()
+                 initialize: bool = True) -> None:
+        self.lib: Library = library if library is not None else default_library()
         self.index = int(index)
         if initialize:
             self.initialize()
 
     def initialize(self) -> "Device":
+        """initialize_gpu(index); idempotent. Raises NoDeviceError for an index out of range."""
         self.lib.check("initialize_gpu", self.index)
         return self
 
@@ -55,118 +61,94 @@ class Device:
         self.lib.shutdown_driver()
 
     def info(self) -> Dict[str, Any]:
+        """The driver's description of the device (name, type, memory, extensions, ...)."""
         return json.loads(self.lib.json_call("aethercl_device_info", self.index))
 
     @property
     def name(self) -> str:
+        """The OpenCL device name."""
         return str(self.info().get("name", "?"))
 
     def synchronize(self) -> None:
+        """Waits for all work enqueued on the device; raises a deferred device error."""
         self.lib.check("aethercl_synchronize", self.index)
 
     def memory_stats(self) -> Dict[str, Any]:
+        """The pool's statistics: bytes in use, reserved, cached, peak, live buffers, labels."""
         return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))
 
-    # ---- your own kernels -------------------------------------------------------------------
-    def compile(self, source: str, options: str = "") -> Program:
-        """Builds OpenCL C source (aethercl_program_create); a build error raises AetherCLError
-        with the compiler's log."""
-        handle = self.lib.check_handle("aethercl_program_create", self.index,
-                                       source.encode("utf-8"), (options or "").encode("utf-8"))
-        return Program(self, handle)
+    def empty_cache(self) -> None:
+        """Returns the pool's cached (freed) blocks to OpenCL, like torch.cuda.empty_cache."""
+        self.lib.check("aethercl_empty_cache", self.index)
 
-    def compile_il(self, il: bytes, options: str = "") -> Program:
-        """Builds a SPIR-V module (aethercl_program_create_il); devices without IL support raise
-        AetherCLError with code 9 (AETHERCL_NOT_IMPLEMENTED)."""
-        il = bytes(il)
-        handle = self.lib.check_handle("aethercl_program_create_il", self.index, il, len(il),
-                                       (options or "").encode("utf-8"))
-        return Program(self, handle)
-
-    def load_spirv(self, path, options: str = "") -> Program:
-        with open(path, "rb") as f:
-            return self.compile_il(f.read(), options)
-
-    def load_binary(self, binary: bytes, options: str = "") -> Program:
-        """Loads a device binary from Program.binary() (aethercl_program_create_binary)."""
-        binary = bytes(binary)
-        handle = self.lib.check_handle("aethercl_program_create_binary", self.index, binary,
-                                       len(binary), (options or "").encode("utf-8"))
-        return Program(self, handle)
-
-    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
-                 stream=None) -> None:
-        """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
-        work-items each (global = groups x local), with args as Kernel.__call__ takes them."""
-        if (global_size is None) == (groups is None):
-            raise ValueError("give exactly one of global_size and groups")
-        if groups is not None:
-            if local is None:
-                raise ValueError("groups needs local (the work-group size)")
-            g = (groups,) if np.isscalar(groups) else tuple(groups)
-            l_ = (local,) if np.isscalar(local) else tuple(local)
-            if len(g) != len(l_):
-                raise ValueError(f"groups {g} and local {l_} differ in dimensions")
-            global_size = tuple(int(a) * int(b) for a, b in zip(g, l_))
-        kernel(global_size, local, *args, stream=stream)
-
-    def wait(self) -> None:
-        """Waits for all work on the device (aethercl_synchronize)."""
-        self.synchronize()
-
-    def kernel_log(self) -> list:
-        """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
-        return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))
-
-    # ---- interop ----------------------------------------------------------------------------
-    def cl_context(self) -> int:
-        """The device's cl_context (an int address; the driver keeps ownership)."""
-        return self.lib.check_handle("aethercl_cl_context", self.index)
-
-    def cl_queue(self, stream=None) -> int:
-        """The cl_command_queue of stream (None: the default stream)."""
-        return self.lib.check_handle("aethercl_cl_queue", self.index,
-                                     getattr(stream, "handle", stream))
-
-    # ---- memory -----------------------------------------------------------------------------
-    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
-               label: Optional[str] = None) -> "Buffer":
-        """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
-        device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
-        if (data is None) == (size is None):
-            raise ValueError("give exactly one of data and size")
-        if data is not None:
-            array = np.asarray(data)
-            if dtype is None or dtypes.normalize(dtype) == array.dtype:
-                return Buffer.from_numpy(self, array, label=label)
-            with Buffer.from_numpy(self, array) as source:
-                converted = source.astype(dtype)
-            if label:
-                converted.label = label
-            return converted
-        return self.empty((int(size),), np.float32 if dtype is None else dtype, label=label)
+    def reset_peak_memory_stats(self) -> None:
+        """Restarts peak_bytes_reserved at the bytes reserved now."""
+        self.lib.check("aethercl_reset_peak_memory_stats", self.index)
 
     def alloc(self, nbytes: int, label: Optional[str] = None) -> "Buffer":
+        """An uninitialised buffer of nbytes bytes."""
         return Buffer(self, nbytes, label=label)
 
-    def empty(self, shape: Sequence[int], dtype=np.float32,
+    def empty(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
+        """An uninitialised buffer sized for an array of this shape and dtype."""
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.normalize(dtype).itemsize
         return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label)
 
-    def zeros(self, shape: Sequence[int], dtype=np.float32,
+    def zeros(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
+        """A buffer holding zeros of this shape and dtype."""
         return self.from_numpy(np.zeros(tuple(shape), dtype), label=label)
 
-    def from_numpy(self, array, label: Optional[str] = None) -> "Buffer":
+    def from_numpy(self, array: Any, label: Optional[str] = None) -> "Buffer":
+        """A buffer holding a copy of the array (made C-contiguous)."""
         return Buffer.from_numpy(self, array, label=label)
+
+    def __enter__(self) -> "Device":
+        if not hasattr(_CURRENT, "stack"):
+            _CURRENT.stack = []
+        _CURRENT.stack.append(self)
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], traceback: Optional[TracebackType]) -> None:
+        _CURRENT.stack.pop()
+        if exc_type is None:
+            self.synchronize()
 
     def __repr__(self) -> str:
         return f"Device(index={self.index})"
 
 
-def _as_contiguous(array) -> np.ndarray:
+DeviceLike = Union[Device, int]
+
+
+def _device_of(device: Optional[DeviceLike]) -> Device:
+    if isinstance(device, Device):
+        return device
+    if device is None:
+        current = current_device()
+        return current if current is not None else Device(0)
+    return Device(int(device))
+
+
+def empty_cache(device: Optional[DeviceLike] = None) -> None:
+    """Returns a device pool's cached blocks to OpenCL (default: the current device, else 0)."""
+    _device_of(device).empty_cache()
+
+
+def reset_peak_memory_stats(device: Optional[DeviceLike] = None) -> None:
+    """Restarts a device's peak memory statistic (default: the current device, else 0)."""
+    _device_of(device).reset_peak_memory_stats()
+
+
+def memory_stats(device: Optional[DeviceLike] = None) -> Dict[str, Any]:
+    """A device's memory statistics (default: the current device, else 0)."""
+    return _device_of(device).memory_stats()
+
+
+def _as_contiguous(array: Any) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
@@ -178,12 +160,12 @@ class Buffer:
     forgotten buffer is freed when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype=None, label: Optional[str] = None):
+                 dtype: Any = None, label: Optional[str] = None) -> None:
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
-        self._dtype = None
-        self._label = None
+        self._dtype: Any = None
+        self._label: Optional[str] = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
         try:
@@ -215,7 +197,8 @@ class Buffer:
         return self.nbytes // itemsize
 
     @classmethod
-    def from_numpy(cls, device: Device, array, label: Optional[str] = None) -> "Buffer":
+    def from_numpy(cls, device: Device, array: Any, label: Optional[str] = None) -> "Buffer":
+        """A new buffer holding a copy of the array, with its shape and dtype."""
         array = _as_contiguous(array)
         buffer = cls(device, max(array.nbytes, 1), shape=array.shape, dtype=array.dtype,
                      label=label)
@@ -228,6 +211,7 @@ class Buffer:
 
     @property
     def alive(self) -> bool:
+        """False once freed."""
         return self.handle is not None
 
     def _require_alive(self) -> int:
@@ -237,6 +221,7 @@ class Buffer:
 
     @property
     def label(self) -> Optional[str]:
+        """The label memory statistics and error messages name the buffer by (None: none)."""
         return self._label
 
     @label.setter
@@ -245,21 +230,50 @@ class Buffer:
                               self._require_alive(), (text or "").encode("utf-8"))
         self._label = text or None
 
-    def write(self, array, offset: int = 0) -> "Buffer":
-        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`."""
+    def write(self, array, offset: int = 0, stream=None) -> "Buffer":
+        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`.
+
+        Without `stream`: the seed write (ordered on the thread's current stream; `array` is free
+        again when this returns). With a Stream: aethercl_write_async on it; from a HostBuffer's
+        memory the copy is asynchronous and the array must stay untouched until the stream has
+        passed this point."""
         array = _as_contiguous(array)
-        self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
-                              self._require_alive(), int(offset), array.nbytes,
-                              array.ctypes.data if array.nbytes else None)
+        pointer = array.ctypes.data if array.nbytes else None
+        if stream is None:
+            self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
+                                  self._require_alive(), int(offset), array.nbytes, pointer)
+        else:
+            from .streams import _handle
+            self.device.lib.check("aethercl_write_async", self.device.index,
+                                  self._require_alive(), int(offset), array.nbytes, pointer,
+                                  _handle(stream))
         return self
 
-    def read_into(self, out: np.ndarray, offset: int = 0) -> np.ndarray:
+    def read_into(self, out: np.ndarray, offset: int = 0, stream=None) -> np.ndarray:
+        """Reads len(out) bytes at byte `offset` into `out`. Without `stream`: the seed read (waits
+        for every stream of the device). With a Stream: aethercl_read_async on it; into a
+        HostBuffer's memory it returns at once and the data is there once the stream has passed
+        this point, into other memory it returns after the data has arrived."""
         if not out.flags.c_contiguous:
             raise ValueError("read_into needs a C-contiguous array")
-        self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
-                              self._require_alive(), int(offset), out.nbytes,
-                              out.ctypes.data if out.nbytes else None)
+        pointer = out.ctypes.data if out.nbytes else None
+        if stream is None:
+            self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
+                                  self._require_alive(), int(offset), out.nbytes, pointer)
+        else:
+            from .streams import _handle
+            self.device.lib.check("aethercl_read_async", self.device.index,
+                                  self._require_alive(), int(offset), out.nbytes, pointer,
+                                  _handle(stream))
         return out
+
+    def read(self, out: Optional[np.ndarray] = None, offset: int = 0, stream=None) -> np.ndarray:
+        """read_into(out) with `out` defaulting to a new array of the buffer's shape and dtype."""
+        if out is None:
+            return self.to_numpy(offset=offset) if stream is None else self.read_into(
+                np.empty(self.shape or (self.nbytes - int(offset),),
+                         self.dtype or np.uint8), offset, stream)
+        return self.read_into(out, offset, stream)
 
     def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype=None,
                  offset: int = 0) -> np.ndarray:
@@ -279,10 +293,6 @@ class Buffer:
         out = self.read_into(np.empty(tuple(shape), dtype), offset)
         return dtypes.bf16_bits_to_float32(out) if widen_bf16 else out
 
-    def read(self) -> np.ndarray:
-        """GPU -> CPU: the whole buffer as an array of its dtype (see to_numpy)."""
-        return self.to_numpy()
-
     def __array__(self, dtype=None, copy=None):
         array = self.to_numpy()
         return array if dtype is None else array.astype(dtype)
@@ -296,11 +306,12 @@ class Buffer:
         count = self.nbytes // self._dtype.itemsize
         out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
                      dtype=target)
+        from .streams import _handle as _stream_handle
         try:
             self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),
                                   dtypes.code_of(self._dtype), out.handle,
                                   dtypes.code_of(target), count,
-                                  getattr(stream, "handle", stream))
+                                  _stream_handle(stream))
         except BaseException:
             out.free()
             raise
@@ -317,11 +328,13 @@ class Buffer:
                               other._require_alive(), self.nbytes if nbytes is None else nbytes)
 
     def clone(self) -> "Buffer":
+        """A new buffer with a device-side copy of this one."""
         copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self._dtype)
         self.copy_to(copy)
         return copy
 
     def free(self) -> None:
+        """Returns the memory to the device pool; idempotent."""
         handle, self.handle = self.handle, None
         if handle is not None:
             self.device.lib.free_gpu_memory(self.device.index, handle)
@@ -329,10 +342,10 @@ class Buffer:
     def __enter__(self) -> "Buffer":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.free()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
@@ -344,19 +357,6 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-Handle = Union[Buffer, int, None]
-
-
-def handle_of(value: Handle) -> Optional[int]:
-    """A Buffer's handle, a raw handle as is, None for NULL."""
-    if value is None:
-        return None
-    if isinstance(value, Buffer):
-        return value._require_alive()
-    if isinstance(value, ctypes.c_void_p):
-        return value.value
-    return int(value)
-
-
-__all__ = ["AetherCLError", "Buffer", "Device", "Kernel", "Local", "Program", "default_library",
-           "handle_of"]
+__all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "Kernel", "Local", "Program",
+           "current_device", "default_library", "empty_cache", "memory_stats",
+           "reset_peak_memory_stats"]

@@ -1,87 +1,99 @@
-"""Finding and loading driver.so, with every manifest symbol declared and errors as exceptions."""
+"""Finding and loading the driver library, with every manifest symbol declared and failures
+raised as exceptions of aethercl.errors."""
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Any, List, Optional
 
 from . import abi
+from .errors import AetherCLError, error_for
 
-LIBRARY_NAMES = ("driver.so", "driver.dll") if sys.platform != "win32" else ("driver.dll",)
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout: python_harness/aethercl -> the repository root.
+CHECKOUT_ROOT = PACKAGE_DIR.parents[1]
 
+if sys.platform == "win32":
+    LIBRARY_NAMES = ("driver.dll",)
+else:
+    # The build folder has driver.so (a link); the pip package carries the real file under its
+    # SONAME (wheels cannot hold links).
+    LIBRARY_NAMES = ("driver.so", "libaethercl.so.0", "driver.dll")
 
-class AetherCLError(RuntimeError):
-    """A driver call failed; carries the driver's status code and aethercl_last_error()."""
-
-    def __init__(self, function: str, code: int, message: str):
-        super().__init__(message or f"{function} failed")
-        self.function = function
-        self.code = code
-        self.message = message
+    @property
+    def status(self):
+        """The code as an aethercl.status.Status member (the plain int for an unknown code)."""
+        return status.as_status(self.code)
 
 
 def candidate_paths() -> List[Path]:
-    """AETHERCL_LIBRARY, the build folder (AETHERCL_BUILD_DIR or ./build), next to the package."""
+    """Where the library is looked for, in order: AETHERCL_LIBRARY, AETHERCL_BUILD_DIR, this
+    package's own folder (an installed package), the checkout's build/, ./build."""
     paths: List[Path] = []
     if os.environ.get("AETHERCL_LIBRARY"):
         paths.append(Path(os.environ["AETHERCL_LIBRARY"]))
-    build_dirs: Iterable[Path] = []
+    directories: List[Path] = []
     if os.environ.get("AETHERCL_BUILD_DIR"):
-        build_dirs = [Path(os.environ["AETHERCL_BUILD_DIR"])]
-    root = Path(__file__).resolve().parents[2]
-    build_dirs = list(build_dirs) + [root / "build", Path.cwd() / "build"]
-    package_dir = Path(__file__).resolve().parent
-    for directory in build_dirs + [package_dir, package_dir.parent]:
+        directories.append(Path(os.environ["AETHERCL_BUILD_DIR"]))
+    directories += [PACKAGE_DIR, CHECKOUT_ROOT / "build", Path.cwd() / "build"]
+    for directory in directories:
         paths.extend(directory / name for name in LIBRARY_NAMES)
     return paths
 
 
 def find_library() -> Path:
+    """The first existing candidate_paths() entry; FileNotFoundError listing them otherwise."""
     for path in candidate_paths():
         if path.is_file():
             return path
-    raise FileNotFoundError("driver.so not found; build it with `tools/aethercl build` or set "
-                            "AETHERCL_LIBRARY. Tried: " + ", ".join(map(str, candidate_paths())))
+    raise FileNotFoundError(
+        "the AetherCL library was not found; `pip install .` in the checkout, build it with "
+        "`tools/aethercl build`, or set AETHERCL_LIBRARY. Tried: "
+        + ", ".join(map(str, candidate_paths())))
 
 
 class Library:
-    """The loaded driver: raw ctypes functions (declared from the manifest) plus error helpers."""
+    """The loaded driver: raw ctypes functions (declared from the manifest) plus error helpers.
+    Attribute access falls through to the ctypes library (`lib.initialize_gpu(0)`)."""
 
-    def __init__(self, path: Optional[os.PathLike] = None):
-        self.path = Path(path) if path else find_library()
+    def __init__(self, path: Optional[os.PathLike] = None) -> None:
+        self.path: Path = Path(path) if path else find_library()
         self.cdll = ctypes.CDLL(str(self.path))
-        self.symbols = abi.load_manifest(str(self.path))
+        self.symbols: List[abi.Symbol] = abi.load_manifest(str(self.path))
         abi.declare(self.cdll, self.symbols)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.cdll, name)
 
     def last_error(self) -> str:
+        """aethercl_last_error() of this thread, decoded."""
         return self.cdll.aethercl_last_error().decode("utf-8", "replace")
 
     def last_error_code(self) -> int:
-        return self.cdll.aethercl_last_error_code()
+        """aethercl_last_error_code() of this thread."""
+        return int(self.cdll.aethercl_last_error_code())
 
     def error(self, function: str) -> AetherCLError:
-        return AetherCLError(function, self.last_error_code(), self.last_error())
+        """The exception for this thread's last failure (its class follows the status code)."""
+        return error_for(function, self.last_error_code(), self.last_error())
 
-    def check(self, function: str, *args) -> int:
+    def check(self, function: str, *args: Any) -> int:
         """Calls an int entry point and raises AetherCLError unless it returns exactly 1."""
         result = getattr(self.cdll, function)(*args)
         if result != 1:
             raise self.error(function)
         return result
 
-    def check_handle(self, function: str, *args):
+    def check_handle(self, function: str, *args: Any) -> Any:
         """Calls a pointer/address entry point and raises AetherCLError when it returns 0/NULL."""
         result = getattr(self.cdll, function)(*args)
         if not result:
             raise self.error(function)
         return result
 
-    def json_call(self, function: str, *args) -> str:
+    def json_call(self, function: str, *args: Any) -> str:
         """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text.
         The text may grow between sizing and filling (the kernel log, under other threads): then
         it asks again with the new size."""
@@ -97,3 +109,21 @@ class Library:
             if full <= size:
                 return buffer.value.decode("utf-8")
             size = full
+
+    def bytes_call(self, function: str, *args: Any) -> bytes:
+        """Calls a size_t (void* out, size_t capacity) entry point that returns its full size (NULL
+        out sizes it) and returns the bytes."""
+        call = getattr(self.cdll, function)
+        size = call(*args, None, 0)
+        if size == 0:
+            raise self.error(function)
+        out = ctypes.create_string_buffer(size)
+        if call(*args, out, size) != size:
+            raise self.error(function)
+        return out.raw
+
+    def __repr__(self) -> str:
+        return f"Library({str(self.path)!r})"
+
+
+__all__ = ["AetherCLError", "LIBRARY_NAMES", "Library", "candidate_paths", "find_library"]

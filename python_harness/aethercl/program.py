@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .abi import AetherclArg
-from .library import AetherCLError
+from .errors import AetherCLError
 
 ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
 
@@ -77,14 +77,7 @@ class Program:
 
     def binary(self) -> bytes:
         """The device binary (aethercl_program_binary), reusable with Device.load_binary."""
-        lib = self.device.lib
-        size = lib.aethercl_program_binary(self._require_alive(), None, 0)
-        if size == 0:
-            raise lib.error("aethercl_program_binary")
-        out = ctypes.create_string_buffer(size)
-        if lib.aethercl_program_binary(self.handle, out, size) != size:
-            raise lib.error("aethercl_program_binary")
-        return out.raw
+        return self.device.lib.bytes_call("aethercl_program_binary", self._require_alive())
 
     def destroy(self) -> None:
         handle, self.handle = self.handle, None
@@ -190,8 +183,9 @@ class Kernel:
                                  f"{dims} has {work_dim}")
             local_array = (ctypes.c_size_t * work_dim)(*local)
         array, keep = self._marshal(args)
+        from .streams import _handle
         lib = self.device.lib
-        stream_handle = getattr(stream, "handle", stream)
+        stream_handle = _handle(stream)
         result = lib.aethercl_launch(self.device.index, self._require_alive(), stream_handle,
                                      work_dim, global_array, local_array, len(args), array)
         del keep
@@ -219,4 +213,92 @@ class Kernel:
         return f"Kernel({self.info.get('name')!r}, args={self.info.get('num_args')})"
 
 
-__all__ = ["AetherCLError", "Kernel", "Local", "Program"]
+
+
+class DeviceKernels:
+    """The runtime half of Device (device.py mixes it in): your own kernels, buffers made from data
+    or a size, dispatch/wait, the kernel log and interop handles. Expects `lib` and `index`."""
+
+    # ---- your own kernels -------------------------------------------------------------------
+    def compile(self, source: str, options: str = "") -> Program:
+        """Builds OpenCL C source (aethercl_program_create); a build error raises AetherCLError
+        with the compiler's log."""
+        handle = self.lib.check_handle("aethercl_program_create", self.index,
+                                       source.encode("utf-8"), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def compile_il(self, il: bytes, options: str = "") -> Program:
+        """Builds a SPIR-V module (aethercl_program_create_il); devices without IL support raise
+        AetherCLError with code 9 (AETHERCL_NOT_IMPLEMENTED)."""
+        il = bytes(il)
+        handle = self.lib.check_handle("aethercl_program_create_il", self.index, il, len(il),
+                                       (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def load_spirv(self, path, options: str = "") -> Program:
+        with open(path, "rb") as f:
+            return self.compile_il(f.read(), options)
+
+    def load_binary(self, binary: bytes, options: str = "") -> Program:
+        """Loads a device binary from Program.binary() (aethercl_program_create_binary)."""
+        binary = bytes(binary)
+        handle = self.lib.check_handle("aethercl_program_create_binary", self.index, binary,
+                                       len(binary), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
+                 stream=None) -> None:
+        """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
+        work-items each (global = groups x local), with args as Kernel.__call__ takes them."""
+        if (global_size is None) == (groups is None):
+            raise ValueError("give exactly one of global_size and groups")
+        if groups is not None:
+            if local is None:
+                raise ValueError("groups needs local (the work-group size)")
+            g = (groups,) if np.isscalar(groups) else tuple(groups)
+            l_ = (local,) if np.isscalar(local) else tuple(local)
+            if len(g) != len(l_):
+                raise ValueError(f"groups {g} and local {l_} differ in dimensions")
+            global_size = tuple(int(a) * int(b) for a, b in zip(g, l_))
+        kernel(global_size, local, *args, stream=stream)
+
+    def wait(self) -> None:
+        """Waits for all work on the device (aethercl_synchronize)."""
+        self.synchronize()
+
+    def kernel_log(self) -> list:
+        """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
+        return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))
+
+    # ---- interop ----------------------------------------------------------------------------
+    def cl_context(self) -> int:
+        """The device's cl_context (an int address; the driver keeps ownership)."""
+        return self.lib.check_handle("aethercl_cl_context", self.index)
+
+    def cl_queue(self, stream=None) -> int:
+        """The cl_command_queue of stream (None: the default stream)."""
+        from .streams import _handle
+        return self.lib.check_handle("aethercl_cl_queue", self.index, _handle(stream))
+
+    # ---- memory -----------------------------------------------------------------------------
+    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
+               label: Optional[str] = None):
+        """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
+        device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
+        from . import dtypes
+        from .device import Buffer
+        if (data is None) == (size is None):
+            raise ValueError("give exactly one of data and size")
+        if data is not None:
+            array = np.asarray(data)
+            if dtype is None or dtypes.normalize(dtype) == array.dtype:
+                return Buffer.from_numpy(self, array, label=label)
+            with Buffer.from_numpy(self, array) as source:
+                converted = source.astype(dtype)
+            if label:
+                converted.label = label
+            return converted
+        return self.empty((int(size),), np.float32 if dtype is None else dtype, label=label)
+
+
+__all__ = ["AetherCLError", "DeviceKernels", "Kernel", "Local", "Program"]

@@ -77,7 +77,47 @@ int gpu_arg(Input& in) {
 struct State {
   std::vector<void*> live, freed;
   std::vector<unsigned long long> blocks, freed_blocks;
+  std::vector<void*> streams, dead_streams, events, dead_events, pinned, freed_pinned;
+  std::vector<unsigned long long> pinned_sizes;  // bytes of pinned[i]
   bool initialized = true;
+
+  // A stream argument: NULL (the default stream), live, destroyed, made up or another type.
+  void* stream(Input& in) {
+    std::uint8_t b = in.byte();
+    switch (b % 8) {
+      case 0: case 1: return nullptr;
+      case 2: return dead_streams.empty() ? nullptr : dead_streams[b % dead_streams.size()];
+      case 3: return reinterpret_cast<void*>((static_cast<std::uintptr_t>(in.u32()) << 8) | 0xA5);
+      case 4: return handle(in);
+      default: return streams.empty() ? nullptr : streams[b % streams.size()];
+    }
+  }
+  void* event(Input& in) {
+    std::uint8_t b = in.byte();
+    switch (b % 6) {
+      case 0: return nullptr;
+      case 1: return dead_events.empty() ? nullptr : dead_events[b % dead_events.size()];
+      case 2: return stream(in);
+      default: return events.empty() ? nullptr : events[b % events.size()];
+    }
+  }
+  // Host memory for an asynchronous transfer of size bytes: pinned (live, large enough),
+  // ordinary, or NULL.
+  void* host_memory(Input& in, unsigned long long size) {
+    std::uint8_t b = in.byte();
+    if (b % 16 == 0) return nullptr;
+    if (b % 2 == 0 && !pinned.empty() && pinned_sizes[b % pinned.size()] >= size) {
+      return pinned[b % pinned.size()];
+    }
+    return scratch.data();
+  }
+  void forget_pinned(void* pointer) {
+    auto it = std::find(pinned.begin(), pinned.end(), pointer);
+    if (it == pinned.end()) return;
+    pinned_sizes.erase(pinned_sizes.begin() + (it - pinned.begin()));
+    pinned.erase(it);
+    freed_pinned.push_back(pointer);
+  }
 
   void* handle(Input& in) {
     std::uint8_t b = in.byte();
@@ -144,6 +184,109 @@ void check_void(const char* function) {
   if (aethercl_last_error_code() == AETHERCL_INTERNAL) violation(function, "internal error");
 }
 
+// The runtime functions of ABI version 3 (streams, events, host memory, transfers).
+void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
+  switch (op % 18) {
+    case 0: {
+      void* stream = aethercl_stream_create(gpu, in.byte() % 8 == 0 ? in.u32() : in.byte() % 2);
+      check_pointer("aethercl_stream_create", stream == nullptr);
+      if (stream) s.streams.push_back(stream);
+      break;
+    }
+    case 1: {
+      void* stream = s.stream(in);
+      int result = aethercl_stream_destroy(gpu, stream);
+      check_status("aethercl_stream_destroy", result);
+      auto it = std::find(s.streams.begin(), s.streams.end(), stream);
+      if (result == 1 && it != s.streams.end()) {
+        s.dead_streams.push_back(stream);
+        s.streams.erase(it);
+      }
+      break;
+    }
+    case 2: check_status("aethercl_stream_set_current", aethercl_stream_set_current(gpu, s.stream(in))); break;
+    case 3: {
+      void* current = aethercl_stream_current(gpu);
+      check_pointer("aethercl_stream_current", current == nullptr && aethercl_last_error()[0] != '\0');
+      break;
+    }
+    case 4: check_status("aethercl_stream_synchronize", aethercl_stream_synchronize(gpu, s.stream(in))); break;
+    case 5: {
+      void* event = aethercl_event_record(gpu, s.stream(in));
+      check_pointer("aethercl_event_record", event == nullptr);
+      if (event) s.events.push_back(event);
+      break;
+    }
+    case 6: check_status("aethercl_stream_wait_event", aethercl_stream_wait_event(gpu, s.stream(in), s.event(in))); break;
+    case 7: {
+      int done = 0;
+      check_status("aethercl_event_query", aethercl_event_query(s.event(in), in.byte() % 8 ? &done : nullptr));
+      break;
+    }
+    case 8: check_status("aethercl_event_synchronize", aethercl_event_synchronize(s.event(in))); break;
+    case 9: {
+      float ms = 0;
+      check_status("aethercl_event_elapsed_ms", aethercl_event_elapsed_ms(s.event(in), s.event(in), in.byte() % 8 ? &ms : nullptr));
+      break;
+    }
+    case 10: {
+      void* event = s.event(in);
+      int result = aethercl_event_destroy(event);
+      check_status("aethercl_event_destroy", result);
+      auto it = std::find(s.events.begin(), s.events.end(), event);
+      if (result == 1 && it != s.events.end()) {
+        s.dead_events.push_back(event);
+        s.events.erase(it);
+      }
+      break;
+    }
+    case 11: {
+      auto size = size_arg(in);
+      if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;
+      void* pointer = aethercl_host_alloc(gpu, size);
+      check_pointer("aethercl_host_alloc", pointer == nullptr);
+      if (pointer) {
+        s.pinned.push_back(pointer);
+        s.pinned_sizes.push_back(size);
+      }
+      break;
+    }
+    case 12: {
+      std::uint8_t b = in.byte();
+      void* pointer = b % 4 == 0 ? nullptr
+                      : b % 4 == 1 ? (s.freed_pinned.empty() ? scratch.data() : s.freed_pinned[b % s.freed_pinned.size()])
+                      : b % 4 == 2 ? static_cast<void*>(scratch.data() + 8)
+                                   : (s.pinned.empty() ? nullptr : s.pinned[b % s.pinned.size()]);
+      int result = aethercl_host_free(pointer);
+      check_status("aethercl_host_free", result);
+      if (result == 1) s.forget_pinned(pointer);
+      break;
+    }
+    case 13: case 14: {
+      auto offset = size_arg(in), size = size_arg(in);
+      void* host = s.host_memory(in, size);
+      if (op % 18 == 13) {
+        check_status("aethercl_write_async", aethercl_write_async(gpu, s.handle(in), offset, size, host, s.stream(in)));
+      } else {
+        check_status("aethercl_read_async", aethercl_read_async(gpu, s.handle(in), offset, size, host, s.stream(in)));
+      }
+      break;
+    }
+    case 15: {
+      auto dst_offset = size_arg(in), src_offset = size_arg(in), size = size_arg(in);
+      check_status("aethercl_copy", aethercl_copy(gpu, s.handle(in), dst_offset, s.handle(in), src_offset, size, s.stream(in)));
+      break;
+    }
+    case 16: {
+      auto offset = size_arg(in), size = size_arg(in);
+      check_status("aethercl_memset", aethercl_memset(gpu, s.handle(in), offset, size, dim(in), s.stream(in)));
+      break;
+    }
+    default: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
+  }
+}
+#include "fuzz_train_ops.inc"
+
 }  // namespace
 
 #include "fuzz_runtime.h"
@@ -161,7 +304,15 @@ void step(State& s, Input& in) {
   for (auto& x : d) x = dim(in);
   float f[5];
   for (auto& x : f) x = float_arg(in);
-  switch (op % 52) {
+  if (op >= 220) {  // the runtime functions of version 3; below, the mapping older corpora use
+    runtime_step(s, in, op, gpu);
+    return;
+  }
+  if (op >= 200) {  // your own kernels, typed memory, the kernel log, interop (fuzz_runtime.h)
+    step_runtime(runtime_state, s, in, gpu, h, d);
+    return;
+  }
+  switch (op % 45) {
     case 0: case 1: case 2: case 3: {
       unsigned long long size = size_arg(in);
       if (size > kMaxBuffer && size < (1ull << 62)) size = kMaxBuffer;  // transfers use scratch
@@ -260,12 +411,14 @@ void step(State& s, Input& in) {
     }
     case 42: {
       char text[512];
-      switch (in.byte() % 5) {
+      switch (in.byte() % 7) {
         case 0: check_pointer("aethercl_memory_stats", aethercl_memory_stats(gpu, text, in.byte() % 2 ? sizeof text : in.byte() % 8) == 0); break;
         case 1: check_pointer("aethercl_device_info", aethercl_device_info(gpu, in.byte() % 2 ? text : nullptr, sizeof text) == 0); break;
         case 2: check_status("aethercl_synchronize", aethercl_synchronize(gpu)); break;
         case 3: std::memcpy(text, scratch.data(), 80); text[in.byte() % 80] = '\0';
           check_status("aethercl_set_buffer_label", aethercl_set_buffer_label(gpu, h[0], in.byte() % 8 ? text : nullptr)); break;
+        case 4: check_status("aethercl_empty_cache", aethercl_empty_cache(gpu)); break;
+        case 5: check_status("aethercl_reset_peak_memory_stats", aethercl_reset_peak_memory_stats(gpu)); break;
         default: if (aethercl_status_name(d[0]) == nullptr) violation("aethercl_status_name", "NULL"); break;
       }
       break;
@@ -276,6 +429,13 @@ void step(State& s, Input& in) {
         check_void("shutdown_driver");
         s.freed.insert(s.freed.end(), s.live.begin(), s.live.end());
         s.live.clear();
+        s.dead_streams.insert(s.dead_streams.end(), s.streams.begin(), s.streams.end());
+        s.streams.clear();
+        s.dead_events.insert(s.dead_events.end(), s.events.begin(), s.events.end());
+        s.events.clear();
+        s.freed_pinned.insert(s.freed_pinned.end(), s.pinned.begin(), s.pinned.end());
+        s.pinned.clear();
+        s.pinned_sizes.clear();
         for (auto* list : {&runtime_state.programs, &runtime_state.kernels}) {
           runtime_state.dead.insert(runtime_state.dead.end(), list->begin(), list->end());
           list->clear();
@@ -287,9 +447,7 @@ void step(State& s, Input& in) {
         s.initialized = true;
       }
       break;
-    default:  // 44..51: the version-3 runtime functions (fuzz_runtime.h)
-      step_runtime(runtime_state, in, gpu, h, d);
-      break;
+    case 44: train_step(in, gpu, h, d, f); break;
   }
 }
 
@@ -322,6 +480,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Input in(data, size);
   for (int steps = 0; !in.done() && steps < 64; ++steps) step(state, in);
   if (!state.initialized && initialize_gpu(0) != 1) violation("initialize_gpu", "re-init failed");
+  for (void* event : state.events) aethercl_event_destroy(event);
+  for (void* stream : state.streams) aethercl_stream_destroy(0, stream);
+  for (void* pointer : state.pinned) aethercl_host_free(pointer);
+  aethercl_stream_set_current(0, nullptr);
   for (void* handle : state.live) free_gpu_memory(0, handle);
   for (unsigned long long address : state.blocks) simulated_kernel_free(0, address, 0);
   runtime_state.destroy_all();

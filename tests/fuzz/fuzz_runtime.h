@@ -81,7 +81,7 @@ std::size_t bounded_size(Input& in) {
 
 // Byte order is fixed (no two reads in one argument list), so corpus files mean the same under
 // every compiler.
-void step_runtime(RuntimeState& r, Input& in, int gpu, void* const* h, const int* d) {
+void step_runtime(RuntimeState& r, State& s, Input& in, int gpu, void* const* h, const int* d) {
   switch (in.byte() % 12) {
     case 0: case 1: {
       const char* source = kFuzzSources[in.byte() % std::size(kFuzzSources)];
@@ -186,7 +186,7 @@ void step_runtime(RuntimeState& r, Input& in, int gpu, void* const* h, const int
         num_args = 3;
         for (auto& size : local) size = 1;
       }
-      void* stream = in.byte() % 16 == 0 ? h[0] : nullptr;
+      void* stream = in.byte() % 4 == 0 ? s.stream(in) : nullptr;
       void* kernel = r.kernel(in);
       const std::size_t* global_size = in.byte() % 16 ? global : nullptr;
       const std::size_t* local_size = in.byte() % 2 ? local : nullptr;
@@ -201,9 +201,9 @@ void step_runtime(RuntimeState& r, Input& in, int gpu, void* const* h, const int
         check_status("aethercl_buffer_set_dtype", aethercl_buffer_set_dtype(gpu, h[0], d[0] % 10 - 1));
       } else {
         unsigned long long count = size_arg(in) / (b % 4 + 1);
+        void* stream = b % 16 == 0 ? s.stream(in) : nullptr;
         check_status("aethercl_convert",
-                     aethercl_convert(gpu, h[0], d[0] % 10 - 1, h[1], d[1] % 10 - 1, count,
-                                      b % 16 == 0 ? h[2] : nullptr));
+                     aethercl_convert(gpu, h[0], d[0] % 10 - 1, h[1], d[1] % 10 - 1, count, stream));
       }
       break;
     }
@@ -214,7 +214,11 @@ void step_runtime(RuntimeState& r, Input& in, int gpu, void* const* h, const int
       switch (which % 4) {
         case 0: check_pointer("aethercl_kernel_log", aethercl_kernel_log(gpu, b % 2 ? text : nullptr, b % 4 < 2 ? sizeof text : b % 8) == 0); break;
         case 1: check_pointer("aethercl_cl_context", aethercl_cl_context(gpu) == nullptr); break;
-        case 2: check_pointer("aethercl_cl_queue", aethercl_cl_queue(gpu, b % 4 ? nullptr : h[0]) == nullptr); break;
+        case 2: {
+          void* stream = b % 4 ? nullptr : s.stream(in);
+          check_pointer("aethercl_cl_queue", aethercl_cl_queue(gpu, stream) == nullptr);
+          break;
+        }
         default: check_pointer("aethercl_cl_mem", aethercl_cl_mem(gpu, h[0]) == nullptr); break;
       }
       break;

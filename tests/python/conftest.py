@@ -45,3 +45,12 @@ def row_group(request, monkeypatch):
     if request.param != "device-default":
         monkeypatch.setenv("AETHERCL_ROW_GROUP", request.param)
     return request.param
+
+
+@pytest.fixture
+def scope(device):
+    """Tensors of a training-op test: guard bytes checked and buffers freed at the end."""
+    from train_helpers import Scope
+    s = Scope(device)
+    yield s
+    s.close()

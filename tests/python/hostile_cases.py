@@ -3,10 +3,11 @@
 Run as a script in a child process (test_hostile.py does that), it initialises the test device,
 runs the cases and prints one JSON line per case: {"start": id} before and {"id", "outcome",
 "detail"} after, so a parent can tell which case crashed the process. Outcomes:
-  pass             the documented failure value (or success) with the right message and code
-  not_implemented  an argument case refused with AETHERCL_NOT_IMPLEMENTED by a stub (a pass)
-  pending          a case that must succeed met a stub: reported, never silently passed
-  fail             anything else (wrong value, missing message, wrong code, leak, broken library)
+  pass         the documented failure value (or success) with the right message and code
+  unsupported  a case that names a device feature (succeeded(..., unless_unsupported=...)) met
+               AETHERCL_NOT_IMPLEMENTED with a message naming that feature: the device lacks it
+  fail         anything else (wrong value, missing message, wrong code, leak, broken library);
+               AETHERCL_NOT_IMPLEMENTED anywhere a case does not name a feature is a failure
 After every case the library must still do a correct allocate/write/add/read round trip and the
 number of live buffers must be back where it was."""
 from __future__ import annotations
@@ -26,16 +27,19 @@ sys.path.insert(0, str(HERE.parents[1] / "python_harness"))
 sys.path.insert(0, str(HERE))
 
 from aethercl import abi  # noqa: E402
+from aethercl.status import Status  # noqa: E402
 from op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count  # noqa: E402
 
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
 SIZE_MAX = 2**64 - 1
 NEVER_ISSUED = ((1 << 40) << 8) | 0xAE        # well-formed token, id far beyond any issued
 MALFORMED = 0x12345678                         # wrong tag byte
-NOT_IMPLEMENTED = 9
-C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
-C_NOT_INITIALIZED, C_NO_DEVICE, C_DEVICE_ERROR, C_INTERNAL = 5, 6, 8, 10
-C_BUILD_FAILED = 7
+C_INVALID_ARGUMENT, C_INVALID_HANDLE = Status.INVALID_ARGUMENT, Status.INVALID_HANDLE
+C_OUT_OF_RANGE, C_OUT_OF_MEMORY = Status.OUT_OF_RANGE, Status.OUT_OF_MEMORY
+C_NOT_INITIALIZED, C_NO_DEVICE = Status.NOT_INITIALIZED, Status.NO_DEVICE
+C_DEVICE_ERROR, C_INTERNAL, C_NOT_IMPLEMENTED = Status.DEVICE_ERROR, Status.INTERNAL, \
+    Status.NOT_IMPLEMENTED
+C_BUILD_FAILED = Status.BUILD_FAILED
 BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
 TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
                "freed": "freed", "host_pointer": "not a buffer handle"}
@@ -61,6 +65,9 @@ class Harness:
         self.owned: List[int] = []
         self.blocks: List[int] = []
         self.keep = []  # host memory that must outlive a call
+        self.streams: List[int] = []   # stream tokens to destroy after the case
+        self.events: List[int] = []    # event tokens to destroy after the case
+        self.pinned: List[int] = []    # aethercl_host_alloc pointers to free after the case
 
     # ---- memory helpers -------------------------------------------------------------------
     def alloc(self, nbytes: int, fill: int = 0) -> int:
@@ -98,6 +105,15 @@ class Harness:
         return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))["live_buffers"]
 
     def cleanup(self) -> None:
+        for event in self.events:
+            self.lib.aethercl_event_destroy(event)
+        self.events.clear()
+        for stream in self.streams:
+            self.lib.aethercl_stream_destroy(self.index, stream)
+        self.streams.clear()
+        for pointer in self.pinned:
+            self.lib.aethercl_host_free(pointer)
+        self.pinned.clear()
         for handle in self.owned:
             self.lib.free_gpu_memory(self.index, handle)
         self.owned.clear()
@@ -156,8 +172,6 @@ class Harness:
     def _check_message(self, name, message, code, codes, words):
         if not message.startswith(name + ": "):
             fail(f"the message does not start with the function name: {message!r} (code {code})")
-        if code == NOT_IMPLEMENTED:
-            raise CaseResult("not_implemented", message)
         if code not in codes:
             fail(f"status {code}, expected one of {sorted(codes)}: {message!r}")
         for word in words:
@@ -165,21 +179,23 @@ class Harness:
             if not any(w.lower() in message.lower() for w in alternatives):
                 fail(f"the message does not mention {' or '.join(alternatives)!r}: {message!r}")
 
-    def succeeded(self, result, success=1, name=None) -> None:
+    def succeeded(self, result, success=1, name=None, unless_unsupported=None) -> None:
+        """The call must have succeeded. unless_unsupported names the one device feature (a word
+        the message must contain, e.g. "IL" for SPIR-V) whose absence makes a refusal with
+        AETHERCL_NOT_IMPLEMENTED the right answer for this case; without it that code fails."""
         name = name or self.function
         message, code = self.lib.last_error(), self.lib.last_error_code()
         ok = bool(result) if success is True else result == success
         if ok and message == "" and code == 0:
             return
-        if not ok and code == NOT_IMPLEMENTED and message.startswith(name + ": "):
-            raise CaseResult("pending", message)
+        if (not ok and unless_unsupported and code == C_NOT_IMPLEMENTED
+                and message.startswith(name + ": ")
+                and unless_unsupported.lower() in message.lower()):
+            raise CaseResult("unsupported", message)
         fail(f"returned {result!r}, expected success; last error {message!r} (code {code})")
 
     def succeeded_void(self, name=None) -> None:
-        name = name or self.function
         message, code = self.lib.last_error(), self.lib.last_error_code()
-        if code == NOT_IMPLEMENTED and message.startswith(name + ": "):
-            raise CaseResult("pending", message)
         if message or code:
             fail(f"unexpected error {message!r} (code {code})")
 
@@ -491,7 +507,7 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
     add(name, "twice_is_idempotent", lambda h: h.succeeded(h.lib.initialize_gpu(h.index)))
 
     name = "aethercl_status_name"
-    for value in (-1, 11, 999, INT_MIN, INT_MAX):
+    for value in (-1, len(Status), 999, INT_MIN, INT_MAX):
         def status_name(h, value=value):
             if h.lib.aethercl_status_name(value) != b"AETHERCL_UNKNOWN_STATUS":
                 fail(f"aethercl_status_name({value}) = {h.lib.aethercl_status_name(value)!r}")
@@ -533,6 +549,7 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
             h.lib.aethercl_memory_stats(gpu, None, 0), True))
         add("aethercl_synchronize", f"gpu_index={gpu}", lambda h, gpu=gpu: h.succeeded(
             h.lib.aethercl_synchronize(gpu)))
+    pool_cases(add)
 
     trace_cases(add)
 
@@ -563,6 +580,40 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
                 fail("an empty label is still listed")
         add(name, f"label={case_id}", label_case)
     return cases
+
+
+def pool_cases(add) -> None:
+    """aethercl_empty_cache / aethercl_reset_peak_memory_stats: any gpu_index follows the
+    one-initialised-device rule; both keep live buffers intact and do what they say."""
+    for name in ("aethercl_empty_cache", "aethercl_reset_peak_memory_stats"):
+        for gpu in FOREIGN_GPU_INDICES:
+            add(name, f"gpu_index={gpu}", lambda h, gpu=gpu, name=name: h.succeeded(
+                getattr(h.lib, name)(gpu)))
+
+    def free_one(h, nbytes):
+        handle = h.lib.allocate_gpu_memory(h.index, nbytes)
+        if not handle:
+            fail(f"setup: allocate_gpu_memory({nbytes}) failed: {h.lib.last_error()}")
+        h.lib.free_gpu_memory(h.index, handle)
+
+    def empty_cache_keeps_live_buffers(h):
+        keep = h.alloc(4096, fill=0x5A)
+        free_one(h, 1 << 20)
+        h.succeeded(h.lib.aethercl_empty_cache(h.index))
+        stats = json.loads(h.lib.json_call("aethercl_memory_stats", h.index))
+        if stats["bytes_cached"] != 0:
+            fail(f"bytes_cached {stats['bytes_cached']} after empty_cache")
+        if h.contents(keep, 4096) != b"\x5a" * 4096:
+            fail("a live buffer changed")
+    add("aethercl_empty_cache", "keeps_live_buffers", empty_cache_keeps_live_buffers)
+
+    def reset_peak(h):
+        free_one(h, 8 << 20)
+        h.succeeded(h.lib.aethercl_reset_peak_memory_stats(h.index))
+        stats = json.loads(h.lib.json_call("aethercl_memory_stats", h.index))
+        if stats["peak_bytes_reserved"] != stats["bytes_reserved"]:
+            fail(f"peak {stats['peak_bytes_reserved']} != reserved {stats['bytes_reserved']}")
+    add("aethercl_reset_peak_memory_stats", "peak_is_current", reset_peak)
 
 
 def trace_cases(add) -> None:
@@ -609,6 +660,153 @@ def trace_cases(add) -> None:
             fail(f"capacity {capacity} wrote {buffer.raw!r}")
     add("aethercl_trace_summary", "buffer=NULL_capacity=100", lambda h: summary(h, 100, False))
     add("aethercl_trace_summary", "capacity=1", lambda h: summary(h, 1, True))
+
+
+# ---- aethercl_gemm and the matmul precision ------------------------------------------------
+def gemm_cases() -> List[Case]:
+    from aethercl import gemm as g
+    cases: List[Case] = []
+
+    def add(name, case_id, function):
+        cases.append((f"{name}/{case_id}", function))
+
+    name = "aethercl_gemm"
+    M, N, K = 3, 4, 5
+
+    def setup(h, c_bytes=M * N * 4):
+        a, b = h.alloc(M * K * 4, 0x3F), h.alloc(K * N * 4, 0x3F)  # 0x3F3F3F3F ~ 0.75
+        c = h.alloc(c_bytes, 0x7F)
+        return g.gemm_desc(a, b, c, M, N, K, compute=g.COMPUTE_FP32), c, c_bytes
+
+    def call(h, desc, stream=None, gpu=None):
+        return h.lib.aethercl_gemm(h.index if gpu is None else gpu, ctypes.byref(desc), stream)
+
+    def refused(h, desc, c, c_bytes, codes, words=(), stream=None):
+        h.refused(call(h, desc, stream), 0, codes, words)
+        if h.contents(c, c_bytes) != bytes([0x7F]) * c_bytes:
+            fail("a refused call changed C")
+
+    def ok(h, desc, c, c_bytes, changes=True, gpu=None):
+        h.succeeded(call(h, desc, gpu=gpu))
+        if changes == (h.contents(c, c_bytes) == bytes([0x7F]) * c_bytes):
+            fail("C " + ("unchanged after" if changes else "changed by") + " the call")
+
+    def field_case(case_id, assignments, codes, words=(), c_bytes=M * N * 4):
+        def run(h):
+            desc, c, size = setup(h, c_bytes)
+            for field, value in assignments.items():
+                setattr(desc, field, value)
+            refused(h, desc, c, size, codes, words)
+        add(name, case_id, run)
+
+    add(name, "baseline", lambda h: ok(h, *setup(h)))
+    for gpu in FOREIGN_GPU_INDICES:
+        add(name, f"gpu_index={gpu}", lambda h, gpu=gpu: ok(h, *setup(h), gpu=gpu))
+    add(name, "desc=NULL", lambda h: h.refused(
+        h.lib.aethercl_gemm(h.index, None, None), 0, {C_INVALID_ARGUMENT}, ["NULL"]))
+
+    def stream_token(h):
+        desc, c, size = setup(h)
+        refused(h, desc, c, size, {C_INVALID_HANDLE, C_INVALID_ARGUMENT}, ["stream"],
+                stream=NEVER_ISSUED)
+    add(name, "stream=never_issued", stream_token)
+
+    struct_size = ctypes.sizeof(g.GemmDesc)
+    for value in (0, 8, struct_size - 1):
+        field_case(f"struct_size={value}", {"struct_size": value}, {C_INVALID_ARGUMENT},
+                   ["struct_size"])
+    for field in ("trans_a", "trans_b"):
+        for value in (2, -1, INT_MAX):
+            field_case(f"{field}={value}", {field: value}, {C_INVALID_ARGUMENT}, [field])
+    for field in ("m", "n", "k", "batch"):
+        for value in (-1, INT_MIN):
+            field_case(f"{field}={value}", {field: value}, {C_INVALID_ARGUMENT},
+                       [field, "negative"])
+    for field in ("stride_a", "stride_b", "stride_c"):
+        field_case(f"{field}=-1", {field: -1}, {C_INVALID_ARGUMENT}, [field])
+    field_case("stride_c=0_batch=2", {"stride_c": 0, "batch": 2}, {C_INVALID_ARGUMENT},
+               ["stride_c"])
+    for field, low in (("lda", K - 1), ("ldb", N - 1), ("ldc", N - 1)):
+        for value in (low, 0, -1, INT_MIN):
+            field_case(f"{field}={value}", {field: value}, {C_INVALID_ARGUMENT}, [field])
+    field_case("lda=m_with_trans_a", {"trans_a": 1, "lda": M - 1}, {C_INVALID_ARGUMENT},
+               ["lda"])
+    for field in ("dtype_a", "dtype_b", "dtype_c"):
+        for value in (-1, 8, 99, 3, 4, 7):
+            field_case(f"{field}={value}", {field: value}, {C_INVALID_ARGUMENT}, [field])
+    field_case("dtype_a!=dtype_b", {"dtype_b": g.F16}, {C_INVALID_ARGUMENT},
+               ["dtype_a", "dtype_b"])
+    for value in (-1, 6, 1000):
+        field_case(f"compute={value}", {"compute": value}, {C_INVALID_ARGUMENT}, ["compute"])
+    for field, value in (("offset_a", 1), ("offset_b", 4), ("offset_c", 1), ("offset_c", 2**40),
+                         ("offset_a", SIZE_MAX), ("offset_b", 2**62)):
+        field_case(f"{field}={value}", {field: value}, {C_OUT_OF_RANGE, C_INVALID_ARGUMENT},
+                   [("desc->" + field[-1], "operand " + field[-1])])
+    field_case("c_too_small", {}, {C_OUT_OF_RANGE}, ["desc->c"], c_bytes=M * N * 4 - 1)
+    field_case("dtype_c=f32_in_an_f16_sized_buffer", {}, {C_OUT_OF_RANGE}, ["desc->c"],
+               c_bytes=M * N * 2)
+    for case_id, values in (("int_max_dims", {"m": INT_MAX, "n": INT_MAX, "k": INT_MAX}),
+                            ("huge_batch", {"batch": INT_MAX, "stride_a": 2**62,
+                                            "stride_c": 2**62}),
+                            ("huge_ld", {"lda": INT_MAX, "m": 2**20}),
+                            ("huge_stride_overflow", {"batch": 3, "stride_b": 2**63 - 1,
+                                                      "stride_c": 12})):
+        field_case(case_id, values, {C_OUT_OF_RANGE, C_INVALID_ARGUMENT})
+    for slot in ("a", "b", "c"):
+        def null_buffer(h, slot=slot):
+            desc, c, size = setup(h)
+            setattr(desc, slot, None)
+            h.refused(call(h, desc), 0, {C_INVALID_ARGUMENT}, ["NULL"])
+        add(name, f"{slot}=NULL", null_buffer)
+        for kind in BAD_TOKENS:
+            def bad_buffer(h, slot=slot, kind=kind):
+                desc, c, size = setup(h)
+                setattr(desc, slot, h.token(kind))
+                result = call(h, desc)
+                h.refused(result, 0, {C_INVALID_HANDLE}, [TOKEN_WORDS[kind]])
+            add(name, f"{slot}={kind}", bad_buffer)
+
+    def overlap(h):
+        desc, c, size = setup(h)
+        shared = h.alloc(4 * (M * K + M * N), 0x7F)
+        desc.a, desc.c, desc.offset_c = shared, shared, M * K - 1  # one element shared
+        refused(h, desc, shared, 4 * (M * K + M * N), {C_INVALID_ARGUMENT}, ["overlap"])
+    add(name, "c_overlaps_a", overlap)
+
+    def disjoint(h):
+        desc, c, size = setup(h)
+        shared = h.alloc(4 * (K * N + M * N), 0x3F)
+        desc.b, desc.c, desc.offset_c = shared, shared, K * N  # B first, C after it
+        h.succeeded(call(h, desc))
+    add(name, "c_after_b_in_one_buffer", disjoint)
+
+    for field in ("m", "n", "batch"):
+        def zero_work(h, field=field):
+            desc, c, size = setup(h)
+            setattr(desc, field, 0)
+            ok(h, desc, c, size, changes=False)
+        add(name, f"{field}=0_touches_nothing", zero_work)
+
+    def zero_work_bad_token(h):
+        desc, c, size = setup(h)
+        desc.m, desc.a = 0, h.token("freed")
+        h.refused(call(h, desc), 0, {C_INVALID_HANDLE}, ["freed"])
+    add(name, "m=0_still_checks_tokens", zero_work_bad_token)
+
+    name = "aethercl_set_matmul_precision"
+    for value in (-1, 6, INT_MIN, INT_MAX):
+        add(name, f"compute={value}", lambda h, value=value: h.refused(
+            h.lib.aethercl_set_matmul_precision(h.index, value), 0, {C_INVALID_ARGUMENT},
+            ["compute"]))
+    for value in range(6):
+        def set_valid(h, value=value):
+            h.succeeded(h.lib.aethercl_set_matmul_precision(h.index, value))
+            h.succeeded(h.lib.aethercl_set_matmul_precision(h.index, g.COMPUTE_FP32))
+        add(name, f"compute={value}", set_valid)
+    for gpu in FOREIGN_GPU_INDICES:
+        add(name, f"gpu_index={gpu}", lambda h, gpu=gpu: h.succeeded(
+            h.lib.aethercl_set_matmul_precision(gpu, g.COMPUTE_FP32)))
+    return cases
 
 
 # ---- simulated_* host-memory API -----------------------------------------------------------
@@ -770,17 +968,370 @@ def sim_cases() -> List[Case]:
     return cases
 
 
+# ---- AETHERCL_3 runtime functions (streams, events, host memory, transfers) -----------------
+# Generated from the manifest by parameter name: every stream, event, buffer, host-pointer,
+# out-pointer and span parameter of every such function gets its hostile values.
+STREAM_TAG, EVENT_TAG = 0xA5, 0xA7
+STREAM_PARAMS = ("stream",)
+EVENT_PARAMS = ("event", "start", "end")
+BUFFER_PARAMS = ("buffer", "dst", "src")
+OUT_PARAMS = ("done", "ms")
+SPAN_SIZE = 64  # bytes of every buffer the cases allocate
+
+
+def _new_stream(h: Harness, timing: bool = False) -> int:
+    stream = h.lib.aethercl_stream_create(h.index, 1 if timing else 0)
+    if not stream:
+        fail(f"setup: aethercl_stream_create failed: {h.lib.last_error()}")
+    h.streams.append(stream)
+    return stream
+
+
+def _new_event(h: Harness) -> int:
+    event = h.lib.aethercl_event_record(h.index, _new_stream(h, timing=True))
+    if not event:
+        fail(f"setup: aethercl_event_record failed: {h.lib.last_error()}")
+    h.events.append(event)
+    return event
+
+
+def _new_pinned(h: Harness, nbytes: int = SPAN_SIZE) -> int:
+    pointer = h.lib.aethercl_host_alloc(h.index, nbytes)
+    if not pointer:
+        fail(f"setup: aethercl_host_alloc failed: {h.lib.last_error()}")
+    h.pinned.append(pointer)
+    return pointer
+
+
+def _host(h: Harness, nbytes: int = SPAN_SIZE) -> int:
+    buffer = ctypes.create_string_buffer(b"\x09" * nbytes, nbytes)
+    h.keep.append(buffer)
+    return ctypes.addressof(buffer)
+
+
+def _valid_args(h: Harness, symbol) -> Dict[str, object]:
+    """A valid value for every parameter, by name."""
+    args: Dict[str, object] = {}
+    for p in symbol.parameters:
+        n = p.name
+        if n == "gpu_index":
+            args[n] = h.index
+        elif n == "flags":
+            args[n] = 0
+        elif n in STREAM_PARAMS:
+            args[n] = _new_stream(h)
+        elif n in EVENT_PARAMS:
+            args[n] = _new_event(h)
+        elif n in BUFFER_PARAMS:
+            args[n] = h.alloc(SPAN_SIZE, 3)
+        elif n in ("offset", "dst_offset", "src_offset", "value"):
+            args[n] = 0
+        elif n == "size":
+            args[n] = SPAN_SIZE if symbol.name == "aethercl_host_alloc" else 16
+        elif n in ("source", "destination"):
+            args[n] = _host(h)
+        elif n == "host_ptr":
+            args[n] = _new_pinned(h)
+        elif n == "done":
+            args[n] = ctypes.byref(ctypes.c_int(0))
+        elif n == "ms":
+            args[n] = ctypes.byref(ctypes.c_float(0))
+        else:
+            raise ValueError(f"{symbol.name}: no valid value for parameter {n}")
+    if symbol.name == "aethercl_copy":  # two distinct buffers: no overlap
+        args["src"] = h.alloc(SPAN_SIZE, 4)
+    if symbol.name == "aethercl_host_free":
+        h.pinned.remove(args["host_ptr"])  # the call itself frees it
+    return args
+
+
+def _invoke(h: Harness, symbol, args: Dict[str, object]):
+    return getattr(h.lib, symbol.name)(*(args[p.name] for p in symbol.parameters))
+
+
+def _failure(symbol):
+    return None if symbol.return_type == "void*" else 0
+
+
+def _bad_token(h: Harness, kind: str, tag: int) -> int:
+    if kind == "never_issued":
+        return ((1 << 40) << 8) | tag
+    if kind == "malformed":
+        return MALFORMED
+    if kind == "buffer_handle":
+        return h.alloc(16)
+    if kind == "host_pointer":
+        return _host(h)
+    if kind == "destroyed_stream":
+        stream = h.lib.aethercl_stream_create(h.index, 0)
+        h.lib.aethercl_stream_destroy(h.index, stream)
+        return stream
+    if kind == "destroyed_event":
+        event = h.lib.aethercl_event_record(h.index, None)
+        h.lib.aethercl_event_destroy(event)
+        return event
+    if kind == "event_token":
+        return _new_event(h)
+    if kind == "stream_token":
+        return _new_stream(h)
+    raise ValueError(kind)
+
+
+def runtime_cases(symbols) -> List[Case]:
+    cases: List[Case] = []
+    runtime = [s for s in symbols if s.version == "AETHERCL_3" and
+               (s.name.startswith("aethercl_stream_") or s.name.startswith("aethercl_event_") or
+                s.name in ("aethercl_host_alloc", "aethercl_host_free", "aethercl_write_async",
+                           "aethercl_read_async", "aethercl_copy", "aethercl_memset"))]
+
+    def add(symbol, case_id, function):
+        cases.append((f"{symbol.name}/{case_id}", function))
+
+    for symbol in runtime:
+        names = [p.name for p in symbol.parameters]
+
+        def baseline(h, symbol=symbol):
+            args = _valid_args(h, symbol)
+            result = _invoke(h, symbol, args)
+            if symbol.name == "aethercl_stream_create" and result:
+                h.streams.append(result)
+            if symbol.name == "aethercl_event_record" and result:
+                h.events.append(result)
+            if symbol.name == "aethercl_host_alloc" and result:
+                h.pinned.append(result)
+            if symbol.name == "aethercl_stream_destroy":
+                h.streams.remove(args["stream"])
+            if symbol.name == "aethercl_event_destroy":
+                h.events.remove(args["event"])
+            if symbol.name == "aethercl_stream_current":
+                h.succeeded(True, True)  # NULL is the default stream: only the error must be clear
+            else:
+                h.succeeded(result, True if symbol.return_type == "void*" else 1)
+        add(symbol, "baseline", baseline)
+
+        if "gpu_index" in names:
+            for gpu in FOREIGN_GPU_INDICES:
+                def foreign(h, symbol=symbol, gpu=gpu):
+                    args = dict(_valid_args(h, symbol), gpu_index=gpu)
+                    result = _invoke(h, symbol, args)
+                    for kind, bucket in (("aethercl_stream_create", h.streams),
+                                         ("aethercl_event_record", h.events),
+                                         ("aethercl_host_alloc", h.pinned)):
+                        if symbol.name == kind and result:
+                            bucket.append(result)
+                    if symbol.name == "aethercl_stream_destroy":
+                        h.streams.remove(args["stream"])
+                    if symbol.name == "aethercl_stream_current":
+                        h.succeeded(True, True)
+                    else:
+                        h.succeeded(result, True if symbol.return_type == "void*" else 1)
+                add(symbol, f"gpu_index={gpu}", foreign)
+
+        for name in names:
+            if name in STREAM_PARAMS:
+                kinds = ("never_issued", "malformed", "buffer_handle", "host_pointer",
+                         "destroyed_stream", "event_token")
+                tag = STREAM_TAG
+            elif name in EVENT_PARAMS:
+                kinds = ("never_issued", "malformed", "buffer_handle", "host_pointer",
+                         "destroyed_event", "stream_token")
+                tag = EVENT_TAG
+            else:
+                kinds = ()
+            for kind in kinds:
+                def bad(h, symbol=symbol, name=name, kind=kind, tag=tag):
+                    args = _valid_args(h, symbol)
+                    args[name] = _bad_token(h, kind, tag)
+                    h.refused(_invoke(h, symbol, args), _failure(symbol), {C_INVALID_HANDLE},
+                              [name])
+                add(symbol, f"{name}={kind}", bad)
+            if name in EVENT_PARAMS:
+                def null_event(h, symbol=symbol, name=name):
+                    args = _valid_args(h, symbol)
+                    args[name] = None
+                    h.refused(_invoke(h, symbol, args), _failure(symbol), {C_INVALID_ARGUMENT},
+                              [name, "NULL"])
+                add(symbol, f"{name}=NULL", null_event)
+            if name in BUFFER_PARAMS:
+                for kind in ("NULL",) + BAD_TOKENS:
+                    def bad_buffer(h, symbol=symbol, name=name, kind=kind):
+                        args = _valid_args(h, symbol)
+                        args[name] = None if kind == "NULL" else h.token(kind)
+                        h.refused(_invoke(h, symbol, args), 0,
+                                  {C_INVALID_ARGUMENT, C_INVALID_HANDLE},
+                                  [name, "NULL" if kind == "NULL" else TOKEN_WORDS[kind]])
+                    add(symbol, f"{name}={kind}", bad_buffer)
+            if name in OUT_PARAMS:
+                def null_out(h, symbol=symbol, name=name):
+                    args = _valid_args(h, symbol)
+                    args[name] = None
+                    h.refused(_invoke(h, symbol, args), 0, {C_INVALID_ARGUMENT}, [name, "NULL"])
+                add(symbol, f"{name}=NULL", null_out)
+            if name in ("source", "destination"):
+                def null_host(h, symbol=symbol, name=name):
+                    args = _valid_args(h, symbol)
+                    args[name] = None
+                    h.refused(_invoke(h, symbol, args), 0, {C_INVALID_ARGUMENT}, [name, "NULL"])
+                add(symbol, f"{name}=NULL", null_host)
+
+                def zero_null(h, symbol=symbol, name=name):
+                    args = dict(_valid_args(h, symbol), size=0)
+                    args[name] = None
+                    h.succeeded(_invoke(h, symbol, args))
+                add(symbol, f"size=0_{name}=NULL", zero_null)
+
+                def pinned(h, symbol=symbol, name=name):
+                    args = _valid_args(h, symbol)
+                    args[name] = _new_pinned(h)
+                    h.succeeded(_invoke(h, symbol, args))
+                    h.succeeded(h.lib.aethercl_synchronize(h.index), name="aethercl_synchronize")
+                add(symbol, f"{name}=pinned", pinned)
+
+        # Spans of every (buffer, offset) pair against SPAN_SIZE-byte buffers.
+        pairs = [(b, o) for b, o in (("buffer", "offset"), ("dst", "dst_offset"),
+                                     ("src", "src_offset")) if b in names and o in names]
+        spans = [(0, SPAN_SIZE + 1), (SPAN_SIZE, 1), (SPAN_SIZE + 1, 0), (1, SIZE_MAX),
+                 (SIZE_MAX, 2), (2**63, 2**63), (SIZE_MAX, 0)]
+        for buffer, offset_name in pairs:
+            for offset, size in spans:
+                def span(h, symbol=symbol, buffer=buffer, offset_name=offset_name, offset=offset,
+                         size=size):
+                    args = dict(_valid_args(h, symbol), size=size)
+                    args[offset_name] = offset
+                    words = [offset_name]
+                    if symbol.name == "aethercl_copy":
+                        # The other range gets a buffer that holds the size where it can, so the
+                        # refusal is about this one; a size beyond it fails both ranges.
+                        other = "src" if buffer == "dst" else "dst"
+                        args[other] = h.alloc(1 << 20, 4)
+                        if size > 1 << 20:
+                            words = [("dst_offset", "src_offset")]
+                    host = args.get("source") or args.get("destination")
+                    h.refused(_invoke(h, symbol, args), 0, {C_OUT_OF_RANGE}, words)
+                    if h.contents(args[buffer], SPAN_SIZE)[:4] not in (b"\x03" * 4, b"\x04" * 4):
+                        fail("a refused call changed the buffer")
+                    if host is not None and ctypes.string_at(host, 4) != b"\x09" * 4:
+                        fail("a refused call changed host memory")
+                add(symbol, f"{offset_name}={offset},size={size}", span)
+
+    # Function-specific rules.
+    by_name = {s.name: s for s in runtime}
+    if "aethercl_stream_create" in by_name:
+        symbol = by_name["aethercl_stream_create"]
+        for flags in (2, 3, 0x80000000, 0xFFFFFFFF):
+            add(symbol, f"flags=0x{flags:x}", lambda h, flags=flags: h.refused(
+                h.lib.aethercl_stream_create(h.index, flags), None, {C_INVALID_ARGUMENT},
+                ["flags"]))
+
+        def timing(h):
+            stream = h.lib.aethercl_stream_create(h.index, 1)
+            h.succeeded(stream, True)
+            h.streams.append(stream)
+        add(symbol, "flags=TIMING", timing)
+    if "aethercl_stream_destroy" in by_name:
+        symbol = by_name["aethercl_stream_destroy"]
+        add(symbol, "stream=NULL", lambda h: h.refused(
+            h.lib.aethercl_stream_destroy(h.index, None), 0, {C_INVALID_ARGUMENT},
+            ["default stream"]))
+
+        def twice(h):
+            stream = h.lib.aethercl_stream_create(h.index, 0)
+            h.succeeded(h.lib.aethercl_stream_destroy(h.index, stream))
+            h.refused(h.lib.aethercl_stream_destroy(h.index, stream), 0, {C_INVALID_HANDLE},
+                      ["destroyed"])
+        add(symbol, "twice", twice)
+    for name in ("aethercl_stream_set_current", "aethercl_stream_synchronize",
+                 "aethercl_event_record", "aethercl_write_async", "aethercl_read_async",
+                 "aethercl_copy", "aethercl_memset"):
+        if name not in by_name:
+            continue
+        symbol = by_name[name]
+
+        def null_stream(h, symbol=symbol):
+            args = dict(_valid_args(h, symbol), stream=None)
+            result = _invoke(h, symbol, args)
+            if symbol.name == "aethercl_event_record" and result:
+                h.events.append(result)
+            h.succeeded(result, True if symbol.return_type == "void*" else 1)
+        add(symbol, "stream=NULL_is_the_default_stream", null_stream)
+    if "aethercl_event_elapsed_ms" in by_name:
+        symbol = by_name["aethercl_event_elapsed_ms"]
+
+        def untimed(h):
+            start = h.lib.aethercl_event_record(h.index, None)
+            h.events.append(start)
+            h.refused(h.lib.aethercl_event_elapsed_ms(start, _new_event(h),
+                                                      ctypes.byref(ctypes.c_float())),
+                      0, {C_INVALID_ARGUMENT}, ["timing"])
+        add(symbol, "start_on_a_stream_without_timing", untimed)
+    if "aethercl_host_alloc" in by_name:
+        symbol = by_name["aethercl_host_alloc"]
+        add(symbol, "size=0", lambda h: h.refused(
+            h.lib.aethercl_host_alloc(h.index, 0), None, {C_INVALID_ARGUMENT}, ["size is 0"]))
+        for size in (SIZE_MAX, 2**63):
+            add(symbol, f"size={size}", lambda h, size=size: h.refused(
+                h.lib.aethercl_host_alloc(h.index, size), None,
+                {C_OUT_OF_MEMORY, C_DEVICE_ERROR}))
+    if "aethercl_host_free" in by_name:
+        symbol = by_name["aethercl_host_free"]
+        add(symbol, "host_ptr=NULL", lambda h: h.succeeded(h.lib.aethercl_host_free(None)))
+        bad_pointers = {
+            "stack_pointer": lambda h: _host(h),
+            "inside_an_allocation": lambda h: _new_pinned(h) + 8,
+            "device_buffer_handle": lambda h: h.alloc(16),
+        }
+        for case_id, make in bad_pointers.items():
+            add(symbol, case_id, lambda h, make=make: h.refused(
+                h.lib.aethercl_host_free(make(h)), 0, {C_INVALID_HANDLE}, ["host_ptr"]))
+
+        def double_free(h):
+            pointer = h.lib.aethercl_host_alloc(h.index, 64)
+            h.succeeded(h.lib.aethercl_host_free(pointer))
+            h.refused(h.lib.aethercl_host_free(pointer), 0, {C_INVALID_HANDLE}, ["freed"])
+        add(symbol, "double_free", double_free)
+    if "aethercl_copy" in by_name:
+        symbol = by_name["aethercl_copy"]
+        for dst_offset, src_offset, size in ((0, 0, 16), (8, 0, 16), (0, 15, 16), (16, 0, 17)):
+            def overlap(h, dst_offset=dst_offset, src_offset=src_offset, size=size):
+                buffer = h.alloc(SPAN_SIZE, 3)
+                h.refused(h.lib.aethercl_copy(h.index, buffer, dst_offset, buffer, src_offset,
+                                              size, None), 0, {C_INVALID_ARGUMENT}, ["overlap"])
+                if h.contents(buffer, SPAN_SIZE) != b"\x03" * SPAN_SIZE:
+                    fail("a refused copy changed the buffer")
+            add(symbol, f"overlap_dst{dst_offset}_src{src_offset}_size{size}", overlap)
+
+        def adjacent(h):
+            buffer = h.alloc(SPAN_SIZE, 3)
+            h.succeeded(h.lib.aethercl_copy(h.index, buffer, 16, buffer, 0, 16, None))
+        add(symbol, "same_buffer_adjacent_ranges", adjacent)
+    if "aethercl_memset" in by_name:
+        symbol = by_name["aethercl_memset"]
+        for value in (-1, 256, 0x1234, INT_MIN, INT_MAX):
+            def memset_value(h, value=value):
+                buffer = h.alloc(SPAN_SIZE, 3)
+                h.succeeded(h.lib.aethercl_memset(h.index, buffer, 4, 8, value, None))
+                want = b"\x03" * 4 + bytes([value & 0xFF]) * 8 + b"\x03" * (SPAN_SIZE - 12)
+                if h.contents(buffer, SPAN_SIZE) != want:
+                    fail(f"memset({value}) wrote {h.contents(buffer, SPAN_SIZE)!r}")
+            add(symbol, f"value={value}", memset_value)
+    return cases
+
+
 def all_cases(symbols) -> List[Case]:
     names = {s.name for s in symbols}
-    cases = memory_cases() + extension_cases()
+    cases = memory_cases() + extension_cases() + runtime_cases(symbols)
+    if "aethercl_gemm" in names:
+        cases += gemm_cases()
     if "aethercl_launch" in names:
-        from hostile_runtime_cases import runtime_cases
-        cases += runtime_cases()
+        from hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
+        cases += kernel_runtime_cases()
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:
         if symbol.name.startswith("execute_") and symbol.name not in SPECIAL:
             cases += compute_cases(symbol)
+    from hostile_train_cases import all_train_cases  # version-3 training ops
+    cases += all_train_cases(symbols)
     return cases
 
 

@@ -86,3 +86,35 @@ def test_a_freed_buffer_has_no_cl_mem(lib, device):
     handle = lib.check_handle("allocate_gpu_memory", device.index, 16)
     lib.free_gpu_memory(device.index, handle)
     assert lib.aethercl_cl_mem(device.index, handle) is None and "freed" in lib.last_error()
+
+
+SUBMIT_CHILD = r"""
+import json
+assert lib.initialize_gpu(0) == 1
+before = json.loads(lib.json_call("aethercl_memory_stats", 0))["submission_thread"]
+h = lib.allocate_gpu_memory(0, 16)
+lib.execute_add_on_gpu(0, h, h, h, 4)
+queue = lib.aethercl_cl_queue(0, None)
+after = json.loads(lib.json_call("aethercl_memory_stats", 0))["submission_thread"]
+again = lib.aethercl_cl_queue(0, None)
+print(json.dumps({"before": before, "after": after, "same": queue == again and bool(queue)}))
+"""
+
+
+def test_handing_out_a_queue_stops_the_submission_thread():
+    """With a submission thread, work the driver recorded but has not enqueued yet could be
+    overtaken by what the caller enqueues on the queue; so handing out a queue drains the thread
+    and turns it off (forced on here: PoCL runs without it by default)."""
+    import json as json_module
+    import os
+    from helpers import run_child
+    env_backup = dict(os.environ)
+    os.environ["AETHERCL_SUBMIT_THREAD"] = "1"
+    try:
+        result = run_child(SUBMIT_CHILD)
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json_module.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"before": True, "after": False, "same": True}

@@ -214,7 +214,7 @@ def refusal_cases(lib, device, kernels, scratch, freed, foreign_type):
         ("buffer=kernel_token", lambda: launch(lib, index, k_add, (4,), None,
                                                Args((BUFFER, 0, foreign_type),
                                                     (SCALAR, 4, b"\0" * 4))), 2,
-         "is a kernel token, not a buffer"),
+         "is a kernel, not a buffer"),
         ("scalar_size=8", lambda: launch(lib, index, k_add, (4,), None,
                                          Args((BUFFER, 0, scratch), (SCALAR, 8, b"\0" * 8))), 1,
          "args[1].size = 8"),

@@ -196,3 +196,26 @@ def test_the_ops_wrappers_of_the_runtime_functions(dev):
     ops.kernel_destroy(dev, kernel)
     ops.program_destroy(dev, program)
     ops.program_destroy(dev, again)
+
+
+def test_launches_and_conversions_run_on_the_given_stream(dev):
+    """A launch and a conversion on a timing stream: ordered on it, logged with its token and
+    device times; the default stream reads the result only after synchronising that stream."""
+    stream = aethercl.Stream(dev, timing=True)
+    kernel = dev.compile("""__kernel void twice(__global float* x) {
+                              x[get_global_id(0)] *= 2.0f; }""").kernel("twice")
+    x = dev.buffer(np.arange(64, dtype=np.float32))
+    for _ in range(3):
+        kernel(64, None, x, stream=stream)
+    halves = dev.buffer(size=64, dtype=np.float16)
+    x.astype(np.float16, stream=stream).copy_to(halves)
+    stream.synchronize()
+    np.testing.assert_array_equal(x.read(), np.arange(64, dtype=np.float32) * 8)
+    entries = [e for e in dev.kernel_log() if e["stream"] == hex(stream.handle)]
+    assert [e["kernel"] for e in entries][-4:] == ["twice", "twice", "twice", "convert_elements"]
+    assert all(e["start_ns"] is not None and e["end_ns"] >= e["start_ns"] for e in entries[-4:])
+    assert dev.cl_queue(stream) != dev.cl_queue()
+    stream.destroy()
+    with pytest.raises(AetherCLError) as refused:
+        kernel(64, None, x, stream=stream)
+    assert "stream" in str(refused.value)

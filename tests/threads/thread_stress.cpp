@@ -113,6 +113,10 @@ void worker(int thread, int iterations) {
       char stats[256];
       if (aethercl_memory_stats(0, stats, sizeof stats) == 0) report(thread, it, "stats failed");
     }
+    if (it % 11 == 5) {  // the pool's cache released and its peak restarted under other threads
+      if (aethercl_empty_cache(0) != 1) report(thread, it, "empty_cache failed");
+      if (aethercl_reset_peak_memory_stats(0) != 1) report(thread, it, "reset_peak failed");
+    }
     free_gpu_memory(0, ha);
     free_gpu_memory(0, hb);
     free_gpu_memory(0, hc);

@@ -52,3 +52,15 @@ TEST_CASE("the visible device list is non-empty and described with indices") {
   CHECK(describe_devices(devices).rfind("0: ", 0) == 0);
   CHECK(describe_devices({}) == "none");
 }
+
+TEST_CASE("AETHERCL_DEVICES entries that select nothing are reported, not dropped silently") {
+  auto ordered = order_devices({fake("NVIDIA H100", DeviceKind::kGpu, "NVIDIA CUDA"),
+                                fake("pthread-skylake", DeviceKind::kCpu, "Portable Computing")});
+  std::vector<std::string> unmatched;
+  CHECK(names(select_devices(ordered, "nvdia, 1,,7", &unmatched)) ==
+        std::vector<std::string>{"pthread-skylake"});
+  CHECK(unmatched == std::vector<std::string>{"nvdia", "''", "7"});
+  unmatched.clear();
+  select_devices(ordered, "h100, skylake", &unmatched);
+  CHECK(unmatched.empty());
+}

@@ -75,3 +75,65 @@ TEST_CASE("with caching off, freed blocks go straight back to OpenCL") {
   CHECK(pool.stats().bytes_cached == 0);
   CHECK(pool.stats().device_releases == 1);
 }
+
+TEST_CASE("a block freed with events waits for them before it is reused") {
+  Device& device = testing::test_device();
+  MemoryPool pool(device.context(), 1ull << 30, device.info().max_alloc_bytes, true);
+  cl_int status = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(device.context(), &status);
+  REQUIRE(status == CL_SUCCESS);
+  PoolBlock block = pool.acquire(4096, 0);
+  cl_mem mem = block.mem;
+  std::vector<cl::Event> events;
+  clRetainEvent(gate);
+  events.emplace_back(gate);
+  pool.release(block, std::move(events));  // another stream still uses it until gate completes
+  CHECK(pool.stats().bytes_cached == block.capacity);
+  PoolBlock other = pool.acquire(4096, 0);
+  CHECK(other.mem != mem);  // not yet: a new block
+  pool.release(other);
+  clSetUserEventStatus(gate, CL_COMPLETE);
+  PoolBlock again = pool.acquire(4096, 0);
+  CHECK((again.mem == mem || again.mem == other.mem));
+  PoolBlock last = pool.acquire(4096, 0);
+  CHECK(((again.mem == mem && last.mem == other.mem) || (again.mem == other.mem && last.mem == mem)));
+  pool.release(again);
+  pool.release(last);
+  clReleaseEvent(gate);
+}
+
+TEST_CASE("blocks are reused at once on their own stream only") {
+  Device& device = testing::test_device();
+  MemoryPool pool(device.context(), 1ull << 30, device.info().max_alloc_bytes, true);
+  PoolBlock on_seven = pool.acquire(1000, 7);
+  cl_mem mem = on_seven.mem;
+  pool.release(on_seven);
+  PoolBlock on_eight = pool.acquire(1000, 8);
+  CHECK(on_eight.mem != mem);
+  CHECK(on_eight.stream == 8);
+  PoolBlock again = pool.acquire(1000, 7);
+  CHECK(again.mem == mem);
+  pool.release(again);
+  pool.release(on_eight);
+}
+
+TEST_CASE("the blocks of a destroyed stream serve any stream once its work has completed") {
+  Device& device = testing::test_device();
+  MemoryPool pool(device.context(), 1ull << 30, device.info().max_alloc_bytes, true);
+  cl_int status = CL_SUCCESS;
+  cl_event retired = clCreateUserEvent(device.context(), &status);
+  REQUIRE(status == CL_SUCCESS);
+  PoolBlock block = pool.acquire(1000, 5);
+  cl_mem mem = block.mem;
+  pool.release(block);
+  pool.retire_stream(5, retired);
+  PoolBlock early = pool.acquire(1000, 9);
+  CHECK(early.mem != mem);
+  clSetUserEventStatus(retired, CL_COMPLETE);
+  PoolBlock late = pool.acquire(1000, 9);
+  CHECK(late.mem == mem);
+  CHECK(late.stream == 9);
+  pool.release(early);
+  pool.release(late);
+  clReleaseEvent(retired);
+}

@@ -3,13 +3,14 @@
 
 #include "runtime/kernel_sources.h"
 #include "support/error.h"
+#include "support/process.h"
 #include "test_support.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+
 
 using namespace aethercl;
 
@@ -17,7 +18,7 @@ namespace {
 
 std::filesystem::path fresh_directory(const char* name) {
   auto path = std::filesystem::temp_directory_path() /
-              (std::string("aethercl-unit-") + name + "-" + std::to_string(::getpid()));
+              (std::string("aethercl-unit-") + name + "-" + std::to_string(current_process_id()));
   std::filesystem::remove_all(path);
   return path;
 }
@@ -120,5 +121,53 @@ TEST_CASE("a build failure carries the build log; other families keep working") 
   }
   unsetenv("AETHERCL_KERNEL_DIR");
   CHECK(cache.kernel("elementwise", "elementwise_add").get() != nullptr);
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("a rewritten binary is its own program and cache entry, keyed by the rewrite") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("patch");
+  int rewrites = 0;
+  BinaryPatch identity{"identity 1", [&](const std::string& binary) {
+                         ++rewrites;
+                         return binary;
+                       }};
+  BinaryPatch renamed{"identity 2", identity.apply};
+  {
+    ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+    cl_kernel plain = cache.kernel("elementwise", "elementwise_add").get();
+    cl_kernel patched = cache.kernel("elementwise", "elementwise_add", "", identity).get();
+    CHECK(patched != nullptr);
+    CHECK(patched != plain);
+    CHECK(cache.kernel("elementwise", "elementwise_add", "", identity).get() == patched);
+    CHECK(rewrites == 1);
+    cache.kernel("elementwise", "elementwise_add", "", renamed);  // another id: rewritten again
+    CHECK(rewrites == 2);
+    CHECK(cache.stats().programs == 3);
+  }
+  ProgramCache second(device.info(), device.context(), BinaryCache(directory, true));
+  CHECK(second.kernel("elementwise", "elementwise_add", "", identity).get() != nullptr);
+  CHECK(rewrites == 2);  // from disk, not rewritten
+  CHECK(second.stats().disk_hits == 1);
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("a rewrite that refuses the binary, or breaks it, fails the build with a message") {
+  Device& device = testing::test_device();
+  auto directory = fresh_directory("patch-refused");
+  ProgramCache cache(device.info(), device.context(), BinaryCache(directory, true));
+  BinaryPatch refusing{"refusing", [](const std::string&) -> std::string {
+                         fail(Status::kBuildFailed, "not the binary this rewrite expects");
+                       }};
+  CHECK_THROWS_WITH_AS(cache.kernel("elementwise", "elementwise_add", "", refusing),
+                       doctest::Contains("not the binary"), Error);
+  BinaryPatch garbage{"garbage", [](const std::string&) { return std::string("garbage"); }};
+  try {
+    cache.kernel("elementwise", "elementwise_add", "", garbage);
+    FAIL("a garbage binary was accepted");
+  } catch (const Error& error) {
+    CHECK(error.status() == Status::kBuildFailed);
+    CHECK(std::string(error.what()).find("garbage") != std::string::npos);
+  }
   std::filesystem::remove_all(directory);
 }

@@ -29,7 +29,7 @@ cl::Mem upload(Device& device, std::vector<float>& data) {
 
 std::vector<float> download(Device& device, const cl::Mem& mem, std::size_t count) {
   std::vector<float> out(count);
-  device.read(mem.get(), 0, count * sizeof(float), out.data());
+  device.read(device.default_stream(), mem.get(), 0, count * sizeof(float), out.data());
   return out;
 }
 
@@ -52,7 +52,8 @@ template <typename... Args>
 void run_rows(Device& device, Kernel& kernel, std::uint64_t rows, std::uint64_t cols,
               const Args&... args) {
   ops::RowGeometry geometry = ops::row_geometry(device, kernel, rows, cols, sizeof(float));
-  device.enqueue(make_launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local),
+  device.enqueue(device.default_stream(),
+                 make_launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local),
                              args..., LocalBytes{geometry.local * sizeof(float)}));
 }
 

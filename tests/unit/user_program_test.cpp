@@ -4,12 +4,13 @@
 #include "program/kernel_arg_types.h"
 #include "program/user_kernel.h"
 #include "runtime/kernel_log.h"
-#include "runtime/token_registry.h"
+#include "runtime/token_table.h"
 #include "test_support.h"
 
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 using namespace aethercl;
@@ -27,23 +28,23 @@ std::string refusal(const std::function<void()>& body) {
 
 }  // namespace
 
-TEST_CASE("typed tokens: wrong type, never issued, destroyed and NULL are refused by name") {
-  TokenRegistry<int> programs(token_tag::kProgram, "program");
-  TokenRegistry<int> kernels(token_tag::kKernel, "kernel");
-  void* program = programs.insert(7);
-  void* kernel = kernels.insert(8);
-  CHECK(programs.find(program, "program") == 7);
-  CHECK(refusal([&] { programs.find(kernel, "program"); }).find(
-            "is a kernel token, not a program token") != std::string::npos);
-  CHECK(refusal([&] { programs.find(nullptr, "program"); }) == "program is NULL");
-  auto never = reinterpret_cast<void*>((std::uintptr_t{1} << 40 << 8) | token_tag::kProgram);
-  CHECK(refusal([&] { programs.find(never, "program"); }).find("never issued") != std::string::npos);
-  CHECK(refusal([&] { programs.find(reinterpret_cast<void*>(0x1230), "p"); })
-            .find("not a program token") != std::string::npos);
-  CHECK(programs.remove(program, "program") == 7);
-  CHECK(refusal([&] { programs.remove(program, "program"); }).find("already destroyed") !=
+TEST_CASE("program and kernel tokens: wrong type, never issued, destroyed, NULL") {
+  TokenTable<int> programs(token_tag::kProgram, "program");
+  TokenTable<int> kernels(token_tag::kKernel, "kernel");
+  void* program = programs.insert(std::make_shared<int>(7));
+  void* kernel = kernels.insert(std::make_shared<int>(8));
+  CHECK(*programs.get(program, "program") == 7);
+  CHECK(refusal([&] { programs.get(kernel, "program"); }).find("is a kernel, not a program") !=
         std::string::npos);
-  void* again = programs.insert(9);
+  CHECK(refusal([&] { programs.get(nullptr, "program"); }) == "program is NULL");
+  auto never = reinterpret_cast<void*>((std::uintptr_t{1} << 40 << 8) | token_tag::kProgram);
+  CHECK(refusal([&] { programs.get(never, "program"); }).find("never issued") != std::string::npos);
+  CHECK(refusal([&] { programs.get(reinterpret_cast<void*>(0x1230), "p"); })
+            .find("is not a program handle") != std::string::npos);
+  CHECK(*programs.remove(program, "program") == 7);
+  CHECK(refusal([&] { programs.remove(program, "program"); }).find("destroyed") !=
+        std::string::npos);
+  void* again = programs.insert(std::make_shared<int>(9));
   CHECK(again != program);  // ids are never reused
   CHECK(programs.count_if([](int v) { return v == 9; }) == 1);
   CHECK(programs.remove_if([](int v) { return v == 9; }).size() == 1);

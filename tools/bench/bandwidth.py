@@ -30,6 +30,50 @@ def timed(lib, gpu, reps, call) -> float:
     return statistics.median(samples)
 
 
+def training_cases(lib, gpu, a, b, c, n, rows, row):
+    """The version-3 training ops over the same buffers: (name, float32 streams moved, call).
+    Streams count each operand read or written once (uint8 masks as 1/4 stream; per-row or
+    per-column vectors are negligible and not counted)."""
+    from aethercl import train as T
+    from aethercl import train_types as TT
+    mask = lib.check_handle("allocate_gpu_memory", gpu, n)
+    small = lib.check_handle("allocate_gpu_memory", gpu, max(row, 4) * 4 * 4)
+    zeros = (ctypes.c_char * (row * 16))()
+    lib.check("write_host_to_gpu_blocking", gpu, small, 0, row * 16, zeros)
+    bias_desc = T.broadcast_desc((rows, row), (row,), a, small, c)
+    norm = TT.NormDesc(kind=TT.NORM_LAYER, rows=rows, cols=row, eps=1e-5, x=a, gamma=small,
+                       beta=small, y=c)
+    channels = 64
+    bn = TT.BatchNormDesc(n=n // (channels * row), channels=channels, spatial=row, training=0,
+                          momentum=0.1, eps=1e-5, x=a, running_mean=small, running_var=small,
+                          y=c)
+    quarter = n // 4  # v lives in the n-byte mask buffer
+    adamw = TT.OptimizerDesc(kind=TT.OPTIMIZER_ADAMW, count=quarter, param=a, grad=b, state1=c,
+                             state2=mask, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, step=1)
+    sgd = TT.OptimizerDesc(kind=TT.OPTIMIZER_SGD, count=n, param=a, grad=b, state1=c, lr=1e-3,
+                           momentum=0.9, step=2)
+    return [
+        ("rng_fill uniform", 1, lambda: T.rng_fill(gpu, a, n, TT.RNG_UNIFORM, 0, 1, 1, 0)),
+        ("rng_fill normal", 1, lambda: T.rng_fill(gpu, a, n, TT.RNG_NORMAL, 0, 1, 1, 0)),
+        ("dropout (+mask)", 2.25, lambda: T.dropout(gpu, a, c, mask, n, 0.1, 1, 0)),
+        ("dropout_backward", 2.25, lambda: T.dropout_backward(gpu, a, mask, c, n, 0.1)),
+        ("unary relu", 2, lambda: T.unary(gpu, "relu", a, c, n)),
+        ("unary gelu_tanh", 2, lambda: T.unary(gpu, "gelu_tanh", a, c, n)),
+        ("unary_backward silu", 3, lambda: T.unary_backward(gpu, "silu", a, b, c, n)),
+        ("binary add (bias row)", 2, lambda: T.binary(gpu, "add", bias_desc)),
+        ("binary mul (same shape)", 3, lambda: T.binary(
+            gpu, "mul", T.broadcast_desc((n,), (n,), a, b, c))),
+        ("reduce sum (last axis)", 1, lambda: T.reduce(gpu, TT.SUM, a, c, (rows, row), 1)),
+        ("reduce max (first axis)", 1, lambda: T.reduce(gpu, TT.MAX, a, c, (rows, row), 0)),
+        ("norm_forward affine", 2, lambda: T.norm_forward(gpu, norm)),
+        ("batchnorm eval", 2, lambda: T.batchnorm_forward(gpu, bn)),
+        ("optimizer sgd momentum", 4, lambda: T.optimizer_step(gpu, sgd)),
+        ("optimizer adamw (n/4)", 7 / 4, lambda: T.optimizer_step(gpu, adamw)),
+        ("grad norm (clip, inf)", 1, lambda: T.clip_grad_norm(gpu, [a], [n], float("inf"))),
+        ("mse_loss (+grad)", 3, lambda: T.mse_loss(gpu, a, b, None, c, n, TT.MEAN)),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", type=int, default=0)
@@ -63,18 +107,19 @@ def main() -> int:
          lambda: lib.check("execute_layernorm_backward_on_gpu", gpu, a, b, c, rows, args.row,
                            ctypes.c_float(1e-5))),
     ]
+    cases += training_cases(lib, gpu, a, b, c, n, rows, args.row)
     print(f"{args.mib} MiB per operand, rows of {args.row}")
-    print(f"{'kernel':<22} {'GB/s':>9} {'vs copy':>8}")
+    print(f"{'kernel':<26} {'GB/s':>9} {'vs copy':>8}")
     reference = None
     for name, streams, call in cases:
         try:
             seconds = timed(lib, gpu, args.reps, call)
         except Exception as error:  # an op that is refused is reported, not hidden
-            print(f"{name:<22} failed: {error}")
+            print(f"{name:<26} failed: {error}")
             continue
         gbps = streams * nbytes / seconds / 1e9
         reference = reference or gbps
-        print(f"{name:<22} {gbps:>9.1f} {gbps / reference:>8.2f}")
+        print(f"{name:<26} {gbps:>9.1f} {gbps / reference:>8.2f}")
     for buf in bufs:
         lib.free_gpu_memory(gpu, buf)
     lib.shutdown_driver()

@@ -1,6 +1,7 @@
 """Per-call cost of execute_add_on_gpu on 1 element, from C and from ctypes, on the real driver
-(async, and with AETHERCL_SYNC=1 finishing every call) and on the do-nothing driver_null.so, and
-the cost of the kernel log (the C call with AETHERCL_KERNEL_LOG=1 and =0, alternated).
+(async with the device's default, with the submission thread forced on and off, and with
+AETHERCL_SYNC=1 finishing every call) and on the do-nothing driver_null.so, and the cost of the
+kernel log (the C call with AETHERCL_KERNEL_LOG=1 and =0, alternated).
 Median/p90: calls timed in bursts of 256 with an untimed synchronising read between bursts (the
 cost a caller pays per call). Sustained: back-to-back calls plus the final drain, per call (bounded
 by the device's throughput for tiny kernels).
@@ -76,17 +77,24 @@ def main() -> int:
     real, null = str(build / "driver.so"), str(build / "driver_null.so")
     c_bench = str(build / "bench" / "bench_call_overhead")
     py = [sys.executable, __file__, "--child"]
+    calls = str(args.calls)
+    thread_on = {"AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "1"}
+    thread_off = {"AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "0"}
     rows = [
-        ("C", "driver.so (async)", run([c_bench, real, str(args.calls)], {"AETHERCL_SYNC": "0"})),
-        ("C", "driver.so AETHERCL_SYNC=1", run([c_bench, real, str(args.calls)], {"AETHERCL_SYNC": "1"})),
-        ("C", "driver_null.so", run([c_bench, null, str(args.calls)], {})),
-        ("ctypes", "driver.so (async)", run(py + [real, str(args.calls)], {"AETHERCL_SYNC": "0"})),
-        ("ctypes", "driver.so AETHERCL_SYNC=1", run(py + [real, str(args.calls)], {"AETHERCL_SYNC": "1"})),
-        ("ctypes", "driver_null.so", run(py + [null, str(args.calls)], {})),
+        ("C", "driver.so (async)", run([c_bench, real, calls], {"AETHERCL_SYNC": "0"})),
+        ("C", "driver.so submit thread on", run([c_bench, real, calls], thread_on)),
+        ("C", "driver.so submit thread off", run([c_bench, real, calls], thread_off)),
+        ("C", "driver.so AETHERCL_SYNC=1", run([c_bench, real, calls], {"AETHERCL_SYNC": "1"})),
+        ("C", "driver_null.so", run([c_bench, null, calls], {})),
+        ("ctypes", "driver.so (async)", run(py + [real, calls], {"AETHERCL_SYNC": "0"})),
+        ("ctypes", "driver.so submit thread on", run(py + [real, calls], thread_on)),
+        ("ctypes", "driver.so submit thread off", run(py + [real, calls], thread_off)),
+        ("ctypes", "driver.so AETHERCL_SYNC=1", run(py + [real, calls], {"AETHERCL_SYNC": "1"})),
+        ("ctypes", "driver_null.so", run(py + [null, calls], {})),
     ]
-    print(f"{'caller':<8} {'library':<28} {'median us':>10} {'p90 us':>9} {'sustained us':>13}")
+    print(f"{'caller':<8} {'library':<30} {'median us':>10} {'p90 us':>9} {'sustained us':>13}")
     for caller, library, r in rows:
-        print(f"{caller:<8} {library:<28} {r['median_us']:>10.2f} {r['p90_us']:>9.2f} "
+        print(f"{caller:<8} {library:<30} {r['median_us']:>10.2f} {r['p90_us']:>9.2f} "
               f"{r['sustained_per_call_us']:>13.2f}")
     # The kernel log's cost: the same C call with the log on (default) and off, alternated five
     # times each so machine noise hits both alike; the best median of each is compared.

@@ -2,6 +2,8 @@
 default model's sizes, including its host-side NumPy work) timed on driver.so and on the do-nothing
 driver_null.so in the same run: the ratio is what the driver adds on top of the frontend itself.
 A second, instrumented pass attributes host time to each entry point (where the time goes).
+Where torch is installed, a PyTorch eager replica of the same model (tools/bench/torch_step.py)
+runs in the same invocation as a second reference.
 
 Usage: tools/aethercl bench step [--steps 20] [--warmup 3] [--json FILE]
 """
@@ -18,8 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python_harness"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # llm_replay, also when imported
 
 
 class TimedDll:
@@ -43,7 +44,7 @@ class TimedDll:
         return timed
 
 
-def child(library: str, gpu: int, steps: int, warmup: int) -> dict:
+def child(library: str, gpu: int, steps: int, warmup: int, quick: bool = False) -> dict:
     import numpy as np
     from llm_replay import B, S, V, LlmStep, Recorder, declare, make_weights
 
@@ -68,6 +69,9 @@ def child(library: str, gpu: int, steps: int, warmup: int) -> dict:
         model.step(*data)
         times.append(time.perf_counter() - start)
     model.teardown()
+    if quick:
+        dll.shutdown_driver()
+        return {"median_ms": 1e3 * statistics.median(times), "mean_ms": 1e3 * statistics.mean(times)}
 
     timed = TimedDll(dll)
     model = LlmStep(Recorder(timed, gpu), params, pe)
@@ -107,23 +111,43 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--variants", action="store_true",
+                        help="also time driver.so with the submission thread forced off and on "
+                             "and with each read path (AETHERCL_SUBMIT_THREAD, AETHERCL_READ_PATH)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.gpu, args.steps, args.warmup)))
+        print(json.dumps(child(args.child, args.gpu, args.steps, args.warmup, args.quick)))
         return 0
     build = Path(args.build).resolve()
     results = {}
+
+    def run_child(name, env=None, quick=False):
+        command = [sys.executable, __file__, "--child", str(build / name), "--gpu", str(args.gpu),
+                   "--steps", str(args.steps), "--warmup", str(args.warmup)]
+        out = subprocess.run(command + (["--quick"] if quick else []), check=True,
+                             capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
     for name in ("driver.so", "driver_null.so"):
-        out = subprocess.run([sys.executable, __file__, "--child", str(build / name), "--gpu",
-                              str(args.gpu), "--steps", str(args.steps), "--warmup",
-                              str(args.warmup)], check=True, capture_output=True, text=True)
-        results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+        results[name] = run_child(name)
+    variants = {}
+    if args.variants:
+        for label, env in (("submission thread off", {"AETHERCL_SUBMIT_THREAD": "0"}),
+                           ("submission thread on", {"AETHERCL_SUBMIT_THREAD": "1"}),
+                           ("reads direct", {"AETHERCL_READ_PATH": "direct"}),
+                           ("reads through the pinned ring", {"AETHERCL_READ_PATH": "pinned"})):
+            variants[label] = run_child("driver.so", env, quick=True)
+        results["variants"] = variants
     real, null = results["driver.so"], results["driver_null.so"]
     print(f"llm.py training step (default model), median of {args.steps} after {args.warmup} warm-up")
     print(f"  driver.so       {real['median_ms']:9.2f} ms/step")
     print(f"  driver_null.so  {null['median_ms']:9.2f} ms/step  (the frontend alone)")
     print(f"  ratio           {real['median_ms'] / null['median_ms']:9.2f}x")
+    for label, row in variants.items():
+        print(f"  driver.so, {label:<30} {row['median_ms']:9.2f} ms/step "
+              f"({row['median_ms'] / null['median_ms']:.2f}x null)")
     print("\nwhere the time goes on driver.so (host time inside each entry point, instrumented pass):")
     print(f"  {'entry point':<40} {'calls/step':>10} {'ms/step':>9} {'vs null':>9}")
     rows = sorted(real["per_op"].items(), key=lambda kv: -kv[1]["ms_per_step"])
@@ -139,9 +163,35 @@ def main() -> int:
         for name, ms in device:
             print(f"  {name:<40} {ms:>9.3f} ms")
         print(f"  {'total device time':<40} {sum(ms for _, ms in device):>9.3f} ms")
+    torch_result = torch_reference(args)
+    if torch_result is not None:
+        results["pytorch"] = torch_result
+        print(f"\nPyTorch eager, the same model ({torch_result['device']}; full backward and "
+              f"AdamW on every parameter, tools/bench/torch_step.py):")
+        print(f"  torch           {torch_result['median_ms']:9.2f} ms/step")
+        print(f"  driver.so / torch {real['median_ms'] / torch_result['median_ms']:7.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
+
+
+def torch_reference(args):
+    """PyTorch eager's step of the default model in a child process, where torch is installed
+    (on the device's CUDA when it has one); None otherwise."""
+    try:
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            print("\n(PyTorch is not installed here: no PyTorch reference in this run)")
+            return None
+    except (ImportError, ValueError):
+        return None
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("torch_step.py")),
+                          "--steps", str(args.steps), "--warmup", str(max(args.warmup, 3))],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"\n(PyTorch reference failed: {out.stderr[-500:]})")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,193 @@
+// Tensor-core kernel selection, build options and launch geometry.
+#include "gemm/mma_kernel.h"
+
+#include "runtime/launch.h"
+#include "support/env.h"
+#include "support/error.h"
+#include "support/log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+
+namespace aethercl::gemm {
+namespace {
+
+constexpr const char* kFamily = "gemm_mma";
+constexpr const char* kKernel = "gemm_mma_product";
+constexpr const char* kParamsVariable = "AETHERCL_MMA_PARAMS";
+// Groups per launch along the batch dimension (CUDA's grid z limit).
+constexpr std::uint64_t kMaxBatchGroups = 65535;
+
+void apply_override(MmaConfig& config, const std::string& text) {
+  struct Field {
+    const char* key;
+    int MmaConfig::*member;
+  };
+  constexpr Field kFields[] = {{"bm", &MmaConfig::bm},       {"bn", &MmaConfig::bn},
+                               {"wm", &MmaConfig::wm},       {"wn", &MmaConfig::wn},
+                               {"stages", &MmaConfig::stages},
+                               {"tf32_round", &MmaConfig::tf32_round},
+                               {"wgmma", &MmaConfig::wgmma}};
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    const std::size_t equals = item.find('=');
+    const std::string_view key = item.substr(0, equals);
+    const Field* field = nullptr;
+    for (const Field& candidate : kFields) {
+      if (key == candidate.key) field = &candidate;
+    }
+    int value = 0;
+    const std::string_view digits =
+        equals == std::string_view::npos ? std::string_view() : item.substr(equals + 1);
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (field == nullptr || error != std::errc() || end != digits.data() + digits.size()) {
+      fail(Status::kInvalidArgument, "{}='{}': '{}' is not one of bm, bn, wm, wn, stages, "
+           "tf32_round, wgmma = integer", kParamsVariable, text, item);
+    }
+    config.*field->member = value;
+  }
+  const bool warp_ok = config.wgmma
+                           ? config.bm % 64 == 0 && (config.bn == 64 || config.bn == 128 ||
+                                                     config.bn == 256)
+                           : config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
+                                 config.wn % 16 == 0 && config.bm % config.wm == 0 &&
+                                 config.bn % config.wn == 0;
+  const bool shape_ok = warp_ok && config.bm >= 64 && config.bn >= 64 &&
+                        config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8 &&
+                        (config.wgmma == 0 || config.wgmma == 1);
+  if (!shape_ok) {
+    fail(Status::kInvalidArgument, "{}='{}' is not a valid tile configuration (warp tiles of "
+         "multiples of 16 dividing block tiles of at least 64, or wgmma=1 with bm a multiple of "
+         "64 and bn 64, 128 or 256; at most 32 warps, 2-8 stages)", kParamsVariable, text);
+  }
+}
+
+bool aligned(std::uint64_t elements, std::uint64_t element_bytes, int chunk) {
+  return (elements * element_bytes) % static_cast<std::uint64_t>(chunk) == 0;
+}
+
+}  // namespace
+
+const char* mma_kind_name(MmaKind kind) {
+  switch (kind) {
+    case MmaKind::kTF32: return "tf32";
+    case MmaKind::k3xTF32: return "3xtf32";
+    case MmaKind::kBF16: return "bf16";
+    case MmaKind::kFP16: return "fp16";
+  }
+  return "?";
+}
+
+std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
+  switch (p.a.storage) {
+    case GemmStorage::kF32:
+      if (p.rounding == GemmRounding::kTF32) return MmaKind::kTF32;
+      if (p.rounding == GemmRounding::k3xTF32) return MmaKind::k3xTF32;
+      return std::nullopt;
+    case GemmStorage::kBF16:
+      if (p.rounding == GemmRounding::kNone) return MmaKind::kBF16;
+      return std::nullopt;
+    case GemmStorage::kF16:
+      if (p.rounding == GemmRounding::kNone) return MmaKind::kFP16;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t MmaConfig::local_bytes() const {
+  return static_cast<std::uint64_t>(stages) * static_cast<std::uint64_t>(bm + bn) * 64;
+}
+
+std::string MmaConfig::to_string() const {
+  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={}", bm, bn, wm, wn,
+                     stages, tf32_round, wgmma);
+}
+
+MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
+                     bool warpgroup, MmaMode mode) {
+  MmaConfig config;
+  const std::uint64_t tiles = ((p.m + 127) / 128) * ((p.n + 127) / 128) * p.batch;
+  const bool big = tiles * 2 >= compute_units && p.k >= 64;
+  if (mode == MmaMode::kEmulated) {
+    config = {64, 64, 32, 32, 2, 1, 0};
+  } else if (mode == MmaMode::kEmulatedWarpgroup) {
+    config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
+    if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
+  } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
+    config = {128, 128, 16, 128, 3, 1, 1};
+  } else if (tiles < compute_units) {
+    // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
+    config = {64, 64, 32, 32, 4, 1, 0};
+  }
+  if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
+  if (config.wgmma && kind == MmaKind::k3xTF32) config.wgmma = 0;  // mma.sync only
+  return config;
+}
+
+int mma_chunk_bytes(const GemmProblem& p) {
+  const std::uint64_t bytes = storage_bytes(p.a.storage);
+  const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
+  const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
+  for (int chunk : {16, 8, 4}) {
+    if (aligned(lda, bytes, chunk) && aligned(ldb, bytes, chunk) &&
+        aligned(p.a.offset, bytes, chunk) && aligned(p.b.offset, bytes, chunk) &&
+        aligned(p.a.batch_stride, bytes, chunk) && aligned(p.b.batch_stride, bytes, chunk)) {
+      return chunk;
+    }
+  }
+  return 0;
+}
+
+std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
+                              int chunk, MmaMode mode) {
+  const std::uint64_t ldc = leading_dimension(p.c, p.n);
+  const bool c_pairs = p.c.storage == GemmStorage::kF32 && ldc % 2 == 0 &&
+                       p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
+  return fmt::format(
+      "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
+      "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
+      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={}",
+      static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
+      p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
+      c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma);
+}
+
+void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+                      const std::string& options, const BinaryPatch* patch) {
+  const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
+  const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
+  const std::uint64_t ldc = leading_dimension(p.c, p.n);
+  Kernel& kernel = patch ? device.programs().kernel(kFamily, kKernel, options, *patch)
+                         : device.programs().kernel(kFamily, kKernel, options);
+
+  const std::uint64_t tiles_m = (p.m + config.bm - 1) / config.bm;
+  const std::uint64_t tiles_n = (p.n + config.bn - 1) / config.bn;
+  const auto threads = static_cast<std::size_t>(config.threads());
+  if (log().should_log(spdlog::level::trace)) {
+    log().trace("GEMM {}x{}x{} batch {} on tensor cores ({} -> {}): {}", p.m, p.n, p.k,
+                p.batch, storage_name(p.a.storage), storage_name(p.c.storage),
+                options);
+  }
+  for (std::uint64_t batch0 = 0; batch0 < p.batch; batch0 += kMaxBatchGroups) {
+    const std::uint64_t groups_b = std::min(p.batch - batch0, kMaxBatchGroups);
+    const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
+                                   static_cast<std::size_t>(groups_b)};
+    const std::size_t local[3] = {threads, 1, 1};
+    device.enqueue(device.current_stream(), make_launch(
+        kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
+        p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
+        static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
+        static_cast<cl_ulong>(ldc), static_cast<cl_ulong>(p.a.offset),
+        static_cast<cl_ulong>(p.b.offset), static_cast<cl_ulong>(p.c.offset),
+        static_cast<cl_ulong>(p.a.batch_stride), static_cast<cl_ulong>(p.b.batch_stride),
+        static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta, static_cast<cl_uint>(tiles_m),
+        static_cast<cl_uint>(tiles_n), static_cast<cl_ulong>(batch0)));
+  }
+}
+
+}  // namespace aethercl::gemm

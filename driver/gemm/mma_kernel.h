@@ -1,0 +1,63 @@
+// The tensor-core kernel family kernels/gemm_mma.cl: which kernel runs a product, its build
+// options and tile configuration, and its launch.
+#pragma once
+
+#include "gemm/gemm.h"
+#include "runtime/device.h"
+
+#include <optional>
+#include <string>
+
+namespace aethercl::gemm {
+
+// What the tensor cores multiply (kernels/gemm_mma.cl MMA_KIND).
+enum class MmaKind : int { kTF32 = 0, k3xTF32 = 1, kBF16 = 2, kFP16 = 3 };
+const char* mma_kind_name(MmaKind kind);
+
+// The kind that computes p exactly as its compute mode says, or nullopt (other combinations of
+// storage and rounding run on the portable kernel).
+std::optional<MmaKind> mma_kind_for(const GemmProblem& p);
+
+// Tile configuration: work-group tile bm x bn, warp tile wm x wn (mma.sync; warpgroup MMA gives
+// each warpgroup 64 rows and all bn columns), K-tiles in flight.
+struct MmaConfig {
+  int bm = 128;
+  int bn = 128;
+  int wm = 64;
+  int wn = 64;
+  int stages = 3;
+  int tf32_round = 1;  // 1: round TF32 inputs to nearest (the documented rounding)
+  int wgmma = 0;       // 1: the warpgroup-MMA kernel (sm_90a)
+  int threads() const { return wgmma ? (bm / 64) * 128 : (bm / wm) * (bn / wn) * 32; }
+  std::uint64_t local_bytes() const;
+  std::string to_string() const;
+};
+
+// Where the tensor-core kernels run.
+enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
+
+// The configuration for p on a device with `compute_units` that supports warpgroup MMA or not:
+// warpgroup MMA for kinds it has (not 3xTF32) when the product fills the device with 128 x 128
+// tiles, else mma.sync with 128 x 128 tiles, or 64 x 64 ones for products with fewer tiles than
+// compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,stages=3,tf32_round=1,wgmma=0",
+// any subset) overrides it (tuning). Emulation uses small tiles. Throws kInvalidArgument for a
+// malformed override.
+MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
+                     bool warpgroup, MmaMode mode);
+
+// The cp.async width (16, 8 or 4 bytes) A and B allow: offsets, leading dimensions and batch
+// strides in bytes must be multiples of it; 0 when not even 4 works.
+int mma_chunk_bytes(const GemmProblem& p);
+
+// The build options of the kernel for p (they name the kernel variant).
+std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
+                              int chunk, MmaMode mode);
+
+// Builds (or finds) the kernel with those options (its PTX rewritten by `patch` when not NULL)
+// and enqueues it. Preconditions: kind == mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0.
+// Throws kBuildFailed when the kernel does not build, kDeviceError when the runtime refuses the
+// launch.
+void enqueue_mma_gemm(Device& device, const GemmProblem& p, const MmaConfig& config,
+                      const std::string& options, const BinaryPatch* patch = nullptr);
+
+}  // namespace aethercl::gemm

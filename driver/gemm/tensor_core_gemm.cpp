@@ -1,0 +1,243 @@
+// Tensor-core dispatch: which devices have tensor cores (NVIDIA compute capability 8.0+ from
+// cl_nv_device_attribute_query, then a probe product per kernel checked exactly), and the handing
+// of products to kernels/gemm_mma.cl: warpgroup MMA on compute capability 9.0 (gemm/wgmma.h),
+// mma.sync elsewhere and for 3xTF32. AETHERCL_TENSOR_CORES=0 turns tensor cores off;
+// AETHERCL_TENSOR_CORES=emulate (emulate-wgmma) runs the mma.sync (warpgroup) kernels with
+// emulated warp instructions on any device, which tests their layouts on PoCL.
+#include "gemm/tensor_core_gemm.h"
+
+#include "gemm/device_state.h"
+#include "gemm/mma_kernel.h"
+#include "gemm/wgmma.h"
+#include "support/env.h"
+#include "support/log.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace aethercl::gemm {
+namespace {
+
+constexpr cl_device_info kComputeCapabilityMajorNv = 0x4000;
+constexpr cl_device_info kComputeCapabilityMinorNv = 0x4001;
+
+// nullopt: tensor cores off.
+std::optional<MmaMode> tensor_core_mode() {
+  auto text = env::get(env::kTensorCores);
+  if (!text || *text == "auto") return MmaMode::kHardware;
+  if (*text == "emulate") return MmaMode::kEmulated;
+  if (*text == "emulate-wgmma") return MmaMode::kEmulatedWarpgroup;
+  if (!env::flag(env::kTensorCores, true)) return std::nullopt;
+  return MmaMode::kHardware;
+}
+// Compute capability major * 10 + minor from NVIDIA's attribute query; 0 when unavailable.
+int compute_capability(const DeviceInfo& info) {
+  if (!info.has_extension("cl_nv_device_attribute_query")) return 0;
+  cl_uint major = 0;
+  cl_uint minor = 0;
+  if (clGetDeviceInfo(info.id, kComputeCapabilityMajorNv, sizeof(major), &major, nullptr) !=
+          CL_SUCCESS ||
+      clGetDeviceInfo(info.id, kComputeCapabilityMinorNv, sizeof(minor), &minor, nullptr) !=
+          CL_SUCCESS) {
+    return 0;
+  }
+  return static_cast<int>(major * 10 + minor);
+}
+
+// 16-bit patterns of small integers (exact in f16 and bf16).
+std::uint16_t bf16_bits(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+std::uint16_t f16_bits(float value) {
+  if (value == 0.0f) return 0;
+  const std::uint16_t sign = value < 0 ? 0x8000 : 0;
+  int exponent = 0;
+  const float mantissa = std::frexp(std::fabs(value), &exponent);  // [0.5, 1) * 2^exponent
+  const auto fraction = static_cast<std::uint16_t>((mantissa * 2.0f - 1.0f) * 1024.0f);
+  return static_cast<std::uint16_t>(sign | ((exponent - 1 + 15) << 10) | fraction);
+}
+
+// Runs a 96 x 80 x 72 product of small integers (exact in every kind) through the kernel of
+// `kind` and compares it with the host's. Returns what went wrong, or "" when it matched.
+std::string probe_kind(Device& device, MmaKind kind, MmaMode mode, bool warpgroup) {
+  constexpr std::uint64_t m = 96, n = 80, k = 72;
+  std::vector<float> a(m * k), b(k * n), expected(m * n, 0.0f);
+  for (std::uint64_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 + 3) % 7) - 3;
+  for (std::uint64_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5 + 1) % 5) - 2;
+  for (std::uint64_t i = 0; i < m; ++i)
+    for (std::uint64_t j = 0; j < n; ++j)
+      for (std::uint64_t l = 0; l < k; ++l) expected[i * n + j] += a[i * k + l] * b[l * n + j];
+
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.tensor_cores = true;
+  std::vector<unsigned char> a_bytes, b_bytes;
+  auto pack = [&](const std::vector<float>& values, std::vector<unsigned char>& out) {
+    if (kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32) {
+      out.resize(values.size() * 4);
+      std::memcpy(out.data(), values.data(), out.size());
+      return;
+    }
+    std::vector<std::uint16_t> half(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      half[i] = kind == MmaKind::kBF16 ? bf16_bits(values[i]) : f16_bits(values[i]);
+    out.resize(half.size() * 2);
+    std::memcpy(out.data(), half.data(), out.size());
+  };
+  pack(a, a_bytes);
+  pack(b, b_bytes);
+  GemmStorage storage = kind == MmaKind::kBF16  ? GemmStorage::kBF16
+                             : kind == MmaKind::kFP16 ? GemmStorage::kF16
+                                                      : GemmStorage::kF32;
+  p.rounding = kind == MmaKind::kTF32    ? GemmRounding::kTF32
+               : kind == MmaKind::k3xTF32 ? GemmRounding::k3xTF32
+                                          : GemmRounding::kNone;
+
+  MemoryPool& pool = device.pool();
+  PoolBlock blocks[3] = {pool.acquire(a_bytes.size()), pool.acquire(b_bytes.size()),
+                         pool.acquire(expected.size() * 4)};
+  std::string problem;
+  try {
+    Stream& stream = device.default_stream();
+    device.write(stream, blocks[0].mem, 0, a_bytes.size(), a_bytes.data(), false);
+    device.write(stream, blocks[1].mem, 0, b_bytes.size(), b_bytes.data(), false);
+    p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
+    p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
+    p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
+    if (warpgroup) {  // the production tiles: the instructions and the PTX rewrite
+      const MmaConfig config = mode == MmaMode::kHardware ? MmaConfig{128, 128, 16, 128, 3, 1, 1}
+                                                          : MmaConfig{64, 64, 16, 64, 2, 1, 1};
+      enqueue_wgmma_gemm(device, p, kind, config, mode);
+    } else {  // small tiles: the instructions, not a tuning
+      const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
+      enqueue_mma_gemm(device, p, config,
+                       mma_build_options(p, kind, config, mma_chunk_bytes(p), mode));
+    }
+    std::vector<float> result(m * n);
+    device.read(stream, blocks[2].mem, 0, result.size() * 4, result.data());
+    for (std::size_t i = 0; i < result.size() && problem.empty(); ++i) {
+      if (result[i] != expected[i]) {
+        problem = fmt::format("probe product element {} is {}, expected {}", i, result[i],
+                              expected[i]);
+      }
+    }
+  } catch (const Error& error) {
+    problem = error.what();
+  }
+  for (PoolBlock& block : blocks) pool.release(block);
+  return problem;
+}
+
+// What the device has: tensor cores at all (compute capability 8.0+, or emulation) and
+// warpgroup MMA (9.0), decided at the first call.
+const TensorCoreSupport& device_support(Device& device, MmaMode mode) {
+  TensorCoreSupport& support = device_state(device).tensor_cores;
+  if (!support.probed) {
+    support.probed = true;
+    support.sm = compute_capability(device.info());
+    support.available = mode != MmaMode::kHardware || support.sm >= 80;
+    if (!support.available) {
+      support.reason = support.sm == 0 ? "not an NVIDIA GPU"
+                                       : fmt::format("compute capability {}.{} is below 8.0",
+                                                     support.sm / 10, support.sm % 10);
+      log().info("device {} ({}): no tensor-core GEMM ({}); reduced-precision products use the "
+                 "portable kernels", device.index(), device.info().name, support.reason);
+    }
+  }
+  return support;
+}
+
+// Whether the device runs `kind` on tensor cores (with warpgroup MMA or mma.sync), probing at
+// the first call per kind and instruction family.
+bool kind_available(Device& device, MmaKind kind, MmaMode mode, bool warpgroup) {
+  auto& kinds = device_state(device).kind_checked;
+  const int key = static_cast<int>(kind) + (warpgroup ? 100 : 0) +
+                  (mode == MmaMode::kHardware ? 0 : 1000);
+  auto it = kinds.find(key);
+  if (it == kinds.end()) {
+    std::string problem = probe_kind(device, kind, mode, warpgroup);
+    if (!problem.empty()) {
+      log().warn("device {} ({}): the {} tensor-core GEMM ({}) failed its probe; {} take over: "
+                 "{}", device.index(), device.info().name, mma_kind_name(kind),
+                 warpgroup ? "warpgroup MMA" : "mma.sync",
+                 warpgroup ? "the mma.sync kernels" : "the portable kernels", problem);
+    }
+    it = kinds.emplace(key, problem.empty()).first;
+  }
+  return it->second;
+}
+
+bool fits(const Device& device, const GemmProblem& p, const MmaConfig& config, MmaMode mode) {
+  const std::uint64_t local_bytes =
+      config.local_bytes() +
+      (mode != MmaMode::kHardware ? static_cast<std::uint64_t>(config.threads()) * 24 : 0);
+  const std::uint64_t tiles = ((p.m + config.bm - 1) / config.bm) *
+                              ((p.n + config.bn - 1) / config.bn);
+  return local_bytes <= device.info().local_mem_bytes &&
+         static_cast<std::size_t>(config.threads()) <= device.info().max_work_group_size &&
+         tiles * static_cast<std::uint64_t>(config.threads()) <= (1ull << 31);
+}
+
+// Runs `launch` unless its variant (build options) was refused before; a variant that does not
+// build or launch is remembered, logged once, and reported as not run.
+template <typename Launch>
+bool run_variant(Device& device, MmaKind kind, const std::string& variant, Launch&& launch) {
+  auto& refused = device_state(device).variant_refused;
+  if (refused.count(variant)) return false;
+  try {
+    launch();
+  } catch (const Error& error) {
+    if (error.status() != Status::kBuildFailed && error.status() != Status::kDeviceError) throw;
+    log().warn("device {}: a {} tensor-core GEMM variant was refused; other kernels take over "
+               "for it ({}): {}", device.index(), mma_kind_name(kind), variant, error.what());
+    refused.emplace(variant, true);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
+  const std::optional<MmaMode> mode = tensor_core_mode();
+  if (!mode || p.k == 0) return false;
+  const std::optional<MmaKind> kind = mma_kind_for(p);
+  if (!kind) return false;
+  Device& device = call.device();
+  const TensorCoreSupport& support = device_support(device, *mode);
+  if (!support.available) return false;
+  const std::uint32_t units = device.info().compute_units;
+  const bool warpgroup = *mode == MmaMode::kEmulatedWarpgroup ||
+                         (*mode == MmaMode::kHardware && support.sm == 90);
+
+  MmaConfig config = mma_config(p, *kind, units, warpgroup, *mode);
+  if (config.wgmma && warpgroup && wgmma_operands_aligned(p) && fits(device, p, config, *mode) &&
+      kind_available(device, *kind, *mode, true)) {
+    const std::string variant = "wgmma " + config.to_string() + fmt::format(
+        " kind {} trans {}{} c {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
+        static_cast<int>(p.c.storage));
+    if (run_variant(device, *kind, variant,
+                    [&] { enqueue_wgmma_gemm(device, p, *kind, config, *mode); })) {
+      return true;
+    }
+  }
+  if (config.wgmma) config = mma_config(p, *kind, units, false, *mode);
+  config.wgmma = 0;
+  const int chunk = mma_chunk_bytes(p);
+  if (chunk == 0 || !fits(device, p, config, *mode) ||
+      !kind_available(device, *kind, *mode, false)) {
+    return false;
+  }
+  const std::string options = mma_build_options(p, *kind, config, chunk, *mode);
+  return run_variant(device, *kind, options,
+                     [&] { enqueue_mma_gemm(device, p, config, options); });
+}
+
+}  // namespace aethercl::gemm

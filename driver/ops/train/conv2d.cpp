@@ -1,0 +1,280 @@
+// Convolution as GEMMs over chunks of images. For a chunk of nc images, im2col builds cols
+// (c_in * kh * kw) x (nc * positions); group g owns rows [g K, (g + 1) K) with K = (c_in / groups)
+// * kh * kw, so one batched GEMM over the groups computes every group's product:
+//   forward          Y_g  (c_out/G x nc P) = W_g (c_out/G x K) . cols_g (K x nc P)
+//   backward data    dcols_g (K x nc P)    = W_g^T . dY_g, then col2im
+//   backward weight  dW_g (c_out/G x K)    = dY_g . cols_g^T, summed over chunks
+// Y and dY travel in the GEMM's channel-major layout (c_out x nc P) and are moved to and from
+// NCHW by small kernels. Chunks keep cols within kColsBudget bytes. Depthwise convolutions
+// (groups = c_in = c_out) skip the GEMMs and run three direct kernels.
+#include "ops/train/conv2d.h"
+
+#include "ops/aliasing.h"
+#include "gemm/gemm.h"
+#include "ops/train/common.h"
+#include "support/env.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace aethercl::ops::train {
+namespace {
+
+using gemm::enqueue_gemm;
+using gemm::GemmOperand;
+using gemm::GemmProblem;
+
+constexpr const char* kFamily = "conv";
+constexpr std::uint64_t kColsBudget = 64ull << 20;
+
+// Mirrors conv_geometry in kernels/conv.cl.
+struct KernelGeometry {
+  cl_ulong c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+};
+
+struct ConvShape {
+  std::uint64_t n, c_in, h, w, c_out, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
+  std::uint64_t positions() const { return oh * ow; }
+  std::uint64_t k_group() const { return (c_in / groups) * kh * kw; }
+  std::uint64_t out_group() const { return c_out / groups; }
+  std::uint64_t x_count, w_count, y_count;
+  KernelGeometry kernel() const {
+    return {c_in, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
+  }
+};
+
+std::uint64_t output_size(const char* what, std::uint64_t in, std::uint64_t pad,
+                          std::uint64_t dilation, std::uint64_t kernel, std::uint64_t stride) {
+  // (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1, checked against underflow.
+  const std::uint64_t span = dilation * (kernel - 1) + 1;
+  const std::uint64_t padded = in + 2 * pad;
+  if (padded < span) {
+    fail(Status::kInvalidArgument, "the {} kernel extent {} exceeds the padded input {}", what,
+         span, padded);
+  }
+  return (padded - span) / stride + 1;
+}
+
+ConvShape shape_of(const aethercl_conv2d_desc& d) {
+  ConvShape s{};
+  s.n = dim("desc.n", d.n);
+  s.c_in = dim("desc.c_in", d.c_in);
+  s.h = dim("desc.h", d.h);
+  s.w = dim("desc.w", d.w);
+  s.c_out = dim("desc.c_out", d.c_out);
+  s.kh = positive("desc.kernel_h", d.kernel_h);
+  s.kw = positive("desc.kernel_w", d.kernel_w);
+  s.sh = positive("desc.stride_h", d.stride_h);
+  s.sw = positive("desc.stride_w", d.stride_w);
+  s.ph = dim("desc.pad_h", d.pad_h);
+  s.pw = dim("desc.pad_w", d.pad_w);
+  s.dh = positive("desc.dilation_h", d.dilation_h);
+  s.dw = positive("desc.dilation_w", d.dilation_w);
+  s.groups = positive("desc.groups", d.groups);
+  if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0) {
+    fail(Status::kInvalidArgument, "desc.groups = {} must divide desc.c_in = {} and desc.c_out = "
+         "{}", s.groups, s.c_in, s.c_out);
+  }
+  if (d.compute < 0 || d.compute > 5) {
+    fail(Status::kInvalidArgument, "desc.compute = {} is not a compute mode (0 to 5)", d.compute);
+  }
+  if (d.compute != 0 && d.compute != 1) {
+    fail(Status::kNotImplemented, "desc.compute = {}: this build's GEMM engine runs FP32 only "
+         "(AETHERCL_COMPUTE_DEFAULT or _FP32)", d.compute);
+  }
+  // All are below 2^31, so these sums and products cannot overflow 64 bits.
+  s.oh = output_size("vertical", s.h, s.ph, s.dh, s.kh, s.sh);
+  s.ow = output_size("horizontal", s.w, s.pw, s.dw, s.kw, s.sw);
+  s.x_count = product("desc.x", {s.n, s.c_in, s.h, s.w});
+  s.w_count = product("desc.weight", {s.c_out, s.c_in / s.groups, s.kh, s.kw});
+  s.y_count = product("desc.y", {s.n, s.c_out, s.oh, s.ow});
+  return s;
+}
+
+// Images per chunk: as many as keep cols within the budget (and the device's largest buffer).
+std::uint64_t chunk_images(const Device& device, const ConvShape& s) {
+  const std::uint64_t rows = s.c_in * s.kh * s.kw;
+  const std::uint64_t per_image = std::max<std::uint64_t>(1, rows * s.positions() * 4);
+  std::uint64_t budget = std::min(kColsBudget, device.info().max_alloc_bytes);
+  // Testing knob: small chunks exercise the accumulation across chunks on small inputs.
+  if (auto forced = env::bytes(env::kConvColsBytes); forced && *forced > 0) budget = *forced;
+  if (per_image > device.info().max_alloc_bytes) {
+    fail(Status::kOutOfMemory, "one image's im2col matrix needs {} bytes; the device's largest "
+         "buffer is {} bytes", per_image, device.info().max_alloc_bytes);
+  }
+  return std::clamp<std::uint64_t>(budget / per_image, 1, s.n);
+}
+
+// The layout kernels index with 32-bit arithmetic when every index of the op fits: the
+// tensors, the column matrix of a chunk and the padded input coordinates.
+bool narrow_indices(const ConvShape& s, std::uint64_t nc) {
+  constexpr std::uint64_t kLimit = 1ull << 32;
+  const std::uint64_t cols = s.c_in * s.kh * s.kw * nc * s.positions();
+  return cols < kLimit && s.x_count < kLimit && s.y_count < kLimit &&
+         (s.h + 2 * s.ph + s.dh * s.kh) * (s.w + 2 * s.pw + s.dw * s.kw) < kLimit;
+}
+
+// Launches a kernel of the conv family over `items` work-items (each walks one contiguous row).
+template <typename... Args>
+void launch_conv(DeviceCall& call, const ConvShape& s, std::uint64_t nc, const char* name,
+                 std::uint64_t items, const Args&... args) {
+  Kernel& kernel = call.device().programs().kernel(
+      kFamily, name, narrow_indices(s, nc) ? "-DCONV_INDEX32=1" : "-DCONV_INDEX32=0");
+  call.launch(kernel, linear_geometry(call.device(), kernel, items), args...);
+}
+
+// groups = c_in = c_out: one filter per channel, computed directly (kernels/conv.cl) instead of
+// as c_in one-row GEMMs.
+bool depthwise(const ConvShape& s) { return s.groups == s.c_in && s.c_out == s.c_in; }
+
+void im2col(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
+            std::uint64_t nc) {
+  launch_conv(call, s, nc, "conv_im2col", s.c_in * s.kh * s.kw * nc * s.oh, x, cols, ul(n0),
+              ul(nc), s.kernel());
+}
+
+GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
+  return GemmOperand{BufferView{mem, bytes}, stride};
+}
+
+}  // namespace
+
+void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
+  const ConvShape s = shape_of(d);
+  cl_mem x = call.buffer(d.x, "desc.x", bytes_of(s.x_count, 4)).mem;
+  BufferView weight = call.buffer(d.weight, "desc.weight", bytes_of(s.w_count, 4));
+  auto bias = call.optional_buffer(d.bias, "desc.bias", bytes_of(s.c_out, 4));
+  cl_mem y = call.buffer(d.y, "desc.y", bytes_of(s.y_count, 4)).mem;
+  require_distinct(d.y, "desc.y", d.x, "desc.x");
+  require_distinct(d.y, "desc.y", d.weight, "desc.weight");
+  require_distinct(d.y, "desc.y", d.bias, "desc.bias");
+  if (s.y_count == 0) return;
+  if (depthwise(s)) {
+    launch_conv(call, s, s.n, "conv_depthwise_forward", s.y_count, x, weight.mem,
+                bias ? bias->mem : weight.mem, static_cast<cl_int>(bool(bias)), y, ul(s.n),
+                s.kernel());
+    return;
+  }
+  Device& device = call.device();
+  const std::uint64_t nc_max = chunk_images(device, s);
+  const std::uint64_t k = s.k_group(), m = s.out_group();
+  Scratch cols(device, bytes_of(s.groups * k * nc_max * s.positions(), 4));
+  Scratch mat(device, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
+    const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
+    if (k > 0) {
+      im2col(call, s, x, cols.mem(), n0, nc);
+      GemmProblem p;
+      p.m = m;
+      p.n = width;
+      p.k = k;
+      p.batch = s.groups;
+      p.a = GemmOperand{weight, m * k};
+      p.b = operand(cols.mem(), cols.view().size, k * width);
+      p.c = operand(mat.mem(), mat.view().size, m * width);
+      enqueue_gemm(call, p);
+    } else {
+      // No input channels: the products are empty sums.
+      launch_linear(call, "fill", "fill_zero", s.c_out * width, mat.mem(),
+                    ul(s.c_out * width));
+    }
+    launch_conv(call, s, nc, "conv_matrix_to_nchw", nc * s.c_out, mat.mem(),
+                  bias ? bias->mem : mat.mem(), static_cast<cl_int>(bool(bias)), y, ul(n0),
+                  ul(nc), ul(s.c_out), ul(s.positions()));
+  }
+}
+
+void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
+  const ConvShape s = shape_of(d);
+  cl_mem x = call.buffer(d.x, "desc.x", bytes_of(s.x_count, 4)).mem;
+  BufferView weight = call.buffer(d.weight, "desc.weight", bytes_of(s.w_count, 4));
+  cl_mem dy = call.buffer(d.dy, "desc.dy", bytes_of(s.y_count, 4)).mem;
+  auto dx = call.optional_buffer(d.dx, "desc.dx", bytes_of(s.x_count, 4));
+  auto dweight = call.optional_buffer(d.dweight, "desc.dweight", bytes_of(s.w_count, 4));
+  auto dbias = call.optional_buffer(d.dbias, "desc.dbias", bytes_of(s.c_out, 4));
+  const void* outputs[] = {d.dx, d.dweight, d.dbias};
+  const char* output_names[] = {"desc.dx", "desc.dweight", "desc.dbias"};
+  const void* inputs[] = {d.x, d.weight, d.dy};
+  const char* input_names[] = {"desc.x", "desc.weight", "desc.dy"};
+  for (int o = 0; o < 3; ++o) {
+    for (int i = 0; i < 3; ++i) require_distinct(outputs[o], output_names[o], inputs[i], input_names[i]);
+    for (int p = o + 1; p < 3; ++p) require_distinct(outputs[o], output_names[o], outputs[p], output_names[p]);
+  }
+  Device& device = call.device();
+  const std::uint64_t k = s.k_group(), m = s.out_group();
+  if (dbias && s.c_out > 0) {
+    launch_slices(call, kFamily, "conv_channel_sum", s.c_out, s.n * s.positions(), acc_bytes(device),
+                  dy, dbias->mem, ul(s.n), ul(s.c_out), ul(s.positions()));
+  }
+  // With no images or no input channels: dweight is an empty sum, dx is empty or has no output
+  // to come from (c_out = 0 gives zeros).
+  const bool no_products = s.n == 0 || k == 0 || m == 0;
+  if (no_products) {
+    if (dweight && s.w_count > 0) {
+      launch_linear(call, "fill", "fill_zero", s.w_count, dweight->mem, ul(s.w_count));
+    }
+    if (dx && s.x_count > 0) {
+      launch_linear(call, "fill", "fill_zero", s.x_count, dx->mem, ul(s.x_count));
+    }
+    return;
+  }
+  if (!dx && !dweight) return;
+  if (depthwise(s)) {
+    if (dweight) {
+      launch_conv(call, s, s.n, "conv_depthwise_backward_weight", s.w_count, x, dy, dweight->mem,
+                  ul(s.n), s.kernel());
+    }
+    if (dx) {
+      launch_conv(call, s, s.n, "conv_depthwise_backward_data", s.x_count, dy, weight.mem,
+                  dx->mem, ul(s.n), s.kernel());
+    }
+    return;
+  }
+  const std::uint64_t nc_max = chunk_images(device, s);
+  Scratch cols(device, bytes_of(s.groups * k * nc_max * s.positions(), 4));
+  Scratch dmat(device, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  std::optional<Scratch> partial_dw;
+  if (dweight && nc_max < s.n) partial_dw.emplace(device, bytes_of(s.w_count, 4));
+  for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
+    const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
+    launch_conv(call, s, nc, "conv_nchw_to_matrix", nc * s.c_out, dy,
+                  dmat.mem(), ul(n0), ul(nc), ul(s.c_out), ul(s.positions()));
+    const GemmOperand dmat_op = operand(dmat.mem(), dmat.view().size, m * width);
+    if (dweight) {
+      im2col(call, s, x, cols.mem(), n0, nc);
+      GemmProblem p;
+      p.trans_b = true;
+      p.m = m;
+      p.n = k;
+      p.k = width;
+      p.batch = s.groups;
+      p.a = dmat_op;
+      p.b = operand(cols.mem(), cols.view().size, k * width);
+      const bool first = n0 == 0;
+      p.c = first ? GemmOperand{*dweight, m * k}
+                  : operand(partial_dw->mem(), partial_dw->view().size, m * k);
+      enqueue_gemm(call, p);
+      if (!first) {
+        launch_linear(call, kFamily, "conv_accumulate", s.w_count, dweight->mem, partial_dw->mem(),
+                      ul(s.w_count));
+      }
+    }
+    if (dx) {
+      // dcols reuses the cols scratch (the weight GEMM above has been enqueued before it).
+      GemmProblem p;
+      p.trans_a = true;
+      p.m = k;
+      p.n = width;
+      p.k = m;
+      p.batch = s.groups;
+      p.a = GemmOperand{weight, m * k};
+      p.b = dmat_op;
+      p.c = operand(cols.mem(), cols.view().size, k * width);
+      enqueue_gemm(call, p);
+      launch_conv(call, s, nc, "conv_col2im", nc * s.c_in * s.h, cols.mem(), dx->mem, ul(n0),
+                  ul(nc), s.kernel());
+    }
+  }
+}
+
+}  // namespace aethercl::ops::train

@@ -1,0 +1,9 @@
+// Portable forms of the few operating-system facts the driver needs (POSIX and Windows).
+#pragma once
+
+namespace aethercl {
+
+// The calling process's id (getpid / GetCurrentProcessId), e.g. for unique temporary names.
+long current_process_id() noexcept;
+
+}  // namespace aethercl

@@ -1,0 +1,825 @@
+// Tensor-core GEMM for NVIDIA GPUs of compute capability 8.0 and later, through inline PTX:
+// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] with mma.sync (TF32 m16n8k8, BF16/FP16
+// m16n8k16), fragments read with ldmatrix (32-bit elements use it as pairs of 16-bit ones), and
+// a multi-stage cp.async pipeline from global to local memory. Only NVIDIA's OpenCL compiler
+// builds this file; driver/gemm/tensor_core_gemm.cpp probes it at first use.
+//
+// Build options:
+//   MMA_KIND          0 TF32, 1 3xTF32 (A and B float32), 2 BF16 (bf16 storage), 3 FP16 (f16)
+//   MMA_C_TYPE        storage of C: 0 float32, 1 float16, 2 bfloat16
+//   MMA_TRANS_A/B     1: A stored K x M (B stored N x K), row-major
+//   MMA_BM, MMA_BN    output tile of one work-group; MMA_WM, MMA_WN that of one warp (multiples
+//                     of 16); the work-group has (BM / WM) * (BN / WN) warps
+//   MMA_STAGES        K-tiles in flight (local memory: STAGES * (BM + BN) * 64 bytes)
+//   MMA_CHUNK         bytes per cp.async: 16, 8 or 4. The host guarantees that offsets, leading
+//                     dimensions and batch strides of A and B are multiples of it (in bytes)
+//   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even (pair stores)
+//   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
+//                     nf_round_tf32 (nearest, ties away); 0 leaves the dropped bits to the
+//                     tensor core (truncation: faster, not the documented rounding)
+// Work-group: MMA_THREADS work-items in dimension 0; group (t, 0, z) computes output tile t of
+// batch batch0 + z, tiles ordered in column bands of MMA_GROUP_M tiles for L2 reuse.
+//
+// Local memory holds each K-tile of A and B as 16-byte units (4 floats or 8 halves), XOR-swizzled
+// so that ldmatrix, scalar fragment reads and cp.async writes are free of bank conflicts:
+//   K-contiguous tiles (A, or B transposed: rows are m or n, each 64 bytes of k):
+//       unit u of row r lives at unit u ^ ((r >> 1) & 3)
+//   MN-contiguous tiles (A transposed, or B: rows are k): unit u of row r lives at
+//       u ^ ((r & 3) << 1) (32-bit elements) or u ^ (r & 7) (16-bit elements)
+// Elements outside the operands are zero-filled by cp.async (src-size), so edges need no
+// branches in the math; stores are masked. beta == 0 never reads C.
+
+#include "numeric_formats.cl"
+
+#ifndef MMA_EMULATE
+#define MMA_EMULATE 0
+#endif
+#if MMA_EMULATE  // loops full of barriers stay loops: unrolling them makes PoCL compile for ages
+#define MMA_UNROLL _Pragma("unroll 1")
+#else
+#define MMA_UNROLL _Pragma("unroll")
+#endif
+
+#if MMA_KIND <= 1
+#define MMA_ELEM 4   // bytes per element of A and B
+#define MMA_KSTEP 8  // k of one mma instruction
+#else
+#define MMA_ELEM 2
+#define MMA_KSTEP 16
+#endif
+#define MMA_BK (64 / MMA_ELEM)            // k per K-tile: 64 bytes per row
+#define MMA_UNIT_ELEMS (16 / MMA_ELEM)    // elements per 16-byte unit
+#ifndef MMA_WGMMA
+#define MMA_WGMMA 0
+#endif
+#if MMA_WGMMA
+// Warpgroup MMA: a warpgroup of 4 warps per 64 rows, each warpgroup the whole BN columns.
+#undef MMA_WM
+#undef MMA_WN
+#define MMA_WM 16
+#define MMA_WN MMA_BN
+#define MMA_WARPS_M (MMA_BM / 16)
+#define MMA_WARPS_N 1
+#else
+#define MMA_WARPS_M (MMA_BM / MMA_WM)
+#define MMA_WARPS_N (MMA_BN / MMA_WN)
+#endif
+#define MMA_THREADS (MMA_WARPS_M * MMA_WARPS_N * 32)
+#define MMA_MI (MMA_WM / 16)              // m16 tiles per warp
+#define MMA_NI (MMA_WN / 8)               // n8 tiles per warp
+#define MMA_A_BYTES (MMA_BM * 64)         // one stage of A (BM x BK elements)
+#define MMA_B_BYTES (MMA_BN * 64)
+#define MMA_STAGE_BYTES (MMA_A_BYTES + MMA_B_BYTES)
+#ifndef MMA_GROUP_M
+#define MMA_GROUP_M 8
+#endif
+
+#if MMA_WM % 16 || MMA_WN % 16 || MMA_BM % MMA_WM || MMA_BN % MMA_WN
+#error "warp tiles must be multiples of 16 and divide the block tile"
+#endif
+#if MMA_WGMMA && (MMA_BM % 64 || MMA_TRANS_A || !MMA_TRANS_B || MMA_KIND == 1 || \
+                  (MMA_BN != 64 && MMA_BN != 128 && MMA_BN != 256))
+#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256, A and B K-contiguous, no 3xTF32"
+#endif
+#if MMA_BM < 64 || MMA_BN < 64
+#error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
+#endif
+#if (MMA_BM * 4) % MMA_THREADS || (MMA_BN * 4) % MMA_THREADS
+#error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / 4)"
+#endif
+#if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
+#error "MMA_CHUNK must be 16, 8 or 4"
+#endif
+
+#if MMA_KIND <= 1
+typedef float mma_elem_t;
+#else
+typedef ushort mma_elem_t;
+#endif
+#if MMA_C_TYPE == 0
+typedef float mma_c_t;
+#elif MMA_C_TYPE == 1
+typedef half mma_c_t;
+#else
+typedef ushort mma_c_t;
+#endif
+
+#if MMA_EMULATE
+// ---- emulated warp instructions (MMA_EMULATE=1) ---------------------------------------------------
+// The same wrappers in plain OpenCL C, so the layouts, swizzles and pipeline of this file can be
+// tested on any device (PoCL): local memory is addressed by byte offsets, cp.async copies at once,
+// and the warp-collective ldmatrix and mma exchange fragments through local scratch between two
+// barriers (every call site is reached by the whole work-group). The tensor core's dropping of the
+// low 13 bits of TF32 inputs is reproduced; sums run over k in ascending order.
+#define MMA_SHARED(p) 0u
+#define MMA_SCRATCH_ARGS , __local uchar* smem_bytes, __local uint* scratch
+#define MMA_SCRATCH , smem_bytes, scratch
+
+inline void mma_cp_async(uint dst, __global const mma_elem_t* src, uint src_bytes MMA_SCRATCH_ARGS) {
+  __global const uchar* from = (__global const uchar*)src;
+  for (uint i = 0; i < MMA_CHUNK; ++i) smem_bytes[dst + i] = i < src_bytes ? from[i] : 0;
+}
+inline void mma_cp_async_commit(void) {}
+inline void mma_cp_async_wait(void) {}
+
+inline uint mma_lds(uint addr MMA_SCRATCH_ARGS) { return *(__local const uint*)(smem_bytes + addr); }
+
+inline ushort mma_lds16(uint addr, __local const uchar* smem_bytes) {
+  return *(__local const ushort*)(smem_bytes + addr);
+}
+
+// Lane L receives, of each 8x8 matrix q whose rows lanes 8q..8q+7 address, row L/4, columns
+// 2(L%4) and 2(L%4)+1 (transposed: rows 2(L%4), 2(L%4)+1 of column L/4).
+inline void mma_ldmatrix_emulated(uint addr, uint* r, const int trans MMA_SCRATCH_ARGS) {
+  const uint lane = get_local_id(0) & 31u;
+  __local uint* lanes = scratch + (get_local_id(0) & ~31u) * 6u;
+  lanes[lane] = addr;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint q = 0; q < 4; ++q) {
+    if (!trans) {
+      r[q] = mma_lds(lanes[q * 8 + lane / 4] + (lane % 4) * 4 MMA_SCRATCH);
+    } else {
+      const uint lo = mma_lds16(lanes[q * 8 + 2 * (lane % 4)] + (lane / 4) * 2, smem_bytes);
+      const uint hi = mma_lds16(lanes[q * 8 + 2 * (lane % 4) + 1] + (lane / 4) * 2, smem_bytes);
+      r[q] = lo | (hi << 16);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define mma_ldmatrix_x4(addr, r) mma_ldmatrix_emulated((addr), (r), 0 MMA_SCRATCH)
+#define mma_ldmatrix_x4_trans(addr, r) mma_ldmatrix_emulated((addr), (r), 1 MMA_SCRATCH)
+
+// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts).
+inline float mma_input(uint bits, uint half_index) {
+#if MMA_KIND <= 1
+  return as_float(bits & 0xffffe000u);
+#else
+  const ushort value = (ushort)(half_index ? bits >> 16 : bits & 0xffffu);
+#if MMA_KIND == 2
+  return nf_from_bf16(value);
+#else
+  return vload_half(0, (__private const half*)&value);
+#endif
+#endif
+}
+
+inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH_ARGS) {
+  const uint lane = get_local_id(0) & 31u;
+  __local uint* frags = scratch + (get_local_id(0) & ~31u) * 6u;
+  for (uint e = 0; e < 4; ++e) frags[lane * 6 + e] = a[e];
+  frags[lane * 6 + 4] = b[0];
+  frags[lane * 6 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint g = lane / 4;
+  const uint t = lane % 4;
+  for (uint e = 0; e < 4; ++e) {
+    const uint row = g + (e / 2) * 8;
+    const uint col = 2 * t + (e % 2);
+    float sum = d[e];
+    for (uint k = 0; k < MMA_KSTEP; ++k) {
+#if MMA_KIND <= 1
+      const uint a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
+      const uint b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
+#else
+      const uint a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
+      const uint b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
+#endif
+      sum += mma_input(a_bits, k % 2) * mma_input(b_bits, k % 2);
+    }
+    d[e] = sum;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
+
+// Warpgroup MMA from local memory: both tiles K-contiguous with 64-byte rows and the swizzle of
+// mma_kc_offset (PTX's 64-byte swizzle mode); k-step ks starts ks * 32 bytes into each row.
+// Each work-item sums its own accumulators (no exchange needed: both operands are in memory).
+inline float mma_wg_input(__local const uchar* smem_bytes, uint tile, uint row, uint kbyte) {
+  const uint at = tile + row * 64u + ((((kbyte >> 4) ^ ((row >> 1) & 3u))) << 4) + (kbyte & 15u);
+#if MMA_KIND <= 1
+  return as_float(*(__local const uint*)(smem_bytes + at) & 0xffffe000u);
+#else
+  const ushort bits = *(__local const ushort*)(smem_bytes + at);
+#if MMA_KIND == 2
+  return nf_from_bf16(bits);
+#else
+  return vload_half(0, (__private const half*)&bits);
+#endif
+#endif
+}
+#define MMA_WG_FENCE()
+#define MMA_WG_COMMIT_WAIT()
+#define mma_fence_proxy_async()
+// acc += A (64 rows at a_tile) x B^T (BN rows at b_tile) over one k-step.
+#define MMA_WG_STEP(a_tile, b_tile, ks)                                                       \
+  {                                                                                           \
+    const uint q_ = (tid & 127u) >> 5;                                                        \
+    for (uint j_ = 0; j_ < MMA_NI; ++j_)                                                      \
+      for (uint e_ = 0; e_ < 4; ++e_) {                                                       \
+        const uint row_ = q_ * 16u + (lane >> 2) + (e_ >> 1) * 8u;                            \
+        const uint col_ = j_ * 8u + 2u * (lane & 3u) + (e_ & 1u);                             \
+        float sum_ = acc[0][j_][e_];                                                          \
+        for (uint k_ = 0; k_ < MMA_KSTEP; ++k_) {                                             \
+          const uint kbyte_ = (ks) * 32u + k_ * MMA_ELEM;                                     \
+          sum_ += mma_wg_input(smem_bytes, (a_tile), row_, kbyte_) *                          \
+                  mma_wg_input(smem_bytes, (b_tile), col_, kbyte_);                           \
+        }                                                                                     \
+        acc[0][j_][e_] = sum_;                                                                \
+      }                                                                                       \
+  }
+
+#else
+// ---- PTX wrappers -------------------------------------------------------------------------------
+// Local addresses as 32-bit shared-window addresses, as PTX's .shared state space wants them.
+#define MMA_SHARED(p) ((uint)(ulong)(p))
+#define MMA_SCRATCH_ARGS
+#define MMA_SCRATCH
+
+inline void mma_cp_async(uint dst, __global const mma_elem_t* src, uint src_bytes) {
+#if MMA_CHUNK == 16
+  __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#elif MMA_CHUNK == 8
+  __asm__ __volatile__("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#else
+  __asm__ __volatile__("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes) : "memory");
+#endif
+}
+
+inline void mma_cp_async_commit(void) {
+  __asm__ __volatile__("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most MMA_STAGES - 2 committed groups are still in flight.
+inline void mma_cp_async_wait(void) {
+  __asm__ __volatile__("cp.async.wait_group %0;\n" ::"n"(MMA_STAGES - 2) : "memory");
+}
+
+inline uint mma_lds(uint addr) {
+  uint value;
+  __asm__ __volatile__("ld.shared.b32 %0, [%1];\n" : "=r"(value) : "r"(addr) : "memory");
+  return value;
+}
+
+inline void mma_ldmatrix_x4(uint addr, uint* r) {
+  __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+inline void mma_ldmatrix_x4_trans(uint addr, uint* r) {
+  __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// d += a * b for one m16 x n8 tile.
+inline void mma_tile(float* d, const uint* a, const uint* b) {
+#if MMA_KIND <= 1
+  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif MMA_KIND == 2
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+#endif  // MMA_EMULATE
+
+#if MMA_WGMMA && !MMA_EMULATE
+// ---- warpgroup MMA through PTX retargeted to sm_90a ---------------------------------------------
+// NVIDIA's OpenCL compiler targets sm_90, which has no wgmma. These instructions are therefore
+// written as PTX comments starting with MMA_SM90A; the driver (gemm/wgmma.cpp) takes the built
+// program's PTX, removes that prefix, retargets it to sm_90a and loads it as a program binary.
+// The register operands are filled in by the compiler as for any inline PTX.
+#define MMA_SM90A "//AECL_SM90A "
+#define MMA_WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define MMA_WG_ACC64 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
+#define MMA_WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define MMA_WG_ACC128 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
+  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
+  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
+  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
+  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
+  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
+  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
+  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
+  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3])
+#define MMA_WG_D256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define MMA_WG_ACC256 \
+  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
+  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
+  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
+  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
+  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
+  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
+  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
+  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
+  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
+  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
+  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
+  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
+  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
+  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
+  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
+  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3]),  \
+  "+f"(acc[0][16][0]), "+f"(acc[0][16][1]), "+f"(acc[0][16][2]), "+f"(acc[0][16][3]),  \
+  "+f"(acc[0][17][0]), "+f"(acc[0][17][1]), "+f"(acc[0][17][2]), "+f"(acc[0][17][3]),  \
+  "+f"(acc[0][18][0]), "+f"(acc[0][18][1]), "+f"(acc[0][18][2]), "+f"(acc[0][18][3]),  \
+  "+f"(acc[0][19][0]), "+f"(acc[0][19][1]), "+f"(acc[0][19][2]), "+f"(acc[0][19][3]),  \
+  "+f"(acc[0][20][0]), "+f"(acc[0][20][1]), "+f"(acc[0][20][2]), "+f"(acc[0][20][3]),  \
+  "+f"(acc[0][21][0]), "+f"(acc[0][21][1]), "+f"(acc[0][21][2]), "+f"(acc[0][21][3]),  \
+  "+f"(acc[0][22][0]), "+f"(acc[0][22][1]), "+f"(acc[0][22][2]), "+f"(acc[0][22][3]),  \
+  "+f"(acc[0][23][0]), "+f"(acc[0][23][1]), "+f"(acc[0][23][2]), "+f"(acc[0][23][3]),  \
+  "+f"(acc[0][24][0]), "+f"(acc[0][24][1]), "+f"(acc[0][24][2]), "+f"(acc[0][24][3]),  \
+  "+f"(acc[0][25][0]), "+f"(acc[0][25][1]), "+f"(acc[0][25][2]), "+f"(acc[0][25][3]),  \
+  "+f"(acc[0][26][0]), "+f"(acc[0][26][1]), "+f"(acc[0][26][2]), "+f"(acc[0][26][3]),  \
+  "+f"(acc[0][27][0]), "+f"(acc[0][27][1]), "+f"(acc[0][27][2]), "+f"(acc[0][27][3]),  \
+  "+f"(acc[0][28][0]), "+f"(acc[0][28][1]), "+f"(acc[0][28][2]), "+f"(acc[0][28][3]),  \
+  "+f"(acc[0][29][0]), "+f"(acc[0][29][1]), "+f"(acc[0][29][2]), "+f"(acc[0][29][3]),  \
+  "+f"(acc[0][30][0]), "+f"(acc[0][30][1]), "+f"(acc[0][30][2]), "+f"(acc[0][30][3]),  \
+  "+f"(acc[0][31][0]), "+f"(acc[0][31][1]), "+f"(acc[0][31][2]), "+f"(acc[0][31][3])
+
+#define MMA_WG_STR_(x) #x
+#define MMA_WG_STR(x) MMA_WG_STR_(x)
+#if MMA_KIND == 0
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k8.f32.tf32.tf32 "
+#define MMA_WG_IMM ", p, 1, 1;\n"
+#elif MMA_KIND == 2
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k16.f32.bf16.bf16 "
+#define MMA_WG_IMM ", p, 1, 1, 0, 0;\n"
+#else
+#define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k16.f32.f16.f16 "
+#define MMA_WG_IMM ", p, 1, 1, 0, 0;\n"
+#endif
+#define MMA_WG_D_(n) MMA_WG_D##n
+#define MMA_WG_D(n) MMA_WG_D_(n)
+#define MMA_WG_ACC_(n) MMA_WG_ACC##n
+#define MMA_WG_ACC(n) MMA_WG_ACC_(n)
+
+// Shared-memory matrix descriptor: start address, leading byte offset 16 (unused with
+// swizzling), stride byte offset 512 (8 rows of 64 bytes), 64-byte swizzle.
+inline ulong mma_wg_desc(uint address) {
+  return (ulong)((address & 0x3ffffu) >> 4) | ((ulong)1 << 16) | ((ulong)(512 >> 4) << 32) |
+         ((ulong)2 << 62);
+}
+
+inline void mma_fence_proxy_async(void) {
+  __asm__ __volatile__("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The accumulators are operands of the fence and the wait too, so the compiler keeps every
+// other access to them outside the asynchronous window.
+#define MMA_WG_FENCE() \
+  __asm__ __volatile__(MMA_SM90A "wgmma.fence.sync.aligned;\n" : MMA_WG_ACC(MMA_BN) :: "memory")
+#define MMA_WG_COMMIT_WAIT()                                                              \
+  __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
+                       "wgmma.wait_group.sync.aligned 0;\n"                               \
+                       : MMA_WG_ACC(MMA_BN)::"memory")
+// acc += A (64 rows at shared address a_tile) x B^T (BN rows at b_tile) over k-step ks.
+#define MMA_WG_STEP(a_tile, b_tile, ks)                                                        \
+  __asm__ __volatile__(MMA_SM90A "{\n" MMA_SM90A ".reg .pred p;\n" MMA_SM90A               \
+                       "setp.ne.b32 p, %" MMA_WG_LAST ", 0;\n" MMA_SM90A                      \
+                       MMA_WG_SHAPE(MMA_BN) MMA_WG_D(MMA_BN) ", " MMA_WG_IN_AB MMA_WG_IMM     \
+                       MMA_SM90A "}\n"                                                         \
+                       : MMA_WG_ACC(MMA_BN)                                                   \
+                       : "l"(mma_wg_desc((a_tile) + (ks) * 32u)),                               \
+                         "l"(mma_wg_desc((b_tile) + (ks) * 32u)), "r"(1))
+#if MMA_BN == 64
+#define MMA_WG_IN_AB "%32, %33"
+#define MMA_WG_LAST "34"
+#elif MMA_BN == 128
+#define MMA_WG_IN_AB "%64, %65"
+#define MMA_WG_LAST "66"
+#else
+#define MMA_WG_IN_AB "%128, %129"
+#define MMA_WG_LAST "130"
+#endif
+#endif  // MMA_WGMMA && !MMA_EMULATE
+
+// ---- TF32 rounding (the tensor core reads the upper 19 bits and drops the low 13) --------------
+// MMA_TF32_ROUND 1: adding half a TF32 unit before the tensor core drops the low bits rounds to
+// nearest with ties away from zero, numeric_formats.cl's rule for every finite value and
+// infinity; a NaN becomes the canonical NaN (its payload could otherwise carry into the sign or
+// be dropped). 0: the tensor core's truncation alone.
+inline uint mma_round_tf32(uint u) {
+#if MMA_TF32_ROUND
+  return as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu;
+#else
+  return u;
+#endif
+}
+
+// 3xTF32: the TF32 part of u (exact: low bits cleared) and the rounded TF32 residual; a residual
+// of 0 where the part is infinite or NaN (no inf - inf).
+inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
+  const uint big = (as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu) & 0xffffe000u;
+  const uint small = as_uint(as_float(u) - as_float(big)) + 0x1000u;
+  *hi = big;
+  *lo = (big & 0x7f800000u) == 0x7f800000u ? 0u : small;
+}
+
+// ---- local-memory layout ------------------------------------------------------------------------
+// Byte offset of 16-byte unit `unit` of row `row` in a K-contiguous tile (64-byte rows).
+inline uint mma_kc_offset(uint row, uint unit) { return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4); }
+
+// Byte offset of unit `unit` of row `row` in an MN-contiguous tile with `row_bytes` per row.
+inline uint mma_mn_offset(uint row, uint unit, uint row_bytes) {
+#if MMA_ELEM == 4
+  return row * row_bytes + ((unit ^ ((row & 3u) << 1)) << 4);
+#else
+  return row * row_bytes + ((unit ^ (row & 7u)) << 4);
+#endif
+}
+
+// Copying K-tiles of an operand into local memory. Work-item tid copies MMA_COPIES(rows, units)
+// 16-byte units of each K-tile (`rows` rows of `units` units): the first is unit u = tid % units of
+// tile row r0 = tid / units, the next ones MMA_ROW_STEP(units) rows further each. The swizzle of a
+// row depends on its row modulo 8, which these steps (multiples of 8, or of 4 for 32-bit
+// MN-contiguous tiles) keep, so the local offsets advance by a constant too. Only the operand row
+// and column of the first unit, its global address and its local offset are kept per operand.
+#define MMA_ROW_STEP(units) (MMA_THREADS / (units))
+#define MMA_COPIES(rows, units) ((rows) * (units) / MMA_THREADS)
+
+typedef struct {
+  ulong src;  // element offset of the first unit at K-tile 0 (row * ld + column)
+  uint dst;   // its byte offset in the stage tile
+  uint row;   // its operand row and column at K-tile 0
+  uint col;
+} mma_copier;
+
+// kc: K-contiguous tile (rows are m or n, columns k); else rows are k, columns m or n.
+inline mma_copier mma_copier_init(ulong ld, uint row0, uint col0, const uint units, const int kc,
+                                  uint tid) {
+  mma_copier c;
+  const uint r0 = tid / units;
+  const uint u = tid % units;
+  c.row = row0 + r0;
+  c.col = col0 + u * MMA_UNIT_ELEMS;
+  c.src = (ulong)c.row * ld + c.col;
+  c.dst = kc ? mma_kc_offset(r0, u) : mma_mn_offset(r0, u, units * 16u);
+  return c;
+}
+
+// Issues the cp.async copies of K-tile kt into the stage tile at `tile`. Units outside the
+// operand (row_limit rows, col_limit columns) are zero-filled; a unit across the column limit is
+// copied in part.
+inline void mma_copy_tile(const mma_copier* c, uint tile, uint kt, __global const mma_elem_t* x,
+                          ulong ld, uint row_limit, uint col_limit, const uint rows,
+                          const uint units, const int kc MMA_SCRATCH_ARGS) {
+  const uint k0 = kt * MMA_BK;
+  ulong src = c->src + (kc ? (ulong)k0 : (ulong)k0 * ld);
+  uint row = c->row + (kc ? 0u : k0);
+  const uint col = c->col + (kc ? k0 : 0u);
+  uint dst = tile + c->dst;
+MMA_UNROLL
+  for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
+MMA_UNROLL
+    for (uint part = 0; part < 16u / MMA_CHUNK; ++part) {
+      const uint gcol = col + part * (MMA_CHUNK / MMA_ELEM);
+      const uint bytes = row < row_limit && gcol < col_limit
+                             ? min((uint)MMA_CHUNK, (col_limit - gcol) * (uint)MMA_ELEM)
+                             : 0u;
+      mma_cp_async(dst + part * MMA_CHUNK, bytes ? x + src + part * (MMA_CHUNK / MMA_ELEM) : x,
+                   bytes MMA_SCRATCH);
+    }
+    src += (ulong)MMA_ROW_STEP(units) * ld;
+    row += MMA_ROW_STEP(units);
+    dst += MMA_ROW_STEP(units) * units * 16u;
+  }
+}
+
+// Rounds the 16-byte units mma_copy_tile copied for this work-item (tile at byte offset `tile`) to
+// TF32 in place, as mma_round_tf32 rounds fragments.
+inline void mma_round_copies(__local uchar* smem_bytes, uint tile, const mma_copier* c,
+                             const uint rows, const uint units) {
+  uint at = tile + c->dst;
+MMA_UNROLL
+  for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
+    __local uint4* unit = (__local uint4*)(smem_bytes + at);
+    uint4 v = *unit;
+    v.x = mma_round_tf32(v.x);
+    v.y = mma_round_tf32(v.y);
+    v.z = mma_round_tf32(v.z);
+    v.w = mma_round_tf32(v.w);
+    *unit = v;
+    at += MMA_ROW_STEP(units) * units * 16u;
+  }
+}
+
+// ---- fragments ----------------------------------------------------------------------------------
+// A fragments of m16 tile i (rows base .. base + 15 of the block tile) for k-step ks.
+inline void mma_load_a(uint a_tile, uint base, uint ks, uint lane, uint* frag MMA_SCRATCH_ARGS) {
+#if !MMA_TRANS_A
+  const uint q = lane >> 3;
+  const uint row = base + (q & 1u) * 8u + (lane & 7u);
+  mma_ldmatrix_x4(a_tile + mma_kc_offset(row, ks * 2u + (q >> 1)), frag);
+#elif MMA_ELEM == 2
+  const uint q = lane >> 3;
+  const uint row = ks * 16u + (q >> 1) * 8u + (lane & 7u);
+  mma_ldmatrix_x4_trans(a_tile + mma_mn_offset(row, base / 8u + (q & 1u), MMA_BM * 2u), frag);
+#else
+  // 32-bit elements stored k-major: four scalar reads (no transposing ldmatrix for them).
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+#define MMA_A_AT(k, m) \
+  (a_tile + mma_mn_offset((k), (m) >> 2, MMA_BM * 4u) + (((m) & 3u) << 2))
+  const uint k0 = ks * 8u + t;
+  frag[0] = mma_lds(MMA_A_AT(k0, base + g) MMA_SCRATCH);
+  frag[1] = mma_lds(MMA_A_AT(k0, base + g + 8u) MMA_SCRATCH);
+  frag[2] = mma_lds(MMA_A_AT(k0 + 4u, base + g) MMA_SCRATCH);
+  frag[3] = mma_lds(MMA_A_AT(k0 + 4u, base + g + 8u) MMA_SCRATCH);
+#undef MMA_A_AT
+#endif
+}
+
+// B fragments of n8 tiles j and j + 1 (columns base .. base + 15 of the block tile) for k-step
+// ks: frag[0..1] for tile j, frag[2..3] for tile j + 1.
+inline void mma_load_b(uint b_tile, uint base, uint ks, uint lane, uint* frag MMA_SCRATCH_ARGS) {
+#if MMA_TRANS_B
+  const uint q = lane >> 3;
+  const uint row = base + (q >> 1) * 8u + (lane & 7u);
+  mma_ldmatrix_x4(b_tile + mma_kc_offset(row, ks * 2u + (q & 1u)), frag);
+#elif MMA_ELEM == 2
+  const uint q = lane >> 3;
+  const uint row = ks * 16u + (q & 1u) * 8u + (lane & 7u);
+  mma_ldmatrix_x4_trans(b_tile + mma_mn_offset(row, base / 8u + (q >> 1), MMA_BN * 2u), frag);
+#else
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+#define MMA_B_AT(k, n) \
+  (b_tile + mma_mn_offset((k), (n) >> 2, MMA_BN * 4u) + (((n) & 3u) << 2))
+  const uint k0 = ks * 8u + t;
+  frag[0] = mma_lds(MMA_B_AT(k0, base + g) MMA_SCRATCH);
+  frag[1] = mma_lds(MMA_B_AT(k0 + 4u, base + g) MMA_SCRATCH);
+  frag[2] = mma_lds(MMA_B_AT(k0, base + 8u + g) MMA_SCRATCH);
+  frag[3] = mma_lds(MMA_B_AT(k0 + 4u, base + 8u + g) MMA_SCRATCH);
+#undef MMA_B_AT
+#endif
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------
+inline void mma_store(float value, __global mma_c_t* c, ulong at) {
+#if MMA_C_TYPE == 0
+  c[at] = value;
+#elif MMA_C_TYPE == 1
+  vstore_half_rte(value, at, c);
+#else
+  c[at] = nf_to_bf16(value);
+#endif
+}
+
+inline float mma_load_c(__global const mma_c_t* c, ulong at) {
+#if MMA_C_TYPE == 0
+  return c[at];
+#elif MMA_C_TYPE == 1
+  return vload_half(at, c);
+#else
+  return nf_from_bf16(c[at]);
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void gemm_mma_product(
+    __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
+    __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
+    ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
+    float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0) {
+  // 1024-byte aligned: the swizzle of the warpgroup MMA's descriptors is anchored there.
+  __local uint4 smem[MMA_STAGES * MMA_STAGE_BYTES / 16] __attribute__((aligned(1024)));
+  const uint smem_base = MMA_SHARED(smem);
+#if MMA_EMULATE || MMA_WGMMA
+  __local uchar* smem_bytes = (__local uchar*)smem;
+#endif
+#if MMA_EMULATE
+  __local uint emulation_scratch[MMA_THREADS * 6];
+  __local uint* scratch = emulation_scratch;
+#endif
+
+  // Output tile: bands of MMA_GROUP_M tile rows, walked column by column.
+  const uint pid = get_group_id(0);
+  const uint band_tiles = MMA_GROUP_M * tiles_n;
+  const uint band = pid / band_tiles;
+  const uint first_m = band * MMA_GROUP_M;
+  const uint band_rows = min(tiles_m - first_m, (uint)MMA_GROUP_M);
+  const uint in_band = pid % band_tiles;
+  const uint tile_m = first_m + in_band % band_rows;
+  const uint tile_n = in_band / band_rows;
+  const uint m0 = tile_m * MMA_BM;
+  const uint n0 = tile_n * MMA_BN;
+
+  const ulong batch = batch0 + get_group_id(2);
+  a += off_a + batch * stride_a;
+  b += off_b + batch * stride_b;
+  c += off_c + batch * stride_c;
+
+  const uint tid = get_local_id(0);
+  const uint lane = tid & 31u;
+  const uint warp = tid >> 5;
+  const uint wm0 = (warp / MMA_WARPS_N) * MMA_WM;  // warp tile within the block tile
+  const uint wn0 = (warp % MMA_WARPS_N) * MMA_WN;
+
+  float acc[MMA_MI][MMA_NI][4];
+MMA_UNROLL
+  for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+    for (int j = 0; j < MMA_NI; ++j)
+MMA_UNROLL
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  const uint k_tiles = (K + MMA_BK - 1) / MMA_BK;
+
+  // A tile: BM rows of 4 units (K-contiguous), or BK rows of BM / UNIT_ELEMS units; B likewise.
+#if MMA_TRANS_A
+#define MMA_A_SHAPE MMA_BK, MMA_BM / MMA_UNIT_ELEMS, 0
+  const mma_copier a_copier = mma_copier_init(lda, 0, m0, MMA_BM / MMA_UNIT_ELEMS, 0, tid);
+#define MMA_A_LIMITS K, M
+#else
+#define MMA_A_SHAPE MMA_BM, 4, 1
+  const mma_copier a_copier = mma_copier_init(lda, m0, 0, 4, 1, tid);
+#define MMA_A_LIMITS M, K
+#endif
+#if MMA_TRANS_B
+#define MMA_B_SHAPE MMA_BN, 4, 1
+  const mma_copier b_copier = mma_copier_init(ldb, n0, 0, 4, 1, tid);
+#define MMA_B_LIMITS N, K
+#else
+#define MMA_B_SHAPE MMA_BK, MMA_BN / MMA_UNIT_ELEMS, 0
+  const mma_copier b_copier = mma_copier_init(ldb, 0, n0, MMA_BN / MMA_UNIT_ELEMS, 0, tid);
+#define MMA_B_LIMITS K, N
+#endif
+#define MMA_LOAD_STAGE(stage, kt)                                                         \
+  {                                                                                       \
+    const uint a_tile = smem_base + (stage) * MMA_STAGE_BYTES;                            \
+    mma_copy_tile(&a_copier, a_tile, (kt), a, lda, MMA_A_LIMITS, MMA_A_SHAPE MMA_SCRATCH); \
+    mma_copy_tile(&b_copier, a_tile + MMA_A_BYTES, (kt), b, ldb, MMA_B_LIMITS,            \
+                  MMA_B_SHAPE MMA_SCRATCH);                                               \
+  }
+
+MMA_UNROLL
+  for (uint s = 0; s < MMA_STAGES - 1; ++s) {
+    if (s < k_tiles) MMA_LOAD_STAGE(s, s)
+    mma_cp_async_commit();
+  }
+
+#if MMA_WGMMA
+  const uint wg_row = (tid >> 7) * 64u;  // the warpgroup's first row of the block tile
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    mma_cp_async_wait();  // this work-item's copies of tile kt have landed
+    const uint stage = (kt % MMA_STAGES) * MMA_STAGE_BYTES;
+#if MMA_KIND == 0 && MMA_TF32_ROUND
+    // The tensor cores read TF32 inputs from local memory: each work-item rounds what it copied.
+    mma_round_copies(smem_bytes, stage, &a_copier, MMA_BM, 4);
+    mma_round_copies(smem_bytes, stage + MMA_A_BYTES, &b_copier, MMA_BN, 4);
+#endif
+    mma_fence_proxy_async();        // copies and roundings visible to the tensor cores
+    barrier(CLK_LOCAL_MEM_FENCE);   // everyone's, and stage (kt - 1) is free again
+    const uint next = kt + MMA_STAGES - 1;
+    if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
+    mma_cp_async_commit();
+
+    const uint a_tile = smem_base + stage + wg_row * 64u;
+    const uint b_tile = smem_base + stage + MMA_A_BYTES;
+    MMA_WG_FENCE();
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) MMA_WG_STEP(a_tile, b_tile, ks);
+    MMA_WG_COMMIT_WAIT();
+  }
+#else
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    mma_cp_async_wait();              // this work-item's copies of tile kt have landed
+    barrier(CLK_LOCAL_MEM_FENCE);     // everyone's have, and stage (kt - 1) is free again
+    const uint next = kt + MMA_STAGES - 1;
+    if (next < k_tiles) MMA_LOAD_STAGE(next % MMA_STAGES, next)
+    mma_cp_async_commit();            // possibly empty: keeps the group count uniform
+
+    const uint a_tile = smem_base + (kt % MMA_STAGES) * MMA_STAGE_BYTES;
+    const uint b_tile = a_tile + MMA_A_BYTES;
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {
+      uint a_frag[MMA_MI][4];
+      uint b_frag[MMA_NI][2];
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i) mma_load_a(a_tile, wm0 + i * 16, ks, lane, a_frag[i] MMA_SCRATCH);
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; j += 2) {
+        uint pair[4];
+        mma_load_b(b_tile, wn0 + j * 8, ks, lane, pair MMA_SCRATCH);
+        b_frag[j][0] = pair[0];
+        b_frag[j][1] = pair[1];
+        b_frag[j + 1][0] = pair[2];
+        b_frag[j + 1][1] = pair[3];
+      }
+#if MMA_KIND == 1
+      uint a_lo[MMA_MI][4];
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int e = 0; e < 4; ++e) mma_split_tf32(a_frag[i][e], &a_frag[i][e], &a_lo[i][e]);
+      // The three products of each k-step are summed on the tensor core from zero, then added
+      // to the accumulator with a rounding float32 addition: tensor cores truncate the low bits
+      // of their float32 sums, an error that would otherwise grow linearly with k.
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j) {
+        uint b_lo[2];
+MMA_UNROLL
+        for (int e = 0; e < 2; ++e) mma_split_tf32(b_frag[j][e], &b_frag[j][e], &b_lo[e]);
+MMA_UNROLL
+        for (int i = 0; i < MMA_MI; ++i) {
+          float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_tile(part, a_lo[i], b_frag[j]);
+          mma_tile(part, a_frag[i], b_lo);
+          mma_tile(part, a_frag[i], b_frag[j]);
+MMA_UNROLL
+          for (int e = 0; e < 4; ++e) acc[i][j][e] += part[e];
+        }
+      }
+#else
+#if MMA_KIND == 0
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int e = 0; e < 4; ++e) a_frag[i][e] = mma_round_tf32(a_frag[i][e]);
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j)
+MMA_UNROLL
+        for (int e = 0; e < 2; ++e) b_frag[j][e] = mma_round_tf32(b_frag[j][e]);
+#endif
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int j = 0; j < MMA_NI; ++j) mma_tile(acc[i][j], a_frag[i], b_frag[j]);
+#endif
+    }
+  }
+#endif  // MMA_WGMMA
+#undef MMA_LOAD_STAGE
+
+  // Epilogue: each work-item holds rows g and g + 8, columns 2t and 2t + 1 of every mma tile.
+  const uint g = lane >> 2;
+  const uint t = lane & 3u;
+MMA_UNROLL
+  for (int i = 0; i < MMA_MI; ++i) {
+MMA_UNROLL
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      const uint row = m0 + wm0 + i * 16 + g + half_row * 8;
+      if (row >= M) continue;
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j) {
+        const uint col = n0 + wn0 + j * 8 + 2 * t;
+        const ulong at = (ulong)row * ldc + col;
+        float v0 = alpha * acc[i][j][half_row * 2];
+        float v1 = alpha * acc[i][j][half_row * 2 + 1];
+#if MMA_C_TYPE == 0 && MMA_C_PAIRS
+        if (col + 1 < N) {
+          __global float2* pair = (__global float2*)(c + at);
+          if (beta != 0.0f) {
+            const float2 old = *pair;
+            v0 += beta * old.x;
+            v1 += beta * old.y;
+          }
+          *pair = (float2)(v0, v1);
+          continue;
+        }
+#endif
+        if (col < N) {
+          if (beta != 0.0f) v0 += beta * mma_load_c(c, at);
+          mma_store(v0, c, at);
+        }
+        if (col + 1 < N) {
+          if (beta != 0.0f) v1 += beta * mma_load_c(c, at + 1);
+          mma_store(v1, c, at + 1);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,60 @@
+"""aethercl_gemm from Python: the aethercl_gemm_desc struct, dtype and compute-mode codes, and a
+call that fills the descriptor from keyword arguments."""
+from __future__ import annotations
+
+import ctypes
+
+F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
+COMPUTE_DEFAULT, COMPUTE_FP32, COMPUTE_TF32, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_FP16 = range(6)
+COMPUTE_MODES = {"default": COMPUTE_DEFAULT, "fp32": COMPUTE_FP32, "tf32": COMPUTE_TF32,
+                 "3xtf32": COMPUTE_3XTF32, "bf16": COMPUTE_BF16, "fp16": COMPUTE_FP16}
+DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2}
+
+
+class GemmDesc(ctypes.Structure):
+    """struct aethercl_gemm_desc of include/aethercl/driver.h (ABI version 3)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
+        ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("batch", ctypes.c_int),
+        ("stride_a", ctypes.c_longlong), ("stride_b", ctypes.c_longlong),
+        ("stride_c", ctypes.c_longlong),
+        ("lda", ctypes.c_int), ("ldb", ctypes.c_int), ("ldc", ctypes.c_int),
+        ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
+        ("a", ctypes.c_void_p), ("offset_a", ctypes.c_size_t), ("dtype_a", ctypes.c_int),
+        ("b", ctypes.c_void_p), ("offset_b", ctypes.c_size_t), ("dtype_b", ctypes.c_int),
+        ("c", ctypes.c_void_p), ("offset_c", ctypes.c_size_t), ("dtype_c", ctypes.c_int),
+        ("compute", ctypes.c_int),
+    ]
+
+
+def gemm_desc(a, b, c, m, n, k, *, trans_a=0, trans_b=0, batch=1, lda=None, ldb=None, ldc=None,
+              stride_a=None, stride_b=None, stride_c=None, alpha=1.0, beta=0.0, offset_a=0,
+              offset_b=0, offset_c=0, dtype_a=F32, dtype_b=None, dtype_c=None,
+              compute=COMPUTE_DEFAULT) -> GemmDesc:
+    """A descriptor with dense defaults: leading dimensions the stored row lengths, strides one
+    matrix (row-major, no padding)."""
+    lda = lda if lda is not None else max(1, m if trans_a else k)
+    ldb = ldb if ldb is not None else max(1, k if trans_b else n)
+    ldc = ldc if ldc is not None else max(1, n)
+    desc = GemmDesc()
+    desc.struct_size = ctypes.sizeof(GemmDesc)
+    desc.trans_a, desc.trans_b = trans_a, trans_b
+    desc.m, desc.n, desc.k, desc.batch = m, n, k, batch
+    desc.stride_a = stride_a if stride_a is not None else (k if trans_a else m) * lda
+    desc.stride_b = stride_b if stride_b is not None else (n if trans_b else k) * ldb
+    desc.stride_c = stride_c if stride_c is not None else m * ldc
+    desc.lda, desc.ldb, desc.ldc = lda, ldb, ldc
+    desc.alpha, desc.beta = alpha, beta
+    desc.a, desc.offset_a, desc.dtype_a = a, offset_a, dtype_a
+    desc.b, desc.offset_b = b, offset_b
+    desc.dtype_b = dtype_b if dtype_b is not None else dtype_a
+    desc.c, desc.offset_c = c, offset_c
+    desc.dtype_c = dtype_c if dtype_c is not None else F32
+    desc.compute = compute
+    return desc
+
+
+def gemm(lib, gpu_index: int, desc: GemmDesc, stream=None) -> None:
+    """aethercl_gemm; raises AetherCLError with the driver's message when refused."""
+    lib.check("aethercl_gemm", gpu_index, ctypes.byref(desc), stream)

@@ -1,0 +1,132 @@
+"""SGD (momentum, dampening, Nesterov, weight decay) and AdamW through aethercl_optimizer_step,
+global gradient-norm clipping through aethercl_clip_grad_norm (computed and applied on the device;
+the norm comes back as a one-element tensor, read only if the caller asks), and zero_grad."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from aethercl import ops
+from aethercl import train_types as T
+
+from .buffer import GPUBuffer
+from .nn import Parameter
+from .tensor import OclTensor
+
+
+def zero_grad(parameters: Sequence[Parameter]) -> None:
+    for p in parameters:
+        p.zero_grad()
+
+
+class _Optimizer:
+    kind = -1
+
+    def __init__(self, parameters: Sequence[Parameter]):
+        self.parameters: List[Parameter] = list(parameters)
+        self.steps = [0] * len(self.parameters)
+        self.state1: List[Optional[GPUBuffer]] = [None] * len(self.parameters)
+        self.state2: List[Optional[GPUBuffer]] = [None] * len(self.parameters)
+
+    def zero_grad(self) -> None:
+        zero_grad(self.parameters)
+
+    def _state(self, states, i, p) -> GPUBuffer:
+        if states[i] is None:
+            states[i] = GPUBuffer(p.nbytes, tag=f"{p.name}.state", _init_zeros=True,
+                                  runtime=p.runtime)
+        return states[i]
+
+    def _fields(self, i: int, p: Parameter) -> dict:
+        raise NotImplementedError
+
+    def step(self) -> int:
+        """One update of every parameter with a gradient; returns how many were updated."""
+        updated = 0
+        for i, p in enumerate(self.parameters):
+            if p.grad is None:
+                continue
+            self.steps[i] += 1
+            desc = T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
+                                   grad=p.grad.data.ptr, step=self.steps[i], **self._fields(i, p))
+            ops.optimizer_step(p.device, desc, None)
+            updated += 1
+        return updated
+
+    def free_memory(self) -> None:
+        for buffer in self.state1 + self.state2:
+            if buffer is not None:
+                buffer.free()
+
+
+class SGD(_Optimizer):
+    kind = T.OPTIMIZER_SGD
+
+    def __init__(self, parameters, lr: float = 0.01, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
+        super().__init__(parameters)
+        self.lr, self.momentum, self.dampening = lr, momentum, dampening
+        self.weight_decay, self.nesterov = weight_decay, nesterov
+
+    def _fields(self, i, p):
+        buf = self._state(self.state1, i, p).ptr if self.momentum > 0 else None
+        return dict(state1=buf, lr=self.lr, weight_decay=self.weight_decay,
+                    momentum=self.momentum, dampening=self.dampening,
+                    nesterov=int(self.nesterov))
+
+
+class AdamW(_Optimizer):
+    kind = T.OPTIMIZER_ADAMW
+    kind_name = "adamw"   # recorded in checkpoints (ocl_llm.checkpoint)
+
+    def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01):
+        super().__init__(parameters)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+
+    @property
+    def t(self) -> int:
+        return max(self.steps, default=0)
+
+    def state_dict(self):
+        """The format of AdamOptimizer.state_dict: t and the m, v moments per parameter."""
+        import numpy as np
+        def read(states, i, p):
+            return states[i].read(p.shape) if states[i] is not None else np.zeros(p.shape,
+                                                                                 np.float32)
+        return {"t": self.t,
+                "m": {f"state_{i}": read(self.state1, i, p) for i, p in enumerate(self.parameters)},
+                "v": {f"state_{i}": read(self.state2, i, p) for i, p in enumerate(self.parameters)}}
+
+    def load_state_dict(self, state) -> None:
+        import numpy as np
+        self.steps = [int(state["t"])] * len(self.parameters)
+        for i, p in enumerate(self.parameters):
+            self._state(self.state1, i, p).write(
+                np.asarray(state["m"][f"state_{i}"], np.float32).reshape(p.shape))
+            self._state(self.state2, i, p).write(
+                np.asarray(state["v"][f"state_{i}"], np.float32).reshape(p.shape))
+
+    def _fields(self, i, p):
+        return dict(state1=self._state(self.state1, i, p).ptr,
+                    state2=self._state(self.state2, i, p).ptr, lr=self.lr,
+                    weight_decay=self.weight_decay, beta1=self.betas[0], beta2=self.betas[1],
+                    eps=self.eps)
+
+
+def clip_grad_norm(parameters: Sequence[Parameter], max_norm: float) -> Optional[OclTensor]:
+    """Scales every gradient so that their global L2 norm is at most max_norm, on the device.
+    Returns the norm before clipping as a one-element device tensor (None without gradients)."""
+    with_grad = [p for p in parameters if p.grad is not None]
+    if not with_grad:
+        return None
+    # Autograd may hand one gradient buffer to two parameters (x + y): scaling it in place must
+    # happen once per parameter, so a shared buffer is copied first.
+    seen = set()
+    for p in with_grad:
+        if p.grad.data.ptr in seen:
+            p.grad = p.grad.clone()
+        seen.add(p.grad.data.ptr)
+    total = OclTensor.empty((1,), runtime=with_grad[0].runtime)
+    ops.clip_grad_norm(with_grad[0].device, len(with_grad), [p.grad.data.ptr for p in with_grad],
+                       [p.numel for p in with_grad], float(max_norm), total.data.ptr, None)
+    return total

@@ -1,0 +1,363 @@
+"""aethercl_gemm against float64 NumPy: every compute mode x operand dtype x transposition x
+batch layout (strided, broadcast A, broadcast B), C dtypes, alpha/beta, leading dimensions and
+offsets, zero-work shapes, the seed matmul precision, and the tensor-core kernels' emulation.
+
+Reference and tolerance. Inputs are decoded exactly from their storage (f16/bf16 patterns), then
+rounded in NumPy the way the mode says (numeric_formats.cl's rules: TF32 nearest with ties away,
+BF16/FP16 nearest even); ref = alpha * op(A') @ op(B') + beta * C0 in float64. Products of
+rounded inputs are exact in float32, so what remains is float32 accumulation, with
+S = |alpha| * |op(A')| @ |op(B')| (the abs-product sum):
+    |out - ref| <= (RTOL * sqrt(k) + EXTRA[mode]) * S + 2^-22 * |beta * C0| + OUT[dtype_c]
+RTOL = 16 * 2^-24: a sequential float32 sum errs by about 2^-24 * sqrt(k) * S; 8 units cover the
+portable kernels (test_matmul uses 8 for FP32), the other 8 the tensor cores, whose float32
+accumulation may truncate instead of round. EXTRA[3xtf32] = 4 * 2^-22: a = hi + lo + e with
+|e| <= 2^-22 |a| per input, and the dropped lo*lo term is below 2^-22 |ab|. For C stored as f16
+(bf16), OUT adds the final rounding, 2^-11 (2^-8) times |ref| plus the bound itself. A mode that
+failed to round would miss this bound: its result differs from the rounded inputs' product by
+about 2^-11 (TF32) to 2^-8 (BF16) of S, far above RTOL * sqrt(k).
+
+Every output is poisoned (NaN) before the call and every buffer has guard bytes after it."""
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from aethercl import gemm as g
+from helpers import run_child
+
+RTOL = 16 * 2.0 ** -24
+EXTRA = {"3xtf32": 4 * 2.0 ** -22}
+OUT_ROUNDING = {g.F32: 0.0, g.F16: 2.0 ** -11, g.BF16: 2.0 ** -8}
+DTYPES = {"f32": g.F32, "f16": g.F16, "bf16": g.BF16}
+MODES = ["fp32", "tf32", "3xtf32", "bf16", "fp16", "default"]
+LAYOUTS = ["single", "batched", "broadcast_a", "broadcast_b"]
+POISON_BITS = 0x7FC0DEAD
+
+
+# ---- number formats in NumPy -------------------------------------------------------------------
+
+def bf16_bits(x):
+    """float32 -> bf16 patterns, nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def decode(bits_or_values, dtype):
+    if dtype == g.F32:
+        return np.asarray(bits_or_values, np.float32)
+    if dtype == g.F16:
+        return np.asarray(bits_or_values, np.uint16).view(np.float16).astype(np.float32)
+    return (np.asarray(bits_or_values, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def encode(values, dtype):
+    """Storage of float32 values: float32, f16 patterns (nearest even) or bf16 patterns."""
+    values = np.asarray(values, np.float32)
+    if dtype == g.F32:
+        return values
+    if dtype == g.F16:
+        return values.astype(np.float16).view(np.uint16)
+    return bf16_bits(values)
+
+
+def round_tf32(x):
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+
+
+def as_multiplied(x, mode):
+    """The values the mode multiplies (3xTF32 and FP32: the inputs themselves)."""
+    if mode == "tf32":
+        return round_tf32(x)
+    if mode == "bf16":
+        return decode(bf16_bits(x), g.BF16)
+    if mode == "fp16":
+        return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+    return np.asarray(x, np.float32)
+
+
+# ---- one product -------------------------------------------------------------------------------
+
+class Operand:
+    """A matrix batch stored with a leading dimension, batch stride and offset in one buffer."""
+
+    def __init__(self, device, values, dtype, ld, stride, offset, batch):
+        self.values = values                      # float32 (batch, rows, cols) as decoded
+        rows, cols = values.shape[1:]
+        items = batch if stride else 1
+        extent = offset + (items - 1) * stride + (rows - 1) * ld + cols
+        storage = np.zeros(max(extent, offset + 1), np.float32)
+        for b in range(items):
+            for r in range(rows):
+                start = offset + b * stride + r * ld
+                storage[start:start + cols] = values[b if stride else 0, r]
+        self.stored = encode(storage, dtype)
+        self.tensor = device.upload(self.stored)
+        self.dtype, self.ld, self.stride, self.offset = dtype, ld, stride, offset
+
+    def matrix(self, b):
+        return self.values[b if self.stride else 0].astype(np.float64)
+
+
+def make_values(rng, shape, dtype):
+    """Random normal values exactly representable in dtype."""
+    return decode(encode(rng.standard_normal(shape).astype(np.float32), dtype), dtype)
+
+
+def run_gemm(lib, device, rng, *, mode, ab, c_dtype=g.F32, trans_a=0, trans_b=0, m=13, n=11,
+             k=19, layout="single", alpha=1.0, beta=0.0, pad=0, offsets=(0, 0, 0),
+             c_init=None):
+    batch = 1 if layout == "single" else 3
+    a_rows, a_cols = (k, m) if trans_a else (m, k)
+    b_rows, b_cols = (n, k) if trans_b else (k, n)
+    lda, ldb, ldc = max(1, a_cols + pad), max(1, b_cols + pad), max(1, n + pad)
+    stride_a = 0 if layout == "broadcast_a" else a_rows * lda + pad
+    stride_b = 0 if layout == "broadcast_b" else b_rows * ldb + pad
+    stride_c = m * ldc + pad
+    a_items = 1 if stride_a == 0 else batch
+    b_items = 1 if stride_b == 0 else batch
+    A = Operand(device, make_values(rng, (a_items, a_rows, a_cols), ab), ab, lda, stride_a,
+                offsets[0], batch)
+    B = Operand(device, make_values(rng, (b_items, b_rows, b_cols), ab), ab, ldb, stride_b,
+                offsets[1], batch)
+    if c_init is None:
+        c_values = np.full((batch, m, n), np.nan, np.float32)  # beta = 0 must not read these
+    else:
+        c_values = make_values(rng, (batch, m, n), c_dtype) * c_init
+    C = Operand(device, c_values, c_dtype, ldc, stride_c, offsets[2], batch)
+    if c_init is None:  # poison the whole C buffer, padding included (NaN in every dtype)
+        C.stored = (np.full(C.stored.shape, POISON_BITS, np.uint32).view(np.float32)
+                    if c_dtype == g.F32 else np.full(C.stored.shape, 0xFFFF, np.uint16))
+        C.tensor.write(C.stored)
+    desc = g.gemm_desc(A.tensor.handle, B.tensor.handle, C.tensor.handle, m, n, k,
+                       trans_a=trans_a, trans_b=trans_b, batch=batch, lda=lda, ldb=ldb, ldc=ldc,
+                       stride_a=stride_a, stride_b=stride_b, stride_c=stride_c, alpha=alpha,
+                       beta=beta, offset_a=offsets[0], offset_b=offsets[1],
+                       offset_c=offsets[2], dtype_a=ab, dtype_c=c_dtype,
+                       compute=g.COMPUTE_MODES[mode])
+    g.gemm(lib, device.index, desc)
+    raw = C.tensor.numpy()
+    got = decode(raw, c_dtype).astype(np.float64)
+    effective = "fp32" if mode == "default" else mode
+    for b in range(batch):
+        a = as_multiplied(A.matrix(b), effective).astype(np.float64)
+        w = as_multiplied(B.matrix(b), effective).astype(np.float64)
+        op_a, op_b = (a.T if trans_a else a), (w.T if trans_b else w)
+        c0 = C.matrix(b) if c_init is not None else np.zeros((m, n))
+        ref = alpha * op_a @ op_b + beta * c0
+        S = abs(alpha) * np.abs(op_a) @ np.abs(op_b)
+        bound = (RTOL * math.sqrt(max(k, 1)) + EXTRA.get(effective, 0.0)) * S
+        bound += 2.0 ** -22 * np.abs(beta * c0)
+        bound += OUT_ROUNDING[c_dtype] * (np.abs(ref) + bound) + 1e-30
+        out = np.stack([got[offsets[2] + b * stride_c + r * ldc:][:n] for r in range(m)])
+        bad = ~(np.abs(out - ref) <= bound)
+        assert not bad.any(), (f"batch {b}: {bad.sum()} of {bad.size} off; first "
+                               f"{np.argwhere(bad)[0]}: got {out[bad][0]}, want {ref[bad][0]}")
+    # Nothing outside C's matrices changed (padding, gaps between batch items, the offset).
+    written = np.zeros(raw.shape, bool)
+    for b in range(batch):
+        for r in range(m):
+            start = offsets[2] + b * stride_c + r * ldc
+            written[start:start + n] = True
+    assert np.array_equal(raw[~written].view(np.uint8), C.stored[~written].view(np.uint8))
+    for t in (A.tensor, B.tensor, C.tensor):
+        assert t.guard_intact()
+        t.free()
+    return got
+
+
+@pytest.fixture
+def fp32_precision(lib, device):
+    """DEFAULT means FP32 here; the matmul precision is restored whatever a test set."""
+    lib.check("aethercl_set_matmul_precision", device.index, g.COMPUTE_FP32)
+    yield
+    lib.check("aethercl_set_matmul_precision", device.index, g.COMPUTE_FP32)
+
+
+# ---- the full cross: mode x dtype x transposition x batch layout --------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("ab", list(DTYPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_modes_dtypes_layouts(lib, device, rng, fp32_precision, mode, ab, trans, layout):
+    padded = layout != "single"
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
+             trans_b=int(trans[1] == "t"), layout=layout, alpha=1.5 if padded else 1.0,
+             pad=3 if layout == "broadcast_b" else (4 if padded else 0),
+             offsets=(4, 8, 2) if layout == "batched" else
+             ((3, 5, 1) if padded else (0, 0, 0)))
+
+
+@pytest.mark.parametrize("c_dtype", list(DTYPES))
+@pytest.mark.parametrize("ab", list(DTYPES))
+@pytest.mark.parametrize("mode", MODES[:5])
+def test_c_dtypes_with_alpha_beta(lib, device, rng, fp32_precision, mode, ab, c_dtype):
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=DTYPES[c_dtype], m=17, n=10,
+             k=23, layout="batched", alpha=0.75, beta=-1.25, pad=2, c_init=1.0)
+
+
+@pytest.mark.parametrize("c_dtype", list(DTYPES))
+def test_beta_zero_never_reads_c(lib, device, rng, fp32_precision, c_dtype):
+    # C holds NaN patterns: any read of C with beta = 0 would leak them into the result, which
+    # run_gemm compares with finite references.
+    run_gemm(lib, device, rng, mode="fp32", ab=g.F32, c_dtype=DTYPES[c_dtype], m=9, n=7, k=5,
+             layout="batched", alpha=2.0, beta=0.0, pad=1)
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (0.0, 1.0), (0.0, 0.0), (-2.0, 0.5)])
+def test_alpha_beta(lib, device, rng, fp32_precision, alpha, beta):
+    run_gemm(lib, device, rng, mode="fp32", ab=g.F32, m=31, n=33, k=7, layout="batched",
+             alpha=alpha, beta=beta, pad=1, c_init=None if beta == 0 else 1.0)
+
+
+@pytest.mark.parametrize("mode", ["fp32", "tf32", "3xtf32", "bf16"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (67, 130, 71), (130, 3, 257), (2, 200, 65)])
+def test_shapes_across_tiles(lib, device, rng, fp32_precision, mode, shape):
+    m, n, k = shape
+    run_gemm(lib, device, rng, mode=mode, ab=g.F32, m=m, n=n, k=k, layout="single")
+
+
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
+                                     ("fp16", "f16"), ("tf32", "bf16"), ("bf16", "f32")])
+def test_tensor_core_friendly_shapes(lib, device, rng, fp32_precision, mode, ab, trans):
+    # Dimensions and offsets aligned to 16 bytes, so NVIDIA GPUs run these on tensor cores with
+    # 16-byte cp.async (elsewhere the portable kernel): edges in M, N and K, a batch.
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
+             trans_b=int(trans[1] == "t"), m=136, n=72, k=200, layout="batched", pad=8,
+             offsets=(16, 8, 4), alpha=0.5)
+
+
+def test_k_zero_scales_c(lib, device, rng, fp32_precision):
+    run_gemm(lib, device, rng, mode="fp32", ab=g.F32, m=5, n=6, k=0, layout="batched",
+             beta=-3.0, pad=1, c_init=1.0)
+    got = run_gemm(lib, device, rng, mode="tf32", ab=g.F32, m=5, n=6, k=0, layout="single")
+    assert (got == 0).all()  # beta = 0 and k = 0: zeros, whatever C held
+
+
+@pytest.mark.parametrize("zero", ["m", "n", "batch"])
+def test_zero_work_touches_nothing(lib, device, rng, zero):
+    a, b = device.upload(np.ones(16, np.float32)), device.upload(np.ones(16, np.float32))
+    c = device.empty((16,))
+    dims = {"m": 4, "n": 4, "batch": 1, zero: 0}
+    desc = g.gemm_desc(a.handle, b.handle, c.handle, dims["m"], dims["n"], 4,
+                       batch=dims["batch"], stride_c=16)
+    g.gemm(lib, device.index, desc)
+    assert (c.numpy().view(np.uint32) == POISON_BITS).all() and c.guard_intact()
+    for t in (a, b, c):
+        t.free()
+
+
+def test_larger_struct_from_a_newer_header_is_accepted(lib, device, rng):
+    a, b = device.upload(np.full(6, 2, np.float32)), device.upload(np.full(6, 3, np.float32))
+    c = device.empty((2, 2))
+    desc = g.gemm_desc(a.handle, b.handle, c.handle, 2, 2, 3, compute=g.COMPUTE_FP32)
+    bigger = (ctypes.c_ubyte * (ctypes.sizeof(desc) + 64))(*([0x7F] * (ctypes.sizeof(desc) + 64)))
+    ctypes.memmove(bigger, ctypes.byref(desc), ctypes.sizeof(desc))
+    ctypes.cast(bigger, ctypes.POINTER(ctypes.c_size_t))[0] = ctypes.sizeof(bigger)
+    lib.check("aethercl_gemm", device.index, bigger, None)
+    assert (c.numpy() == 18).all()
+    for t in (a, b, c):
+        t.free()
+
+
+# ---- the seed matmul entry points follow the matmul precision ----------------------------------
+
+def test_seed_matmul_follows_matmul_precision(lib, device, rng, fp32_precision):
+    B, M, N, K = 2, 9, 12, 64
+    a = rng.standard_normal((B, M, K)).astype(np.float32)
+    w = rng.standard_normal((K, N)).astype(np.float32)
+    ta, tw = device.upload(a), device.upload(w)
+
+    def matmul():
+        tc = device.empty((B, M, N))
+        lib.check("execute_matmul_on_gpu", device.index, ta.handle, tw.handle, tc.handle, B, M,
+                  N, K)
+        out = tc.numpy()
+        tc.free()
+        return out.astype(np.float64)
+
+    exact = matmul()
+    ref = a.astype(np.float64) @ w.astype(np.float64)
+    S = np.abs(a.astype(np.float64)) @ np.abs(w.astype(np.float64))
+    assert (np.abs(exact - ref) <= RTOL / 2 * math.sqrt(K) * S).all()
+    for mode in ("tf32", "bf16", "fp16", "3xtf32"):
+        lib.check("aethercl_set_matmul_precision", device.index, g.COMPUTE_MODES[mode])
+        out = matmul()
+        rounded = as_multiplied(a, mode).astype(np.float64) @ as_multiplied(w, mode)
+        bound = (RTOL * math.sqrt(K) + EXTRA.get(mode, 0.0)) * S
+        assert (np.abs(out - rounded) <= bound).all(), mode
+        if mode != "3xtf32":  # the rounding really happened: FP32's bound is missed somewhere
+            assert (np.abs(out - ref) > RTOL * math.sqrt(K) * S).any(), mode
+    lib.check("aethercl_set_matmul_precision", device.index, g.COMPUTE_DEFAULT)
+    np.testing.assert_array_equal(matmul(), exact)  # back to FP32 exact, bit for bit
+    ta.free()
+    tw.free()
+
+
+def test_backward_products_follow_matmul_precision(lib, device, rng, fp32_precision):
+    B, M, N, K = 1, 8, 40, 48
+    a = rng.standard_normal((B, M, K)).astype(np.float32)
+    w = rng.standard_normal((K, N)).astype(np.float32)
+    dc = rng.standard_normal((B, M, N)).astype(np.float32)
+    ta, tw, tdc = device.upload(a), device.upload(w), device.upload(dc)
+    tda, tdw = device.empty(a.shape), device.empty(w.shape)
+    lib.check("aethercl_set_matmul_precision", device.index, g.COMPUTE_BF16)
+    lib.check("execute_matmul_backward_on_gpu", device.index, ta.handle, tw.handle, tdc.handle,
+              tda.handle, tdw.handle, B, M, N, K)
+    r = lambda x: as_multiplied(x, "bf16").astype(np.float64)  # noqa: E731
+    for got, x, y, length in ((tda.numpy()[0], r(dc[0]), r(w).T, N),
+                              (tdw.numpy(), r(a[0]).T, r(dc[0]), M)):
+        bound = RTOL * math.sqrt(length) * (np.abs(x) @ np.abs(y))
+        assert (np.abs(got - x @ y) <= bound).all()
+    for t in (ta, tw, tdc, tda, tdw):
+        assert t.guard_intact()
+        t.free()
+
+
+@pytest.mark.parametrize("value,works", [("tf32", True), ("BF16", True), ("fp64", False),
+                                         ("", True)])
+def test_matmul_precision_environment(value, works):
+    child = run_child(f"""
+        import os
+        lib.check("initialize_gpu", 0)
+        a = lib.cdll.allocate_gpu_memory(0, 64)
+        ok = lib.cdll.execute_matmul_on_gpu(0, a, a, lib.cdll.allocate_gpu_memory(0, 64), 1, 2, 2, 2)
+        print("RESULT", ok, lib.last_error())
+    """.replace("import os", f"import os; os.environ['AETHERCL_MATMUL_PRECISION'] = {value!r}"))
+    assert child.returncode == 0, child.stderr
+    line = [l for l in child.stdout.splitlines() if l.startswith("RESULT")][0]
+    if works:
+        assert line.startswith("RESULT 1")
+    else:
+        assert line.startswith("RESULT 0") and "AETHERCL_MATMUL_PRECISION" in line
+
+
+def test_set_matmul_precision_refuses_unknown_modes(lib, device):
+    for compute in (-1, 6, 99):
+        assert lib.cdll.aethercl_set_matmul_precision(device.index, compute) == 0
+        assert "compute" in lib.last_error()
+
+
+# ---- the tensor-core kernels, with emulated warp instructions (any device) ----------------------
+
+EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")]
+
+
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", EMULATED)
+@pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
+def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypatch, mode, ab,
+                                      trans, instructions):
+    """kernels/gemm_mma.cl with MMA_EMULATE=1, mma.sync and warpgroup-MMA kernels (with the
+    transposed operand copies of kernels/gemm_pack.cl): the fragment and accumulator layouts,
+    swizzles, zero-filled edges and the pipeline, checked on the device under test (on NVIDIA the
+    real instructions run in the other tests)."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67,
+             k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
+             trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)

@@ -1,0 +1,167 @@
+"""LayerNorm / RMSNorm with optional gamma and beta, and BatchNorm (training with running
+statistics, evaluation), forward and backward, against float64 NumPy and finite differences of
+the float64 reference; poisoned outputs, guard bytes, both group sizes.
+
+Tolerances: statistics accumulate in acc_t (double on FP64 devices, float otherwise) and each
+output is a handful of float32 operations on them: forward rtol 1e-5, atol 2e-5 (normalised
+values are O(1), scaled by |gamma| <= 2). Backward values are sums of O(cols) or O(n x spatial)
+products: rtol 1e-4, atol 1e-4. Running statistics: rtol 1e-5."""
+import numpy as np
+import pytest
+
+from aethercl import train as ops
+from aethercl import train_types as T
+import train_reference as R
+from train_helpers import close, no_poison
+
+
+def norm_desc(**fields):
+    return T.NormDesc(**fields)
+
+
+@pytest.mark.parametrize("kind", [T.NORM_LAYER, T.NORM_RMS])
+@pytest.mark.parametrize("rows,cols", [(1, 1), (3, 7), (5, 300), (17, 33)])
+@pytest.mark.parametrize("affine", ["none", "gamma", "both"])
+def test_norm_forward_and_backward(scope, device, rng, row_group, kind, rows, cols, affine):
+    eps = 1e-5
+    rms = kind == T.NORM_RMS
+    x = (rng.standard_normal((rows, cols)) * 3 + 1).astype(np.float32)
+    gamma = rng.uniform(0.5, 2, cols).astype(np.float32) if affine != "none" else None
+    beta = rng.standard_normal(cols).astype(np.float32) if affine == "both" else None
+    tx, ty = scope.in_(x), scope.out((rows, cols))
+    tg = scope.in_(gamma) if gamma is not None else None
+    tb = scope.in_(beta) if beta is not None else None
+    h = lambda t: t.handle if t is not None else None  # noqa: E731
+    desc = norm_desc(kind=kind, rows=rows, cols=cols, eps=eps, x=tx.handle, gamma=h(tg),
+                     beta=h(tb), y=ty.handle)
+    ops.norm_forward(device.index, desc)
+    got = ty.numpy()
+    no_poison(got)
+    close(got, R.norm_forward(x, gamma, beta, eps, rms), 1e-5, 2e-5, "y")
+
+    dy = rng.standard_normal((rows, cols)).astype(np.float32)
+    tdy, tdx = scope.in_(dy), scope.out((rows, cols))
+    tdg, tdb = scope.out((cols,)), scope.out((cols,))
+    desc.set("dy", tdy.handle).set("dx", tdx.handle).set("dgamma", tdg.handle)
+    desc.set("dbeta", tdb.handle)
+    ops.norm_backward(device.index, desc)
+    w = dy.astype(np.float64)
+    g64 = gamma.astype(np.float64) if gamma is not None else None
+    b64 = beta.astype(np.float64) if beta is not None else None
+    if rows * cols <= 300:
+        fd = R.numeric_gradient(lambda v: R.norm_forward(v, g64, b64, eps, rms), x, w)
+        close(tdx.numpy(), fd, 1e-4, 1e-4, "dx")
+    xhat = R.norm_forward(x, None, None, eps, rms)
+    close(tdg.numpy(), (w * xhat).sum(0), 1e-4, 1e-4, "dgamma")
+    close(tdb.numpy(), w.sum(0), 1e-4, 1e-4, "dbeta")
+    if gamma is not None and cols <= 33 and rows <= 5:
+        fd_gamma = R.numeric_gradient(lambda g: R.norm_forward(x, g, b64, eps, rms), gamma, w)
+        close(tdg.numpy(), fd_gamma, 1e-4, 1e-4, "dgamma fd")
+
+
+def test_norm_backward_partial_outputs_and_refusals(scope, device, lib, rng):
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    tx, tdy, tdg = scope.in_(x), scope.in_(x), scope.out((6,))
+    desc = norm_desc(kind=0, rows=4, cols=6, eps=1e-5, x=tx.handle, dy=tdy.handle,
+                     dgamma=tdg.handle)
+    ops.norm_backward(device.index, desc)
+    close(tdg.numpy(), (x * R.norm_forward(x, None, None, 1e-5, False)).sum(0), 1e-4, 1e-4)
+    for field, value, words in (("eps", 0.0, "desc.eps"), ("kind", 2, "desc.kind"),
+                                ("rows", -1, "desc.rows"), ("dgamma", tx.handle, "same buffer")):
+        bad = norm_desc(kind=0, rows=4, cols=6, eps=1e-5, x=tx.handle, dy=tdy.handle,
+                        dgamma=tdg.handle)
+        bad.set(field, value)
+        assert lib.aethercl_norm_backward(device.index, bad.address, None) == 0
+        assert words in lib.last_error(), lib.last_error()
+
+
+# ---- BatchNorm ------------------------------------------------------------------------------
+def bn_desc(**fields):
+    return T.BatchNormDesc(**fields)
+
+
+@pytest.mark.parametrize("n,c,s", [(2, 1, 1), (4, 3, 5), (3, 8, 49), (16, 2, 1)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batchnorm_training(scope, device, rng, row_group, n, c, s, affine):
+    eps, momentum = 1e-5, 0.1
+    x = (rng.standard_normal((n, c, s)) * 2 + 0.5).astype(np.float32)
+    gamma = rng.uniform(0.5, 2, c).astype(np.float32) if affine else None
+    beta = rng.standard_normal(c).astype(np.float32) if affine else None
+    rm0 = rng.standard_normal(c).astype(np.float32)
+    rv0 = rng.uniform(0.5, 2, c).astype(np.float32)
+    tx, ty = scope.in_(x), scope.out((n, c, s))
+    trm, trv = scope.in_(rm0), scope.in_(rv0)
+    tsm, tsr = scope.out((c,)), scope.out((c,))
+    tg = scope.in_(gamma) if affine else None
+    tb = scope.in_(beta) if affine else None
+    desc = bn_desc(n=n, channels=c, spatial=s, training=1, momentum=momentum, eps=eps,
+                   x=tx.handle, gamma=tg.handle if tg else None, beta=tb.handle if tb else None,
+                   running_mean=trm.handle, running_var=trv.handle, save_mean=tsm.handle,
+                   save_rstd=tsr.handle, y=ty.handle)
+    ops.batchnorm_forward(device.index, desc)
+    y, mean, var, unbiased = R.batchnorm_train(x, gamma, beta, eps)
+    got = ty.numpy()
+    no_poison(got)
+    close(got, y, 1e-5, 2e-5, "y")
+    close(tsm.numpy(), mean, 1e-5, 1e-6, "save_mean")
+    close(tsr.numpy(), 1 / np.sqrt(var + eps), 1e-5, 1e-6, "save_rstd")
+    close(trm.numpy(), 0.9 * rm0 + 0.1 * mean, 1e-5, 1e-6, "running_mean")
+    close(trv.numpy(), 0.9 * rv0 + 0.1 * unbiased, 1e-5, 1e-6, "running_var")
+
+    dy = rng.standard_normal((n, c, s)).astype(np.float32)
+    tdy, tdx, tdg, tdb = scope.in_(dy), scope.out((n, c, s)), scope.out((c,)), scope.out((c,))
+    desc.set("dy", tdy.handle).set("dx", tdx.handle).set("dgamma", tdg.handle)
+    desc.set("dbeta", tdb.handle)
+    ops.batchnorm_backward(device.index, desc)
+    w = dy.astype(np.float64)
+    g64 = gamma.astype(np.float64) if affine else None
+    b64 = beta.astype(np.float64) if affine else None
+    fd = R.numeric_gradient(lambda v: R.batchnorm_train(v, g64, b64, eps)[0], x, w)
+    close(tdx.numpy(), fd, 1e-4, 1e-4, "dx")
+    xhat = R.batchnorm_train(x, None, None, eps)[0]
+    close(tdg.numpy(), (w * xhat).sum(axis=(0, 2)), 1e-4, 1e-4, "dgamma")
+    close(tdb.numpy(), w.sum(axis=(0, 2)), 1e-4, 1e-4, "dbeta")
+
+
+def test_batchnorm_evaluation(scope, device, rng):
+    n, c, s, eps = 3, 4, 6, 1e-3
+    x = rng.standard_normal((n, c, s)).astype(np.float32)
+    rm = rng.standard_normal(c).astype(np.float32)
+    rv = rng.uniform(0.5, 2, c).astype(np.float32)
+    gamma = rng.uniform(0.5, 2, c).astype(np.float32)
+    tx, ty, trm, trv, tg = (scope.in_(x), scope.out((n, c, s)), scope.in_(rm), scope.in_(rv),
+                            scope.in_(gamma))
+    desc = bn_desc(n=n, channels=c, spatial=s, training=0, momentum=0.1, eps=eps, x=tx.handle,
+                   gamma=tg.handle, running_mean=trm.handle, running_var=trv.handle, y=ty.handle)
+    ops.batchnorm_forward(device.index, desc)
+    scale = (gamma / np.sqrt(rv.astype(np.float64) + eps))[None, :, None]
+    expected = (x - rm[None, :, None]) * scale
+    close(ty.numpy(), expected, 1e-5, 2e-5)
+    close(trm.numpy(), rm, 0, 0, "running statistics are read-only in evaluation")
+    dy = rng.standard_normal((n, c, s)).astype(np.float32)
+    tdy, tdx, tdg = scope.in_(dy), scope.out((n, c, s)), scope.out((c,))
+    desc.set("dy", tdy.handle).set("dx", tdx.handle).set("dgamma", tdg.handle)
+    ops.batchnorm_backward(device.index, desc)
+    close(tdx.numpy(), dy * scale, 1e-5, 1e-6, "dx")
+    xhat = (x - rm[None, :, None]) / np.sqrt(rv.astype(np.float64) + eps)[None, :, None]
+    close(tdg.numpy(), (dy * xhat).sum(axis=(0, 2)), 1e-4, 1e-4, "dgamma")
+
+
+def test_batchnorm_refusals(scope, device, lib):
+    tx, ty, tc = scope.out((1, 2, 1)), scope.out((1, 2, 1)), scope.out((2,))
+    cases = [(dict(training=1), "more than one value per channel"),
+             (dict(training=0), "desc.running_mean is NULL"),
+             (dict(training=2), "desc.training"), (dict(training=1, momentum=1.5), "momentum"),
+             (dict(training=1, eps=0.0), "desc.eps"),
+             (dict(training=1, running_mean=tc.handle), "both")]
+    for fields, words in cases:
+        desc = bn_desc(n=1, channels=2, spatial=1, momentum=0.1, eps=1e-5, x=tx.handle,
+                       y=ty.handle)
+        for name, value in fields.items():
+            desc.set(name, value)
+        assert lib.aethercl_batchnorm_forward(device.index, desc.address, None) == 0
+        assert words in lib.last_error(), (fields, lib.last_error())
+    desc = bn_desc(n=1, channels=2, spatial=1, training=1, momentum=0.1, eps=1e-5, x=tx.handle,
+                   dy=ty.handle, dx=tc.handle)
+    assert lib.aethercl_batchnorm_backward(device.index, desc.address, None) == 0
+    assert "desc.save_mean is NULL" in lib.last_error()
