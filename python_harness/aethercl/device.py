@@ -94,7 +94,7 @@ class Device(DeviceKernels):
         """An uninitialised buffer sized for an array of this shape and dtype."""
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.normalize(dtype).itemsize
-        return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label)
+        return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label, tag_dtype=True)
 
     def zeros(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
@@ -154,23 +154,25 @@ def _as_contiguous(array: Any) -> np.ndarray:
 
 class Buffer:
     """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
-    to_numpy() default to the right array; a dtype the driver knows (float32, float16, bfloat16,
-    float64, int32, int64, int8, uint8) is also set on the buffer (aethercl_buffer_set_dtype) and
-    shows in memory statistics. free() is idempotent; a context manager frees on exit, and a
+    to_numpy() default to the right array; with tag_dtype (Device.buffer, Device.empty, astype) a
+    dtype the driver knows (float32, float16, bfloat16, float64, int32, int64, int8, uint8) is also
+    set on the buffer (aethercl_buffer_set_dtype) and shows in memory statistics; frontends that
+    allocate per step leave it off and pay no extra call. free() is idempotent; a context manager frees on exit, and a
     forgotten buffer is freed when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype: Any = None, label: Optional[str] = None) -> None:
+                 dtype: Any = None, label: Optional[str] = None,
+                 tag_dtype: bool = False) -> None:
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
-        self._dtype: Any = None
+        self._dtype: Any = dtypes.normalize(dtype) if dtype is not None else None
         self._label: Optional[str] = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
         try:
-            if dtype is not None:
-                self.dtype = dtype
+            if tag_dtype and self._dtype is not None:
+                self.dtype = self._dtype  # tells the driver too (one call)
             if label:
                 self.label = label
         except BaseException:
@@ -179,7 +181,9 @@ class Buffer:
 
     @property
     def dtype(self):
-        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes)."""
+        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes). Assigning
+        one the driver knows also sets it on the buffer (aethercl_buffer_set_dtype), where memory
+        statistics show it; buffers of Device.buffer, Device.empty and astype are tagged so."""
         return self._dtype
 
     @dtype.setter
@@ -189,12 +193,6 @@ class Buffer:
             self.device.lib.check("aethercl_buffer_set_dtype", self.device.index,
                                   self._require_alive(), dtypes.code_of(value))
         self._dtype = value
-
-    @property
-    def size(self) -> int:
-        """Number of elements of the buffer's dtype (bytes when untyped)."""
-        itemsize = self._dtype.itemsize if self._dtype is not None else 1
-        return self.nbytes // itemsize
 
     @classmethod
     def from_numpy(cls, device: Device, array: Any, label: Optional[str] = None) -> "Buffer":
@@ -305,7 +303,7 @@ class Buffer:
         target = dtypes.normalize(dtype)
         count = self.nbytes // self._dtype.itemsize
         out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
-                     dtype=target)
+                     dtype=target, tag_dtype=True)
         from .streams import _handle as _stream_handle
         try:
             self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),

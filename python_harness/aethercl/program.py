@@ -292,7 +292,13 @@ class DeviceKernels:
         if data is not None:
             array = np.asarray(data)
             if dtype is None or dtypes.normalize(dtype) == array.dtype:
-                return Buffer.from_numpy(self, array, label=label)
+                buffer = Buffer.from_numpy(self, array, label=label)
+                try:
+                    buffer.dtype = buffer.dtype  # shown in memory statistics
+                except BaseException:
+                    buffer.free()
+                    raise
+                return buffer
             with Buffer.from_numpy(self, array) as source:
                 converted = source.astype(dtype)
             if label:
