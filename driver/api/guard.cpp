@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace aethercl::api {
 
 void begin_call(const char* function) noexcept {
@@ -21,9 +23,11 @@ void record_failure(const char* function, Status status, const char* message) no
       set_last_error(status, std::move(text));
       return;
     }
-    // Refused arguments are a normal API result (debug); device and driver faults are not.
+    // Refused arguments are a normal API result (debug); device and driver faults are not. A
+    // user program that does not compile is the caller's result too.
+    bool user_build = std::strncmp(function, "aethercl_program_create", 23) == 0;
     if (status == Status::kDeviceError || status == Status::kInternal ||
-        status == Status::kBuildFailed) {
+        (status == Status::kBuildFailed && !user_build)) {
       log().warn("{}", text);
     } else {
       log().debug("{}", text);

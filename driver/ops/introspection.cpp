@@ -1,6 +1,7 @@
 // Device and memory-statistics JSON, buffer labels.
 #include "ops/introspection.h"
 
+#include "ops/typed_memory.h"
 #include "runtime/device_list.h"
 #include "support/error.h"
 #include "support/utf8.h"
@@ -27,10 +28,18 @@ std::string memory_stats_json(DeviceCall& call) {
   const ProgramStats& programs = device.programs().stats();
   BufferRegistry& buffers = call.runtime().buffers();
   std::string labelled;
-  for (const auto& [token, size, label] : buffers.labelled(device.index())) {
-    labelled += fmt::format("{}{{\"handle\": \"0x{:x}\", \"bytes\": {}, \"label\": \"{}\"}}",
-                            labelled.empty() ? "" : ", ", token, size, json_escape(label));
+  for (const auto& [token, size, label, dtype] : buffers.labelled(device.index())) {
+    const char* type = dtype_name(dtype);
+    labelled += fmt::format(
+        "{}{{\"handle\": \"0x{:x}\", \"bytes\": {}, \"label\": \"{}\", \"dtype\": {}}}",
+        labelled.empty() ? "" : ", ", token, size, json_escape(label),
+        type ? fmt::format("\"{}\"", type) : std::string("null"));
   }
+  auto on_device = [index = device.index()](const auto& object) {
+    return object.device_index == index;
+  };
+  std::size_t user_programs = call.runtime().user_programs().count_if(on_device);
+  std::size_t user_kernels = call.runtime().user_kernels().count_if(on_device);
   return fmt::format(
       "{{\"device\": {}, \"limit_bytes\": {}, \"live_buffers\": {}, \"bytes_in_use\": {}, "
       "\"bytes_reserved\": {}, \"bytes_cached\": {}, \"peak_bytes_reserved\": {}, "
@@ -38,7 +47,9 @@ std::string memory_stats_json(DeviceCall& call) {
       "\"device_releases\": {}, \"pool_trims\": {}, \"staging_pending_bytes\": {}, "
       "\"staging_cached_bytes\": {}, \"streams\": {}, \"submission_thread\": {}, "
       "\"pinned_host_bytes\": {}, \"programs\": {}, \"kernels\": {}, "
-      "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"labelled_buffers\": [{}]}}",
+      "\"program_source_builds\": {}, \"program_cache_hits\": {}, \"user_programs\": {}, "
+      "\"user_kernels\": {}, \"user_program_builds\": {}, \"user_program_cache_hits\": {}, "
+      "\"labelled_buffers\": [{}]}}",
       device.index(), device.pool().limit_bytes(), buffers.live_count(device.index()),
       buffers.live_bytes(device.index()), pool.bytes_reserved, pool.bytes_cached,
       pool.peak_bytes_reserved, pool.hits, pool.misses, pool.device_allocations,
@@ -46,8 +57,11 @@ std::string memory_stats_json(DeviceCall& call) {
       device.staging_capacity_bytes(), device.stream_count() - 1,
       device.submission_thread() ? "true" : "false",
       call.runtime().host_memory().bytes(device.index()), programs.programs, programs.kernels,
-      programs.source_builds, programs.disk_hits, labelled);
+      programs.source_builds, programs.disk_hits, user_programs, user_kernels,
+      device.user_program_builds().load(), device.user_program_cache_hits().load(), labelled);
 }
+
+std::string kernel_log_json(DeviceCall& call) { return call.device().kernel_log().json(); }
 
 namespace {
 

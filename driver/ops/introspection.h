@@ -1,4 +1,5 @@
-// JSON descriptions of devices and memory statistics for the aethercl_* introspection calls.
+// JSON descriptions of devices, memory statistics and the kernel log for the aethercl_*
+// introspection calls.
 #pragma once
 
 #include "runtime/device_call.h"
@@ -9,6 +10,7 @@ namespace aethercl::ops {
 
 std::string device_json(int gpu_index);
 std::string memory_stats_json(DeviceCall& call);
+std::string kernel_log_json(DeviceCall& call);
 void set_label(DeviceCall& call, void* handle, const char* label);
 
 // Copies text into buffer (truncated to capacity-1 bytes, NUL-terminated when capacity > 0) and

@@ -110,16 +110,25 @@ std::uint64_t BufferRegistry::live_bytes(int device_index) const {
   return bytes;
 }
 
-std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string>> BufferRegistry::labelled(
+bool BufferRegistry::set_dtype(const void* token, int dtype) {
+  std::lock_guard lock(mutex_);
+  auto id = decode(token, nullptr);
+  if (!id) return false;
+  records_.at(*id).dtype = dtype;
+  return true;
+}
+
+std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string, int>> BufferRegistry::labelled(
     int device_index) const {
   std::lock_guard lock(mutex_);
-  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string>> out;
+  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string, int>> out;
   for (const auto& [id, record] : records_) {
-    if (record.device_index == device_index && !record.label.empty()) {
+    if (record.device_index == device_index && (!record.label.empty() || record.dtype >= 0)) {
       out.emplace_back((static_cast<std::uintptr_t>(id) << kTagBits) | kTag, record.size,
-                       record.label);
+                       record.label, record.dtype);
     }
   }
+  std::sort(out.begin(), out.end());  // by token: allocation order
   return out;
 }
 

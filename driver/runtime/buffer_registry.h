@@ -21,6 +21,7 @@ struct BufferRecord {
   // Streams other than block.stream that commands using the buffer were issued on: at the free,
   // the block waits for them (runtime/memory_pool.h).
   std::vector<std::uint64_t> used_on = {};
+  int dtype = -1;  // an aethercl_dtype code set by aethercl_buffer_set_dtype, -1 if none
 };
 
 // What a command needs of a buffer.
@@ -46,10 +47,11 @@ class BufferRegistry {
   // Removes and returns every record of a device (shutdown).
   std::vector<BufferRecord> remove_device(int device_index);
   bool set_label(const void* token, std::string label);
+  bool set_dtype(const void* token, int dtype);
   std::size_t live_count(int device_index) const;
   std::uint64_t live_bytes(int device_index) const;
-  // (token, size, label) of the device's labelled buffers.
-  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string>> labelled(
+  // (token, size, label, dtype) of the device's buffers that have a label or a dtype.
+  std::vector<std::tuple<std::uintptr_t, std::uint64_t, std::string, int>> labelled(
       int device_index) const;
 
   static const char* describe(TokenProblem problem);

@@ -33,6 +33,8 @@ bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceK
 Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
     : index_(index),
       info_(info),
+      disk_cache_(BinaryCache::from_environment()),
+      kernel_log_(env::flag(env::kKernelLog, true)),
       sync_every_call_(env::flag(env::kSync, false)) {
   if (shared_context != nullptr) {
     context_ = cl::Context(shared_context);  // adopted first thing: released on every path
@@ -52,7 +54,7 @@ Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   pool_->set_before_release([this] { drain(); });
-  programs_ = std::make_unique<ProgramCache>(info_, context_.get(), BinaryCache::from_environment());
+  programs_ = std::make_unique<ProgramCache>(info_, context_.get(), disk_cache_);
   auto read_path = env::get(env::kReadPath);
   if (read_path && (*read_path == "pinned" || *read_path == "direct")) {
     read_path_ = *read_path == "pinned" ? ReadPath::kRing : ReadPath::kDirect;
@@ -80,11 +82,13 @@ Device::~Device() {
   wait_for_retired_streams();
   ring_.reset();
   last_event_.reset();
+  kernel_log_.clear();
   extensions_.clear();
   programs_.reset();
   pool_.reset();
   timing_scratch_.reset();
   streams_.clear();
+  interop_queues_.clear();
   context_.reset();
 }
 

@@ -1,17 +1,19 @@
-// One initialised device: its context, streams, memory pool, staging ring, program cache and,
-// where enabled, its submission thread.
+// One initialised device: its context, streams, memory pool, staging ring, program cache, kernel
+// log and, where enabled, its submission thread.
 //
-// Contract: callers hold mutex() for every member call except info(), index(), the constructor
-// and destructor, and the deferred-error functions (DeviceCall does this). Commands are issued on
-// a Stream of this device; on one stream they run in the order issued. With a submission thread
-// (runtime/submitter.h) commands are recorded and enqueued by that thread in the same order;
-// every synchronising member drains it first, so the difference is invisible to callers except
-// that errors raised while enqueueing surface at the next synchronising call (deferred errors).
+// Contract: callers hold mutex() for every member call except info(), index(), context(),
+// disk_cache(), the user-program counters, the constructor and destructor, and the
+// deferred-error functions (DeviceCall does this). Commands are issued on a Stream of this device;
+// on one stream they run in the order issued. With a submission thread (runtime/submitter.h)
+// commands are recorded and enqueued by that thread in the same order; every synchronising member
+// drains it first, so the difference is invisible to callers except that errors raised while
+// enqueueing surface at the next synchronising call (deferred errors).
 #pragma once
 
 #include "cl/handle.h"
 #include "runtime/command.h"
 #include "runtime/device_info.h"
+#include "runtime/kernel_log.h"
 #include "runtime/launch.h"
 #include "runtime/memory_pool.h"
 #include "runtime/pinned_memory.h"
@@ -20,6 +22,7 @@
 #include "runtime/submitter.h"
 #include "support/error.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +61,14 @@ class Device {
   bool shares_context() const { return shares_context_; }
   MemoryPool& pool() { return *pool_; }
   ProgramCache& programs() { return *programs_; }
+  // Immutable after construction: usable without the mutex (user program builds).
+  const BinaryCache& disk_cache() const { return disk_cache_; }
+  // User programs built for this device, and how many of them came from the disk cache; atomic
+  // because user builds run without the device mutex.
+  std::atomic<std::uint64_t>& user_program_builds() { return user_program_builds_; }
+  std::atomic<std::uint64_t>& user_program_cache_hits() { return user_program_cache_hits_; }
+  // The most recent launches of every stream (runtime/kernel_log.h), recorded by enqueue().
+  KernelLog& kernel_log() { return kernel_log_; }
 
   // The device's instance of T, made on first use (T: a DeviceExtension, default-constructible).
   template <typename T>
@@ -135,6 +146,10 @@ class Device {
   void enable_profiling();
   // Whether commands go through a submission thread (AETHERCL_SUBMIT_THREAD, else per device).
   bool submission_thread() const { return submitter_ != nullptr; }
+  // The stream's queue for code outside the driver (aethercl_cl_queue). Stops the submission
+  // thread for good (after draining it), so that work the caller enqueues there is ordered with
+  // the driver's own exactly as issued; the queue stays valid until the device is released.
+  cl_command_queue queue_for_interop(Stream& stream);
 
   // For memory statistics.
   std::uint64_t staging_used_bytes() const { return ring_ ? ring_->used() : 0; }
@@ -143,8 +158,9 @@ class Device {
  private:
   // Records or runs a command (the single path to execute()).
   void submit(Command&& command, std::uint64_t traced_bytes = 0);
-  // Runs a command on this thread with the tracing/sync bookkeeping.
-  void run_now(const Command& command, std::uint64_t traced_bytes);
+  // Runs a command on this thread with the tracing/sync bookkeeping; with keep, *keep receives a
+  // retained reference to the command's event.
+  void run_now(const Command& command, std::uint64_t traced_bytes, cl_event* keep = nullptr);
   cl::Queue create_queue(bool profiling);
   bool tracking() const;
   // Waits for every stream's queue (drained first); the staging ring is free afterwards.
@@ -161,7 +177,14 @@ class Device {
   std::vector<std::unique_ptr<Stream>> streams_;  // [0] is the default stream
   Stream* call_stream_ = nullptr;
   std::unique_ptr<MemoryPool> pool_;
+  BinaryCache disk_cache_;
+  std::atomic<std::uint64_t> user_program_builds_{0};
+  std::atomic<std::uint64_t> user_program_cache_hits_{0};
   std::unique_ptr<ProgramCache> programs_;
+  KernelLog kernel_log_;
+  // Queues handed to callers by interop (queue_for_interop): kept until the device goes, since a
+  // queue a stream replaces (tracing) may still be in the caller's hands.
+  std::vector<cl::Queue> interop_queues_;
   std::unique_ptr<PinnedRing> ring_;              // created at the first staged transfer
   std::unique_ptr<Submitter> submitter_;
   // Destroyed streams and the event of their last command (until it has completed).

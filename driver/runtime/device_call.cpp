@@ -1,6 +1,7 @@
 // Token resolution and argument-size validation shared by every entry point.
 #include "runtime/device_call.h"
 
+#include "runtime/token_table.h"
 #include "support/checked.h"
 
 namespace aethercl {
@@ -36,6 +37,16 @@ Stream& DeviceCall::use_stream(const void* token, const char* argument) {
   return *stream_;
 }
 
+DeviceScope::DeviceScope(int gpu_index, Runtime& runtime)
+    : runtime_(runtime),
+      lifecycle_lock_(runtime.lifecycle_mutex()),
+      device_(&runtime.resolve(gpu_index)) {}
+
+TokenCall::TokenCall(Runtime& runtime)
+    : runtime_(runtime), lifecycle_lock_(runtime.lifecycle_mutex()) {
+  runtime_.require_any_device();
+}
+
 std::optional<BufferView> DeviceCall::optional_buffer(const void* handle, const char* argument,
                                                       std::uint64_t min_bytes) {
   if (handle == nullptr) return std::nullopt;
@@ -47,6 +58,10 @@ BufferView DeviceCall::buffer(const void* handle, const char* argument, std::uin
   TokenProblem problem = TokenProblem::kNone;
   auto use = runtime_.buffers().use(handle, device_->index(), stream_->id(), &problem);
   if (!use) {
+    const char* other = describe_token_tag(reinterpret_cast<std::uintptr_t>(handle) & 0xFF);
+    if (problem == TokenProblem::kMalformed && other != nullptr) {
+      fail(Status::kInvalidHandle, "{} ({}) is {}, not a buffer handle", argument, handle, other);
+    }
     fail(Status::kInvalidHandle, "{} ({}) {}", argument, handle, BufferRegistry::describe(problem));
   }
   if (use->device_index != device_->index()) {

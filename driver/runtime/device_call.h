@@ -80,6 +80,34 @@ class DeviceCall {
   Stream* stream_;
 };
 
+// The scope of a call that needs a device's immutable parts only (its info, context and disk
+// cache: program builds, interop): the lifecycle lock (shared) without the device's mutex, so a
+// long compile does not stall the device's other calls.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int gpu_index, Runtime& runtime = Runtime::instance());
+  Device& device() { return *device_; }
+  Runtime& runtime() { return runtime_; }
+
+ private:
+  Runtime& runtime_;
+  std::shared_lock<std::shared_mutex> lifecycle_lock_;
+  Device* device_;
+};
+
+// The scope of a call that names its object by token alone (programs, kernels): the runtime's
+// lifecycle lock (shared) for its whole life, so shutdown_driver cannot release the object under
+// it. Throws kNotInitialized when no device is initialised.
+class TokenCall {
+ public:
+  explicit TokenCall(Runtime& runtime = Runtime::instance());
+  Runtime& runtime() { return runtime_; }
+
+ private:
+  Runtime& runtime_;
+  std::shared_lock<std::shared_mutex> lifecycle_lock_;
+};
+
 // Element count of a tensor from int dimensions: throws kInvalidArgument naming the dimension for
 // a negative one and for a product that overflows 64 bits. Zero when any dimension is zero.
 struct Dim {

@@ -5,7 +5,9 @@
 #include "cl/cl_error.h"
 #include "runtime/tracer.h"
 #include "support/entry_point.h"
+#include "support/log.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace aethercl {
@@ -38,13 +40,21 @@ void Device::submit(Command&& command, std::uint64_t traced_bytes) {
   run_now(command, traced_bytes);
 }
 
-void Device::run_now(const Command& command, std::uint64_t traced_bytes) {
-  if (!tracking()) {
+void Device::run_now(const Command& command, std::uint64_t traced_bytes, cl_event* keep) {
+  if (!tracking() && keep == nullptr) {
     execute(command, nullptr);
     return;
   }
   cl_event event = nullptr;
   execute(command, &event);
+  if (keep != nullptr) {
+    clRetainEvent(event);
+    *keep = event;
+  }
+  if (!tracking()) {
+    clReleaseEvent(event);
+    return;
+  }
   Tracer& tracer = Tracer::instance();
   if (tracer.active()) {
     bool launch = command.kind == Command::Kind::kLaunch;
@@ -62,7 +72,36 @@ void Device::enqueue(Stream& stream, const LaunchRecord& record) {
   command.kind = Command::Kind::kLaunch;
   command.queue = stream.queue();
   command.launch = record;
-  submit(std::move(command));
+  auto stream_token = reinterpret_cast<std::uintptr_t>(stream.token());
+  if (!kernel_log_.enabled() || !stream.profiling()) {
+    kernel_log_.record(record, stream_token, nullptr);
+    submit(std::move(command));
+    return;
+  }
+  // A stream that times: the log keeps the launch's event for its device times, so the launch is
+  // enqueued on this thread (after everything the submission thread holds) to get one.
+  drain();
+  cl_event event = nullptr;
+  run_now(command, 0, &event);
+  kernel_log_.record(record, stream_token, event);
+  clReleaseEvent(event);
+}
+
+cl_command_queue Device::queue_for_interop(Stream& stream) {
+  if (submitter_) {
+    submitter_->drain();
+    submitter_.reset();
+    log().debug("device {}: submission thread stopped, a queue was handed out for interop",
+                index_);
+  }
+  cl_command_queue queue = stream.queue();
+  bool kept = std::any_of(interop_queues_.begin(), interop_queues_.end(),
+                          [&](const cl::Queue& held) { return held.get() == queue; });
+  if (!kept) {
+    clRetainCommandQueue(queue);
+    interop_queues_.emplace_back(queue);
+  }
+  return queue;
 }
 
 void Device::write(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,

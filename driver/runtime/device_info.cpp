@@ -5,6 +5,7 @@
 #include "support/utf8.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sstream>
 
@@ -88,6 +89,26 @@ DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device) {
   info.int32_global_atomics = info.device_version.rfind("OpenCL 1.0", 0) != 0 ||
                               info.has_extension("cl_khr_global_int32_base_atomics");
   info.int64_atomics = info.has_extension("cl_khr_int64_base_atomics");
+  info.address_bits = device_value<cl_uint>(device, CL_DEVICE_ADDRESS_BITS);
+  info.max_parameter_size = device_value<size_t>(device, CL_DEVICE_MAX_PARAMETER_SIZE);
+  auto dimensions = device_value<cl_uint>(device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  info.max_work_item_sizes.assign(dimensions, 0);
+  cl::check(clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES,
+                            dimensions * sizeof(std::size_t), info.max_work_item_sizes.data(),
+                            nullptr),
+            "clGetDeviceInfo");
+  // CL_DEVICE_IL_VERSION (2.1 core) and CL_DEVICE_IL_VERSION_KHR share one value; a 1.2 device
+  // without the extension may refuse the query, which means no IL.
+  constexpr cl_device_info kIlVersion = 0x105B;
+  info.il_program_khr = info.has_extension("cl_khr_il_program");
+  size_t il_size = 0;
+  if (clGetDeviceInfo(device, kIlVersion, 0, nullptr, &il_size) == CL_SUCCESS && il_size > 1) {
+    std::string value(il_size, '\0');
+    if (clGetDeviceInfo(device, kIlVersion, il_size, value.data(), nullptr) == CL_SUCCESS) {
+      while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
+      info.il_version = value;
+    }
+  }
   return info;
 }
 
@@ -115,13 +136,15 @@ std::string device_info_json(const DeviceInfo& info, int index, bool initialized
       "\"type\": \"{}\", \"compute_units\": {}, \"global_mem_bytes\": {}, "
       "\"max_alloc_bytes\": {}, \"local_mem_bytes\": {}, \"max_work_group_size\": {}, "
       "\"fp64\": {}, \"fp16\": {}, \"subgroups\": {}, \"int32_global_atomics\": {}, "
-      "\"int64_atomics\": {}, \"initialized\": {}}}",
+      "\"int64_atomics\": {}, \"address_bits\": {}, \"max_work_item_sizes\": [{}], "
+      "\"il_version\": \"{}\", \"initialized\": {}}}",
       index, json_escape(info.name), json_escape(info.vendor), json_escape(info.platform_name),
       json_escape(info.platform_version), json_escape(info.device_version),
       json_escape(info.driver_version), kind_name(info.kind), info.compute_units,
       info.global_mem_bytes, info.max_alloc_bytes, info.local_mem_bytes,
       info.max_work_group_size, info.fp64, info.fp16, info.subgroups, info.int32_global_atomics,
-      info.int64_atomics, initialized);
+      info.int64_atomics, info.address_bits, fmt::join(info.max_work_item_sizes, ", "),
+      json_escape(info.il_version), initialized);
 }
 
 }  // namespace aethercl

@@ -32,6 +32,11 @@ struct DeviceInfo {
   bool subgroups = false;
   bool int32_global_atomics = false;  // core since 1.1; the extension names older runtimes
   bool int64_atomics = false;
+  std::uint32_t address_bits = 64;
+  std::size_t max_parameter_size = 1024;  // bytes of all kernel arguments together
+  std::vector<std::size_t> max_work_item_sizes;  // one entry per dimension (usually 3)
+  std::string il_version;  // "SPIR-V_1.2 ..." where the device accepts IL, else empty
+  bool il_program_khr = false;  // IL through cl_khr_il_program on a pre-2.1 device
   std::vector<std::string> extensions;
 
   bool has_extension(const std::string& extension_name) const;

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -106,10 +107,13 @@ struct LaunchGeometry {
 };
 
 struct LaunchRecord {
-  Kernel* kernel = nullptr;        // owned by the device's program cache (or a user program)
+  Kernel* kernel = nullptr;        // owned by the device's program cache (or a user kernel)
   LaunchArgs args;
   LaunchGeometry geometry;
   const char* entry_point = "";    // the exported function that caused the launch
+  // Keeps a user kernel (whose token may be destroyed at any time) alive while the record waits
+  // to be submitted; empty for the program cache's kernels, which live as long as the device.
+  std::shared_ptr<const void> owner;
 };
 
 // A record of kernel with args in order (any trivially copyable value, cl_mem, LocalBytes) over

@@ -3,11 +3,9 @@
 
 #include "cl/cl_error.h"
 #include "runtime/kernel_sources.h"
+#include "runtime/program_build.h"
 #include "support/env.h"
-#include "support/hash.h"
 #include "support/log.h"
-
-#include <aethercl/driver.h>
 
 namespace aethercl {
 
@@ -22,52 +20,15 @@ ProgramCache::ProgramCache(const DeviceInfo& info, cl_context context, BinaryCac
 }
 
 std::string ProgramCache::cache_key(const std::string& source, const std::string& options) const {
-  return Hasher()
-      .add(source)
-      .add(options)
-      .add(info_.name)
-      .add(info_.vendor)
-      .add(info_.device_version)
-      .add(info_.driver_version)
-      .add(info_.platform_name)
-      .add(info_.platform_version)
-      .add(AETHERCL_VERSION_STRING)
-      .hex();
-}
-
-std::string ProgramCache::build_log(cl_program program) const {
-  size_t size = 0;
-  if (clGetProgramBuildInfo(program, info_.id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) !=
-      CL_SUCCESS) {
-    return "(no build log)";
-  }
-  std::string text(size, '\0');
-  clGetProgramBuildInfo(program, info_.id, CL_PROGRAM_BUILD_LOG, size, text.data(), nullptr);
-  while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
-  return text.empty() ? "(empty build log)" : text;
-}
-
-cl::Program ProgramCache::build_from_binary(const std::vector<unsigned char>& binary,
-                                            const std::string& options) {
-  const unsigned char* data = binary.data();
-  size_t size = binary.size();
-  cl_int binary_status = CL_SUCCESS;
-  cl_int status = CL_SUCCESS;
-  cl::Program program(
-      clCreateProgramWithBinary(context_, 1, &info_.id, &size, &data, &binary_status, &status));
-  if (status != CL_SUCCESS || binary_status != CL_SUCCESS) return cl::Program();
-  if (clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr) !=
-      CL_SUCCESS) {
-    return cl::Program();
-  }
-  return program;
+  return program_cache_key(info_, "family", source, options);
 }
 
 cl::Program ProgramCache::build(const std::string& family, const std::string& options) {
   std::string source = kernel_source(family);
   std::string key = cache_key(source, options);
   if (auto binary = disk_.load(key)) {
-    if (cl::Program program = build_from_binary(*binary, options)) {
+    if (cl::Program program =
+            program_from_binary(context_, info_, binary->data(), binary->size(), options)) {
       ++stats_.disk_hits;
       return program;
     }
@@ -82,20 +43,10 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   status = clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr);
   if (status != CL_SUCCESS) {
     fail(Status::kBuildFailed, "kernel family '{}' failed to build for {} ({}; options '{}'):\n{}",
-         family, info_.name, cl::error_name(status), options, build_log(program.get()));
+         family, info_.name, cl::error_name(status), options, build_log(program.get(), info_.id));
   }
   ++stats_.source_builds;
-  size_t binary_size = 0;
-  if (clGetProgramInfo(program.get(), CL_PROGRAM_BINARY_SIZES, sizeof(binary_size), &binary_size,
-                       nullptr) == CL_SUCCESS &&
-      binary_size > 0) {
-    std::vector<unsigned char> binary(binary_size);
-    unsigned char* target = binary.data();
-    if (clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES, sizeof(target), &target, nullptr) ==
-        CL_SUCCESS) {
-      disk_.store(key, binary);
-    }
-  }
+  disk_.store(key, program_binary(program.get()));
   return program;
 }
 
@@ -145,7 +96,8 @@ cl::Program ProgramCache::build_patched(const std::string& family, const std::st
                                         " */",
                                     options);
   if (auto binary = disk_.load(key)) {
-    if (cl::Program program = build_from_binary(*binary, options)) {
+    if (cl::Program program =
+            program_from_binary(context_, info_, binary->data(), binary->size(), options)) {
       ++stats_.disk_hits;
       return program;
     }
@@ -175,7 +127,7 @@ cl::Program ProgramCache::build_patched(const std::string& family, const std::st
   if (status != CL_SUCCESS) {
     fail(Status::kBuildFailed, "kernel family '{}' rewritten by '{}' failed to build for {} "
          "({}):\n{}", family, patch.id, info_.name, cl::error_name(status),
-         build_log(program.get()));
+         build_log(program.get(), info_.id));
   }
   disk_.store(key, std::vector<unsigned char>(patched.begin(), patched.end()));
   return program;

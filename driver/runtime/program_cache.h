@@ -71,9 +71,6 @@ class ProgramCache {
   cl::Program build_patched(const std::string& family, const std::string& options,
                             const BinaryPatch& patch);
   Kernel& kernel_of(Built& built, const std::string& family, const std::string& name);
-  cl::Program build_from_binary(const std::vector<unsigned char>& binary,
-                                const std::string& options);
-  std::string build_log(cl_program program) const;
 
   const DeviceInfo& info_;
   cl_context context_;

@@ -79,6 +79,13 @@ void Runtime::shutdown() noexcept {
     events_.remove_if([&](const EventRecord& event) { return event.device_index == device_index; });
     streams_.remove_if([&](const StreamEntry& stream) { return stream.device_index == device_index; });
     host_memory_.remove_device(index);
+    auto on_device = [&](const auto& object) { return object.device_index == device_index; };
+    std::size_t kernels = user_kernels_.remove_if(on_device).size();
+    std::size_t programs = user_programs_.remove_if(on_device).size();
+    if (kernels + programs > 0) {
+      log().info("shutdown released {} user programs and {} user kernels of device {}", programs,
+                 kernels, index);
+    }
   }
   write_environment_trace();
   devices_.clear();  // each Device finishes its queue before releasing
@@ -133,6 +140,15 @@ void Runtime::require_any_device() const {
          "no device is initialised (call initialize_gpu first; after shutdown_driver it must be "
          "called again)");
   }
+}
+
+Device& Runtime::device_of(int device_index) {
+  auto it = devices_.find(device_index);
+  if (it == devices_.end()) {
+    fail(Status::kInternal, "a live token names device {}, which is not initialised",
+         device_index);
+  }
+  return *it->second;
 }
 
 Device* Runtime::try_resolve(int gpu_index) noexcept {

@@ -1,11 +1,13 @@
 // The process-wide runtime: initialised devices by visible index (sharing one context per
 // platform where several are visible), and the registries of the client's tokens (buffers,
-// streams, events, communicators) and pinned host allocations.
+// streams, events, communicators, user programs and kernels) and pinned host allocations.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
 // a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
 #pragma once
 
+#include "program/user_kernel.h"
+#include "program/user_program.h"
 #include "runtime/buffer_registry.h"
 #include "runtime/communicator.h"
 #include "runtime/device.h"
@@ -60,6 +62,8 @@ class Runtime {
   TokenTable<StreamEntry>& streams() { return streams_; }
   TokenTable<EventRecord>& events() { return events_; }
   HostMemoryRegistry& host_memory() { return host_memory_; }
+  TokenTable<UserProgram>& user_programs() { return user_programs_; }
+  TokenTable<UserKernel>& user_kernels() { return user_kernels_; }
 
   // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
   // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
@@ -71,6 +75,9 @@ class Runtime {
   // With the lifecycle lock held: throws kNotInitialized when no device is initialised (for
   // calls without a gpu_index whose objects only exist while devices do: events, host memory).
   void require_any_device() const;
+  // With the lifecycle lock held: the device of a token's device_index (which is initialised
+  // while the token is live).
+  Device& device_of(int device_index);
 
  private:
   Runtime() = default;
@@ -85,6 +92,8 @@ class Runtime {
   TokenTable<StreamEntry> streams_{token_tag::kStream, "stream"};
   TokenTable<EventRecord> events_{token_tag::kEvent, "event"};
   HostMemoryRegistry host_memory_;
+  TokenTable<UserProgram> user_programs_{token_tag::kProgram, "program"};
+  TokenTable<UserKernel> user_kernels_{token_tag::kKernel, "kernel"};
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
   long trace_process_id_ = 0;             // the process that started it (guarded likewise)

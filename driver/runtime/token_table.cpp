@@ -9,6 +9,8 @@ const char* describe_token_tag(std::uint8_t tag) noexcept {
     case token_tag::kStream: return "a stream";
     case token_tag::kEvent: return "an event";
     case token_tag::kComm: return "a communicator";
+    case token_tag::kProgram: return "a program";
+    case token_tag::kKernel: return "a kernel";
     default: return nullptr;
   }
 }

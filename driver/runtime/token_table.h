@@ -1,4 +1,4 @@
-// Typed opaque tokens for the objects of version 3 (streams, events, ...): (id << 8) | tag, ids
+// Typed opaque tokens for the objects of version 3 (streams, events, programs, kernels): (id << 8) | tag, ids
 // never reused, so a stale, foreign, wrong-typed or made-up value is refused by name and never
 // dereferenced. Buffers keep their own registry (runtime/buffer_registry.h) with the same scheme.
 #pragma once
@@ -19,9 +19,13 @@ inline constexpr std::uint8_t kBuffer = 0xAE;
 inline constexpr std::uint8_t kStream = 0xA5;
 inline constexpr std::uint8_t kEvent = 0xA7;
 inline constexpr std::uint8_t kComm = 0xC0;  // runtime/communicator.h
+inline constexpr std::uint8_t kProgram = 0xB1;
+inline constexpr std::uint8_t kKernel = 0xB2;
 }  // namespace token_tag
 
-// "a buffer handle", "a stream", "an event", or nullptr for a byte no token type uses.
+// "a buffer handle", "a stream", "an event", "a communicator", "a program", "a kernel", or nullptr
+// for a byte no
+// token type uses.
 const char* describe_token_tag(std::uint8_t tag) noexcept;
 
 template <typename T>
@@ -65,6 +69,14 @@ class TokenTable {
       }
     }
     return removed;
+  }
+
+  template <typename Predicate>
+  std::size_t count_if(Predicate predicate) const {
+    std::lock_guard lock(mutex_);
+    std::size_t count = 0;
+    for (const auto& [id, object] : objects_) count += predicate(*object) ? 1 : 0;
+    return count;
   }
 
   void* encode(std::uint64_t id) const {

@@ -66,5 +66,6 @@ inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no
 inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
 inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
+inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no kernel log
 
 }  // namespace aethercl::env

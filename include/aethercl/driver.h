@@ -501,8 +501,8 @@ AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, siz
 /* General matrix product (ABI version 3)                                                 */
 /* ===================================================================================== */
 
-/* Element types of typed memory. Half types are stored as 16-bit patterns on every device (no
- * cl_khr_fp16 needed). */
+/* Element types of typed memory (aethercl_gemm, aethercl_buffer_set_dtype, aethercl_convert).
+ * Half types are stored as 16-bit patterns on every device (no cl_khr_fp16 needed). */
 enum aethercl_dtype {
   AETHERCL_F32 = 0, AETHERCL_F16 = 1, AETHERCL_BF16 = 2, AETHERCL_F64 = 3,
   AETHERCL_I32 = 4, AETHERCL_I64 = 5, AETHERCL_I8 = 6, AETHERCL_U8 = 7
@@ -1015,6 +1015,148 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
  * fallback of every other call. */
 AETHERCL_API int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu,
                                     void* src, size_t src_offset, size_t size);
+/* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */
+/* ===================================================================================== */
+
+/* Kinds of aethercl_arg. */
+enum aethercl_arg_kind {
+  AETHERCL_ARG_BUFFER = 0, /* value: a buffer token of the launch's device */
+  AETHERCL_ARG_SCALAR = 1, /* value: pointer to size bytes, copied before the call returns */
+  AETHERCL_ARG_LOCAL = 2   /* size: bytes of local memory; value ignored */
+};
+
+/* One kernel argument of aethercl_launch. */
+typedef struct aethercl_arg {
+  int kind;          /* AETHERCL_ARG_BUFFER = 0, AETHERCL_ARG_SCALAR = 1, AETHERCL_ARG_LOCAL = 2 */
+  size_t size;       /* SCALAR: bytes at value; LOCAL: bytes of local memory; BUFFER: ignored */
+  const void* value; /* BUFFER: the buffer token; SCALAR: pointer to the bytes; LOCAL: ignored */
+} aethercl_arg;
+
+/* Builds a program from OpenCL C source (NUL-terminated) for device gpu_index and returns a new
+ * program token. options (NULL = none) go to the OpenCL compiler unchanged; the driver adds
+ * -cl-kernel-arg-info so launches can check scalar sizes and argument kinds. The built binary goes
+ * through the on-disk kernel cache (keyed by source, options, device, driver and library version,
+ * like the driver's own kernels), so the same program in a second process loads without
+ * compiling. A build failure returns NULL with AETHERCL_BUILD_FAILED and the compiler's log in
+ * aethercl_last_error(). Programs are independent of the seed kernels and of each other. */
+AETHERCL_API void* aethercl_program_create(int gpu_index, const char* source, const char* options);
+
+/* Builds a program from size bytes of SPIR-V (il must start with the SPIR-V magic number). Only
+ * devices that accept intermediate language (OpenCL 2.1+ with a CL_DEVICE_IL_VERSION naming
+ * SPIR-V, or cl_khr_il_program) can; elsewhere it returns NULL with AETHERCL_NOT_IMPLEMENTED and a
+ * message naming what the device lacks (docs/DEVICES.md lists which devices took SPIR-V). */
+AETHERCL_API void* aethercl_program_create_il(int gpu_index, const void* il, size_t size,
+                                              const char* options);
+
+/* Loads a program binary and builds it with options (plus -cl-kernel-arg-info, as for source).
+ * A binary from aethercl_program_binary is checked first: one that is truncated, corrupt or was
+ * built for another device or driver is refused with AETHERCL_INVALID_ARGUMENT saying which,
+ * before OpenCL sees it. Any other bytes are passed to the runtime as a bare vendor binary (e.g.
+ * NVIDIA PTX); one the runtime refuses returns NULL with AETHERCL_BUILD_FAILED and its reason
+ * (PoCL aborts the process on a damaged binary of its own format: load those through the checked
+ * form). Whether argument types survive in a binary is the runtime's choice (PoCL keeps them;
+ * aethercl_kernel_info's "arg_info" tells). */
+AETHERCL_API void* aethercl_program_create_binary(int gpu_index, const void* binary, size_t size,
+                                                  const char* options);
+
+/* The program's device binary, for aethercl_program_create_binary in this or a later process:
+ * returns its full size in bytes; with out non-NULL also copies it there, and then refuses
+ * (returns 0, AETHERCL_OUT_OF_RANGE, nothing written) when capacity is smaller. Call with out NULL
+ * to size it. The bytes are the runtime's binary after a 56-byte header ("AECLPRG1", 32 hex
+ * characters naming the device and driver, the payload's size and checksum as little-endian
+ * 64-bit values), which lets create_binary refuse a damaged or foreign binary. */
+AETHERCL_API size_t aethercl_program_binary(void* program, void* out, size_t capacity);
+
+/* Releases the program token. Kernels created from it stay valid until they are destroyed. NULL,
+ * unknown and already-destroyed tokens are refused (return 0) and change nothing. */
+AETHERCL_API int aethercl_program_destroy(void* program);
+
+/* Creates a kernel token for the __kernel function name of program. Returns NULL when the program
+ * has no such kernel (the message lists the kernels it has). A kernel token belongs to the
+ * program's device and may be launched by several threads at once. */
+AETHERCL_API void* aethercl_kernel_create(void* program, const char* name);
+
+/* Writes a JSON description of the kernel, with the buffer rules of aethercl_device_info:
+ * {"name", "num_args", "args": [{"index", "kind": "buffer"|"scalar"|"local"|"unknown", "type"
+ * (OpenCL type name or null), "name" (or null), "size" (bytes of a scalar whose size is known, else
+ * null)}], "max_work_group_size", "local_mem_bytes" (the kernel's own static local memory),
+ * "private_mem_bytes", "preferred_work_group_size_multiple", "arg_info" (whether OpenCL reported
+ * argument types; false e.g. for some binaries and SPIR-V)}. Returns the full length, 0 on failure. */
+AETHERCL_API size_t aethercl_kernel_info(void* kernel, char* buffer, size_t capacity);
+
+/* Releases the kernel token; launches already enqueued still run. */
+AETHERCL_API int aethercl_kernel_destroy(void* kernel);
+
+/* Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
+ * stream of gpu_index, else a stream token of that device). global_size has
+ * work_dim entries, fewer than 2^(address bits - 1) work-items in all (runtimes round global sizes
+ * up to whole work-groups). local_size is NULL (the runtime picks) or work_dim entries, each at
+ * least 1, at most the device's limit for its dimension and a divisor of the global size, whose
+ * product is at most the kernel's maximum work-group size. args holds exactly the kernel's
+ * argument count, and each kind must match the kernel's parameter (global or constant pointer:
+ * BUFFER, value: SCALAR, local pointer: LOCAL) where OpenCL reports argument types: BUFFER values
+ * are live buffer tokens of this device (the kernel may touch any byte of them: the driver cannot
+ * bound-check a user kernel); SCALAR sizes equal the OpenCL type's size where it is known, and the
+ * bytes are copied before the call returns; LOCAL sizes are non-zero and, with the kernel's own
+ * local memory, fit the device's. Image, sampler and pipe parameters are refused as not
+ * implemented. A global size with a 0 component returns 1 and launches nothing (after the
+ * checks). One kernel token may be launched from many threads at once. The launch is ordered like
+ * every other call on the stream and appears in traces and the kernel log under the kernel's
+ * name. A kernel that faults on the device is reported by the next synchronising call where the
+ * runtime reports it (GPU runtimes); whether later work runs then is the runtime's (NVIDIA's
+ * context stays failed); PoCL runs kernels in the calling process, where a fault ends it. */
+AETHERCL_API int aethercl_launch(int gpu_index, void* kernel, void* stream, int work_dim,
+                                 const size_t* global_size, const size_t* local_size,
+                                 int num_args, const aethercl_arg* args);
+
+/* ===================================================================================== */
+/* Typed memory, the kernel log, interop (ABI version 3)                                  */
+/* ===================================================================================== */
+
+/* Tags the buffer with an element type (an aethercl_dtype code), shown as "dtype" in the buffer's
+ * entry of aethercl_memory_stats. Only a tag: it changes no byte and no other call. A later call
+ * replaces it. Returns 0 for an unknown code or an invalid handle. */
+AETHERCL_API int aethercl_buffer_set_dtype(int gpu_index, void* buffer, int dtype);
+
+/* Converts count elements of src (src_dtype) into dst (dst_dtype), element i to element i, on
+ * stream (NULL = the default stream, else a stream token of gpu_index). Every pair of f32, f16,
+ * bf16, f64, i32, i64, i8 and u8 works (f64 only where the device has fp64). Float to float
+ * rounds to nearest even, overflow gives +-inf, NaN stays NaN (quiet, sign kept); float to integer
+ * truncates toward zero and saturates, NaN giving 0 (OpenCL's convert_<int>_sat_rtz); integer to
+ * float rounds to nearest even; integer to integer saturates. The rounding is exact on every
+ * device (integer arithmetic, unaffected by flush-to-zero). count 0 returns 1. Refused: unknown
+ * dtypes, src == dst (overlap), either buffer smaller than count elements. */
+AETHERCL_API int aethercl_convert(int gpu_index, void* src, int src_dtype, void* dst, int dst_dtype,
+                                  size_t count, void* stream);
+
+/* Writes the device's kernel log as a JSON array, oldest first: the most recent 4,096 kernel
+ * launches of every kind (op families, conversions, aethercl_launch), each {"kernel" (the
+ * __kernel function), "entry_point" (the exported function that caused it), "stream" (null for the
+ * default stream, else the token in hex), "global": [...], "local": [...] or null, "queued_ns"
+ * (host CLOCK_MONOTONIC nanoseconds at enqueue), "start_ns", "end_ns" (the device's profiling
+ * clock, null unless the stream times: tracing is on, or a timing stream; also null while the
+ * launch has not finished)}. Same buffer rules as aethercl_device_info; returns the full length.
+ * AETHERCL_KERNEL_LOG=0 turns recording off (the log is then "[]"). */
+AETHERCL_API size_t aethercl_kernel_log(int gpu_index, char* buffer, size_t capacity);
+
+/* The cl_context of device gpu_index, for PyOpenCL, CLBlast or the caller's own OpenCL code; NULL
+ * on failure. The driver keeps ownership (clRetainContext to keep it past shutdown_driver). Queues
+ * the caller makes in it are not ordered with the driver's streams: synchronise
+ * (aethercl_synchronize) before and after such work. */
+AETHERCL_API void* aethercl_cl_context(int gpu_index);
+
+/* The cl_command_queue of stream (NULL = the default stream, else a stream token of gpu_index);
+ * NULL on failure. Work the caller enqueues there is ordered with the driver's work on that stream
+ * exactly as issued: handing out a queue drains and stops the device's submission thread for the
+ * rest of its life (docs/ARCHITECTURE.md decision 15). The driver keeps ownership; the queue stays
+ * valid until shutdown_driver (aethercl_trace_start gives streams new, profiling queues: ask again
+ * after it). */
+AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
+
+/* The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on failure.
+ * It may be larger than the allocation (pooled): only the allocated bytes belong to the buffer.
+ * Work on it from another queue must be ordered with the driver's by synchronising. */
+AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

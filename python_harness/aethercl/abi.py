@@ -8,6 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+
+
+class AetherclArg(ctypes.Structure):
+    """struct aethercl_arg of the header: one argument of aethercl_launch (passed by address)."""
+    _fields_ = [("kind", ctypes.c_int), ("size", ctypes.c_size_t), ("value", ctypes.c_void_p)]
+
+
 # C scalar spellings in the manifest -> ctypes types.
 SCALARS = {
     "int": ctypes.c_int,

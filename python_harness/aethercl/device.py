@@ -1,6 +1,7 @@
 """Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics
-and pool controls; a context manager) and a Buffer (a device allocation with NumPy in/out, a
-label, and deterministic free)."""
+and pool controls; a context manager; your own kernels through Device.compile, the kernel log and
+interop, from program.py's DeviceKernels) and a Buffer (a device allocation with an element type,
+NumPy in/out, conversions, a label, and deterministic free)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
 
+from . import dtypes
 from .errors import AetherCLError
 from .library import Library
+from .program import DeviceKernels, Kernel, Local, Program
 
 _DEFAULT_LIBRARY: Optional[Library] = None
 _CURRENT = threading.local()  # .stack: the Devices of the enclosing `with` blocks
@@ -31,7 +34,7 @@ def current_device() -> Optional["Device"]:
     return stack[-1] if stack else None
 
 
-class Device:
+class Device(DeviceKernels):
     """One visible device of the driver, selected by gpu_index (aethercl_device_count() order).
 
     As a context manager it is this thread's current_device() inside the block; leaving the
@@ -90,8 +93,8 @@ class Device:
               label: Optional[str] = None) -> "Buffer":
         """An uninitialised buffer sized for an array of this shape and dtype."""
         shape = tuple(int(s) for s in shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return Buffer(self, nbytes, shape=shape, dtype=dtype, label=label)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.normalize(dtype).itemsize
+        return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label, tag_dtype=True)
 
     def zeros(self, shape: Sequence[int], dtype: Any = np.float32,
               label: Optional[str] = None) -> "Buffer":
@@ -151,20 +154,45 @@ def _as_contiguous(array: Any) -> np.ndarray:
 
 class Buffer:
     """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
-    to_numpy() default to the right array. free() is idempotent; a context manager frees on exit,
-    and a forgotten buffer is freed when it is garbage collected."""
+    to_numpy() default to the right array; with tag_dtype (Device.buffer, Device.empty, astype) a
+    dtype the driver knows (float32, float16, bfloat16, float64, int32, int64, int8, uint8) is also
+    set on the buffer (aethercl_buffer_set_dtype) and shows in memory statistics; frontends that
+    allocate per step leave it off and pay no extra call. free() is idempotent; a context manager frees on exit, and a
+    forgotten buffer is freed when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype: Any = None, label: Optional[str] = None) -> None:
+                 dtype: Any = None, label: Optional[str] = None,
+                 tag_dtype: bool = False) -> None:
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
-        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self._dtype: Any = dtypes.normalize(dtype) if dtype is not None else None
         self._label: Optional[str] = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
-        if label:
-            self.label = label
+        try:
+            if tag_dtype and self._dtype is not None:
+                self.dtype = self._dtype  # tells the driver too (one call)
+            if label:
+                self.label = label
+        except BaseException:
+            self.free()
+            raise
+
+    @property
+    def dtype(self):
+        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes). Assigning
+        one the driver knows also sets it on the buffer (aethercl_buffer_set_dtype), where memory
+        statistics show it; buffers of Device.buffer, Device.empty and astype are tagged so."""
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, value) -> None:
+        value = dtypes.normalize(value) if value is not None else None
+        if value is not None and dtypes.has_code(value):
+            self.device.lib.check("aethercl_buffer_set_dtype", self.device.index,
+                                  self._require_alive(), dtypes.code_of(value))
+        self._dtype = value
 
     @classmethod
     def from_numpy(cls, device: Device, array: Any, label: Optional[str] = None) -> "Buffer":
@@ -248,12 +276,50 @@ class Buffer:
 
     def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype: Any = None,
                  offset: int = 0) -> np.ndarray:
-        """A new array read from the buffer: its own shape/dtype by default, else as given."""
-        dtype = np.dtype(dtype) if dtype is not None else (self.dtype or np.dtype(np.uint8))
+        """The contents as an array of dtype (default: the buffer's; bfloat16 buffers give
+        float32 values, exactly, and their raw patterns with dtype=np.uint16)."""
+        widen_bf16 = dtype is None and self._dtype is dtypes.bfloat16
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+        elif self._dtype is not None:
+            dtype = dtypes.storage_dtype(self._dtype)
+        else:
+            dtype = np.dtype(np.uint8)
         if shape is None:
-            shape = self.shape if self.shape is not None and dtype == self.dtype else (
+            same = self._dtype is not None and dtype == dtypes.storage_dtype(self._dtype)
+            shape = self.shape if self.shape is not None and same else (
                 (self.nbytes - int(offset)) // dtype.itemsize,)
-        return self.read_into(np.empty(tuple(shape), dtype), offset)
+        out = self.read_into(np.empty(tuple(shape), dtype), offset)
+        return dtypes.bf16_bits_to_float32(out) if widen_bf16 else out
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.to_numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def astype(self, dtype, stream=None) -> "Buffer":
+        """A new buffer with every element converted to dtype on the device (aethercl_convert:
+        nearest-even rounding, saturating integer conversions)."""
+        if self._dtype is None:
+            raise ValueError("astype needs a typed buffer (give the Buffer a dtype)")
+        target = dtypes.normalize(dtype)
+        count = self.nbytes // self._dtype.itemsize
+        out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
+                     dtype=target, tag_dtype=True)
+        from .streams import _handle as _stream_handle
+        try:
+            self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),
+                                  dtypes.code_of(self._dtype), out.handle,
+                                  dtypes.code_of(target), count,
+                                  _stream_handle(stream))
+        except BaseException:
+            out.free()
+            raise
+        return out
+
+    def cl_mem(self) -> int:
+        """The cl_mem behind the buffer (interop; valid until the buffer is freed)."""
+        return self.device.lib.check_handle("aethercl_cl_mem", self.device.index,
+                                            self._require_alive())
 
     def copy_to(self, other: "Buffer", nbytes: Optional[int] = None) -> None:
         """Device-to-device copy of the first `nbytes` bytes (default: all of this buffer)."""
@@ -262,7 +328,7 @@ class Buffer:
 
     def clone(self) -> "Buffer":
         """A new buffer with a device-side copy of this one."""
-        copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self.dtype)
+        copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self._dtype)
         self.copy_to(copy)
         return copy
 
@@ -290,5 +356,6 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-__all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "current_device", "default_library",
-           "empty_cache", "memory_stats", "reset_peak_memory_stats"]
+__all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "Kernel", "Local", "Program",
+           "current_device", "default_library", "empty_cache", "memory_stats",
+           "reset_peak_memory_stats"]

@@ -94,13 +94,33 @@ class Library:
         return result
 
     def json_call(self, function: str, *args: Any) -> str:
-        """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text."""
-        size = getattr(self.cdll, function)(*args, None, 0)
+        """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text.
+        The text may grow between sizing and filling (the kernel log, under other threads): then
+        it asks again with the new size."""
+        call = getattr(self.cdll, function)
+        size = call(*args, None, 0)
+        while True:
+            if size == 0:
+                raise self.error(function)
+            buffer = ctypes.create_string_buffer(size + 1)
+            full = call(*args, buffer, size + 1)
+            if full == 0:
+                raise self.error(function)
+            if full <= size:
+                return buffer.value.decode("utf-8")
+            size = full
+
+    def bytes_call(self, function: str, *args: Any) -> bytes:
+        """Calls a size_t (void* out, size_t capacity) entry point that returns its full size (NULL
+        out sizes it) and returns the bytes."""
+        call = getattr(self.cdll, function)
+        size = call(*args, None, 0)
         if size == 0:
             raise self.error(function)
-        buffer = ctypes.create_string_buffer(size + 1)
-        getattr(self.cdll, function)(*args, buffer, size + 1)
-        return buffer.value.decode("utf-8")
+        out = ctypes.create_string_buffer(size)
+        if call(*args, out, size) != size:
+            raise self.error(function)
+        return out.raw
 
     def bytes_call(self, function: str, *args: Any) -> bytes:
         """Calls a size_t (void* out, size_t capacity) entry point (NULL out sizes it) and returns

@@ -812,3 +812,130 @@ def copy_peer(dev: DeviceLike, dst_gpu: DeviceLike, dst: Pointer, dst_offset: in
     C: int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu, void* src,
     size_t src_offset, size_t size). Raises AetherCLError unless it returns 1."""
     ...
+
+def program_create(dev: DeviceLike, source: TextArg, options: TextArg) -> int:
+    """Builds a program from OpenCL C source (NUL-terminated) for device gpu_index and returns a new
+    program token.
+
+    C: void* aethercl_program_create(int gpu_index, const char* source, const char* options).
+    Returns the handle or address; raises AetherCLError when it is 0/NULL."""
+    ...
+
+def program_create_il(dev: DeviceLike, il: Pointer, size: int, options: TextArg) -> int:
+    """Builds a program from size bytes of SPIR-V (il must start with the SPIR-V magic number).
+
+    C: void* aethercl_program_create_il(int gpu_index, const void* il, size_t size, const char*
+    options). Returns the handle or address; raises AetherCLError when it is 0/NULL."""
+    ...
+
+def program_create_binary(dev: DeviceLike, binary: Pointer, size: int, options: TextArg) -> int:
+    """Loads a program binary and builds it with options (plus -cl-kernel-arg-info, as for source).
+
+    C: void* aethercl_program_create_binary(int gpu_index, const void* binary, size_t size, const
+    char* options). Returns the handle or address; raises AetherCLError when it is 0/NULL."""
+    ...
+
+def program_binary(dev: DeviceLike, program: Pointer) -> bytes:
+    """The program's device binary, for aethercl_program_create_binary in this or a later process:
+    returns its full size in bytes; with out non-NULL also copies it there, and then refuses
+    (returns 0, AETHERCL_OUT_OF_RANGE, nothing written) when capacity is smaller.
+
+    C: size_t aethercl_program_binary(void* program, void* out, size_t capacity). Returns the whole
+    output (sized first); raises AetherCLError when it returns 0."""
+    ...
+
+def program_destroy(dev: DeviceLike, program: Pointer) -> None:
+    """Releases the program token.
+
+    C: int aethercl_program_destroy(void* program). Raises AetherCLError unless it returns 1."""
+    ...
+
+def kernel_create(dev: DeviceLike, program: Pointer, name: TextArg) -> int:
+    """Creates a kernel token for the __kernel function name of program.
+
+    C: void* aethercl_kernel_create(void* program, const char* name). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    ...
+
+def kernel_info(dev: DeviceLike, kernel: Pointer) -> str:
+    """Writes a JSON description of the kernel, with the buffer rules of aethercl_device_info:
+    {"name", "num_args", "args": [{"index", "kind": "buffer"|"scalar"|"local"|"unknown", "type"
+    (OpenCL type name or null), "name" (or null), "size" (bytes of a scalar whose size is known,
+    else null)}], "max_work_group_size", "local_mem_bytes" (the kernel's own static local memory),
+    "private_mem_bytes", "preferred_work_group_size_multiple", "arg_info" (whether OpenCL reported
+    argument types; false e.g. for some binaries and SPIR-V)}.
+
+    C: size_t aethercl_kernel_info(void* kernel, char* buffer, size_t capacity). Returns the whole
+    text (sized first); raises AetherCLError when it returns 0."""
+    ...
+
+def kernel_destroy(dev: DeviceLike, kernel: Pointer) -> None:
+    """Releases the kernel token; launches already enqueued still run.
+
+    C: int aethercl_kernel_destroy(void* kernel). Raises AetherCLError unless it returns 1."""
+    ...
+
+def launch(dev: DeviceLike, kernel: Pointer, stream: Pointer, work_dim: int,
+           global_size: ScalarArray, local_size: ScalarArray, num_args: int,
+           args: StructPointer) -> None:
+    """Launches kernel over an NDRange of work_dim (1..3) dimensions on stream (NULL = the default
+    stream of gpu_index, else a stream token of that device).
+
+    C: int aethercl_launch(int gpu_index, void* kernel, void* stream, int work_dim, const size_t*
+    global_size, const size_t* local_size, int num_args, const aethercl_arg* args). Raises
+    AetherCLError unless it returns 1."""
+    ...
+
+def buffer_set_dtype(dev: DeviceLike, buffer: Pointer, dtype: int) -> None:
+    """Tags the buffer with an element type (an aethercl_dtype code), shown as "dtype" in the
+    buffer's entry of aethercl_memory_stats.
+
+    C: int aethercl_buffer_set_dtype(int gpu_index, void* buffer, int dtype). Raises AetherCLError
+    unless it returns 1."""
+    ...
+
+def convert(dev: DeviceLike, src: Pointer, src_dtype: int, dst: Pointer, dst_dtype: int, count: int,
+            stream: Pointer) -> None:
+    """Converts count elements of src (src_dtype) into dst (dst_dtype), element i to element i, on
+    stream (NULL = the default stream, else a stream token of gpu_index).
+
+    C: int aethercl_convert(int gpu_index, void* src, int src_dtype, void* dst, int dst_dtype,
+    size_t count, void* stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def kernel_log(dev: DeviceLike) -> str:
+    """Writes the device's kernel log as a JSON array, oldest first: the most recent 4,096 kernel
+    launches of every kind (op families, conversions, aethercl_launch), each {"kernel" (the __kernel
+    function), "entry_point" (the exported function that caused it), "stream" (null for the default
+    stream, else the token in hex), "global": [...], "local": [...] or null, "queued_ns" (host
+    CLOCK_MONOTONIC nanoseconds at enqueue), "start_ns", "end_ns" (the device's profiling clock,
+    null unless the stream times: tracing is on, or a timing stream; also null while the launch has
+    not finished)}.
+
+    C: size_t aethercl_kernel_log(int gpu_index, char* buffer, size_t capacity). Returns the whole
+    text (sized first); raises AetherCLError when it returns 0."""
+    ...
+
+def cl_context(dev: DeviceLike) -> int:
+    """The cl_context of device gpu_index, for PyOpenCL, CLBlast or the caller's own OpenCL code;
+    NULL on failure.
+
+    C: void* aethercl_cl_context(int gpu_index). Returns the handle or address; raises AetherCLError
+    when it is 0/NULL."""
+    ...
+
+def cl_queue(dev: DeviceLike, stream: Pointer) -> int:
+    """The cl_command_queue of stream (NULL = the default stream, else a stream token of gpu_index);
+    NULL on failure.
+
+    C: void* aethercl_cl_queue(int gpu_index, void* stream). Returns the handle or address; raises
+    AetherCLError when it is 0/NULL."""
+    ...
+
+def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
+    """The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on
+    failure.
+
+    C: void* aethercl_cl_mem(int gpu_index, void* buffer). Returns the handle or address; raises
+    AetherCLError when it is 0/NULL."""
+    ...

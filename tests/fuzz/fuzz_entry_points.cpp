@@ -1,6 +1,6 @@
 // Fuzz harness: an input is a program of entry-point calls with arguments drawn from it (buffer
 // handles live, freed, NULL or made up; dimensions from interesting values; hostile sizes and
-// offsets; simulated_* addresses). Each result is checked against the C ABI's contract (exactly 0
+// offsets; simulated_* addresses; programs, kernels and launches: fuzz_runtime.h). Each result is checked against the C ABI's contract (exactly 0
 // or 1, a last error naming the function on failure, none on success); after the program every
 // buffer is freed, none may be left, and a round trip must still compute correctly.
 //
@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -165,9 +166,13 @@ bool starts_with(const char* text, const char* prefix) {
   return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
 }
 
+// Accepted calls per function, printed by the standalone driver (how deep the fuzzer gets).
+std::map<std::string, unsigned long long> accepted;
+
 // int entry points: exactly 0 or 1; 0 comes with a message naming the function, 1 with none.
 void check_status(const char* function, int result) {
   ++calls;
+  if (result == 1) ++accepted[function];
   if (result != 0 && result != 1) violation(function, "returned " + std::to_string(result));
   const char* message = aethercl_last_error();
   if (result == 0) {
@@ -381,6 +386,13 @@ void many_device_step(State& s, Input& in, int gpu, void* const* h, int n_raw) {
     default: check_status("aethercl_copy_peer", aethercl_copy_peer(gpu, h[0], size_arg(in), gpu_arg(in), h[1], size_arg(in), size_arg(in))); break;
   }
 }
+}  // namespace
+
+#include "fuzz_runtime.h"
+
+namespace {
+
+RuntimeState runtime_state;  // programs and kernels of the running input
 
 void step(State& s, Input& in) {
   const std::uint8_t op = in.byte();
@@ -397,6 +409,10 @@ void step(State& s, Input& in) {
   }
   if (op >= 220) {  // the runtime functions of version 3; below, the mapping older corpora use
     runtime_step(s, in, op, gpu);
+    return;
+  }
+  if (op >= 228) {  // your own kernels, typed memory, the kernel log, interop (fuzz_runtime.h)
+    step_runtime(runtime_state, s, in, gpu, h, d);
     return;
   }
   if (op >= 200) {  // many devices: communicators, collectives, peer copies
@@ -529,6 +545,10 @@ void step(State& s, Input& in) {
         s.freed_pinned.insert(s.freed_pinned.end(), s.pinned.begin(), s.pinned.end());
         s.pinned.clear();
         s.pinned_sizes.clear();
+        for (auto* list : {&runtime_state.programs, &runtime_state.kernels}) {
+          runtime_state.dead.insert(runtime_state.dead.end(), list->begin(), list->end());
+          list->clear();
+        }
         s.initialized = false;
       }
       if (in.byte() % 2 == 0) {
@@ -578,10 +598,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (aethercl_comm_destroy(comm) != 1) violation("aethercl_comm_destroy", "a live communicator");
   }
   for (unsigned long long address : state.blocks) simulated_kernel_free(0, address, 0);
-  char stats[4096];
+  runtime_state.destroy_all();
+  runtime_state.dead.clear();
+  char stats[8192];
   if (aethercl_memory_stats(0, stats, sizeof stats) == 0 ||
-      std::strstr(stats, "\"live_buffers\": 0,") == nullptr)
-    violation("aethercl_memory_stats", std::string("buffers left after freeing all: ") + stats);
+      std::strstr(stats, "\"live_buffers\": 0,") == nullptr ||
+      std::strstr(stats, "\"user_programs\": 0, \"user_kernels\": 0,") == nullptr)
+    violation("aethercl_memory_stats", std::string("objects left after freeing all: ") + stats);
   round_trip();
   return 0;
 }
@@ -630,6 +653,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove(save);
   std::printf("%llu random programs, %llu calls (%llu refused), no contract violation\n",
               programs, calls, refused);
+  for (const auto& [function, count] : accepted) std::printf("  %s: %llu accepted\n", function.c_str(), count);
   return 0;
 }
 #endif

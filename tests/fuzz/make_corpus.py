@@ -11,7 +11,9 @@ OPS = {"alloc": 0, "free": 4, "write": 7, "read": 9, "clone": 11, "matmul": 12, 
        "transpose": 23, "adam": 25, "transpose_batched": 28, "reduce_sum": 30,
        "embedding": 32, "log_softmax": 34, "cross_entropy": 35, "sim_alloc": 37,
        "sim_write": 39, "sim_read": 40, "sim_mm": 41, "stats": 42, "lifecycle": 43,
-       "train": 44}
+       "train": 44, "kernels": 200}
+# fuzz_runtime.h: the first extra byte of a "kernels" step picks the function
+RUNTIME = {"program": 0, "binary": 4, "kernel": 6, "launch": 8, "typed": 10, "log": 11}
 
 
 def live(i, n):
@@ -63,6 +65,19 @@ def main():
                                                                   0, 0)),
                                      step("train", three, extra=(0, 0, 0, 0, 9, 1, 0, 0, 0, 3, 16,
                                                                   1, 0))]),
+        # program (source 0, options 0, non-NULL), kernel "fz" of it, a launch of 4 items in
+        # groups of 2 with (buffer, uchar, local 1 byte), a dtype tag and an f32 -> f16 conversion,
+        # the program's binary into scratch, the kernel log
+        "runtime": program(2, 16, [
+            step("kernels", extra=(RUNTIME["program"], 0, 0, 1)),
+            step("kernels", extra=(RUNTIME["kernel"], 4, 0)),
+            step("kernels", (live(0, 2),) * 5,
+                 extra=(RUNTIME["launch"], 0, 5, 1, 1, 3, 1, 1, 9, 0, 1, 5, 0, 1, 0, 1, 1, 0, 1,
+                        4, 1, 1, 1)),
+            step("kernels", (live(0, 2), live(1, 2)), dims=(1, 2),
+                 extra=(RUNTIME["typed"], 2, 3)),
+            step("kernels", extra=(RUNTIME["binary"], 1, 4, 145)),
+            step("kernels", extra=(RUNTIME["log"], 0, 1))]),
         "hostile_dims": program(3, 16, [step("add", three, (200,)),
                                         step("matmul", three, (255, 200, 220, 230)),
                                         step("reduce_sum", three, (190, 180, 181))]),

@@ -471,6 +471,9 @@ def all_cases(symbols) -> List[Case]:
         cases += many_device_cases()
     if "aethercl_gemm" in names:
         cases += gemm_cases()
+    if "aethercl_launch" in names:
+        from hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
+        cases += kernel_runtime_cases()
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:

@@ -160,6 +160,8 @@ def call_everything(phase, handle):
                 args.append(shape)
             elif p.c_type == "void* const*":   # token arrays of the collectives
                 args.append((ctypes.c_void_p * 2)(handle, handle))
+            elif p.c_type == "const size_t*":
+                args.append((ctypes.c_size_t * 3)(1, 1, 1))
             elif p.c_type == "float*":
                 args.append(ctypes.byref(ctypes.c_float()))
             elif p.c_type.endswith("*"):  # arrays and descriptors of the version-3 functions

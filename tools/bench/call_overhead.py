@@ -1,6 +1,7 @@
 """Per-call cost of execute_add_on_gpu on 1 element, from C and from ctypes, on the real driver
 (async with the device's default, with the submission thread forced on and off, and with
-AETHERCL_SYNC=1 finishing every call) and on the do-nothing driver_null.so.
+AETHERCL_SYNC=1 finishing every call) and on the do-nothing driver_null.so, and the cost of the
+kernel log (the C call with AETHERCL_KERNEL_LOG=1 and =0, alternated).
 Median/p90: calls timed in bursts of 256 with an untimed synchronising read between bursts (the
 cost a caller pays per call). Sustained: back-to-back calls plus the final drain, per call (bounded
 by the device's throughput for tiny kernels).
@@ -95,6 +96,22 @@ def main() -> int:
     for caller, library, r in rows:
         print(f"{caller:<8} {library:<30} {r['median_us']:>10.2f} {r['p90_us']:>9.2f} "
               f"{r['sustained_per_call_us']:>13.2f}")
+    # The kernel log's cost: the same C call with the log on (default) and off, alternated five
+    # times each so machine noise hits both alike; the best median of each is compared.
+    log_runs = {"on": [], "off": []}
+    for _ in range(5):
+        for state, value in (("on", "1"), ("off", "0")):
+            log_runs[state].append(run([c_bench, real, str(args.calls)],
+                                       {"AETHERCL_SYNC": "0", "AETHERCL_KERNEL_LOG": value}))
+    best = {state: min(r["median_us"] for r in runs) for state, runs in log_runs.items()}
+    sustained = {state: min(r["sustained_per_call_us"] for r in runs)
+                 for state, runs in log_runs.items()}
+    print(f"kernel log (C, best of 5): median {best['on']:.3f} us on vs {best['off']:.3f} us off "
+          f"({best['on'] - best['off']:+.3f} us, {100 * (best['on'] / best['off'] - 1):+.1f} %); "
+          f"sustained {sustained['on']:.3f} vs {sustained['off']:.3f} us")
+    rows += [("C", "driver.so log on (best of 5)", min(log_runs["on"], key=lambda r: r["median_us"])),
+             ("C", "driver.so log off (best of 5)",
+              min(log_runs["off"], key=lambda r: r["median_us"]))]
     for caller in ("C", "ctypes"):
         by = {lib: r for c, lib, r in rows if c == caller}
         print(f"{caller}: async median {by['driver.so (async)']['median_us']:.2f} us = "

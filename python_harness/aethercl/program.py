@@ -1,0 +1,310 @@
+"""Your own kernels from Python: Device.compile(source) -> Program, program.kernel(name) -> Kernel,
+and kernel(global_size, local_size, *args, stream=None) launches it.
+
+Arguments: a Buffer is passed as a buffer; aethercl.Local(nbytes) as local memory; a NumPy scalar
+(np.float32(2.0), np.uint32(n)) as its exact bytes; a plain Python int/float/bool is typed from the
+kernel's argument info (the driver builds programs with -cl-kernel-arg-info), e.g. `uint n` takes
+a Python int as a 4-byte unsigned value; a vector parameter (float4) takes a sequence of its lanes;
+`bytes` are passed as they are."""
+from __future__ import annotations
+
+import ctypes
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .abi import AetherclArg
+from .errors import AetherCLError
+
+ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
+
+_SCALAR_TYPES = {"char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
+                 "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16,
+                 "int": np.int32, "uint": np.uint32, "unsigned int": np.uint32,
+                 "long": np.int64, "ulong": np.uint64, "unsigned long": np.uint64,
+                 "float": np.float32, "double": np.float64, "half": np.float16,
+                 "bool": np.uint8}
+
+
+class Local:
+    """Local (work-group shared) memory of `nbytes` bytes for a `__local T*` parameter;
+    `Local(n, np.float32)` sizes it for n elements."""
+
+    def __init__(self, count: int, dtype=None):
+        count = int(count)
+        self.nbytes = count * (np.dtype(dtype).itemsize if dtype is not None else 1)
+        if self.nbytes <= 0:
+            raise ValueError("local memory needs at least 1 byte")
+
+    def __repr__(self) -> str:
+        return f"Local({self.nbytes} bytes)"
+
+
+def _numpy_type(type_name: str, address_bits: int):
+    """(NumPy scalar type, lanes, padded lanes) of an OpenCL value type, or None when unknown."""
+    name = " ".join(w for w in type_name.split() if w not in ("const", "volatile", "restrict"))
+    if name in ("size_t", "ptrdiff_t", "intptr_t", "uintptr_t"):
+        unsigned = name in ("size_t", "uintptr_t")
+        scalar = {(64, True): np.uint64, (64, False): np.int64, (32, True): np.uint32,
+                  (32, False): np.int32}[(address_bits, unsigned)]
+        return scalar, 1, 1
+    digits = len(name) - len(name.rstrip("0123456789"))
+    lanes = int(name[-digits:]) if digits else 1
+    base = name[:-digits] if digits else name
+    if base not in _SCALAR_TYPES or lanes not in (1, 2, 3, 4, 8, 16):
+        return None
+    return _SCALAR_TYPES[base], lanes, 4 if lanes == 3 else lanes
+
+
+class Program:
+    """A built program of one device (aethercl_program_create / _il / _binary)."""
+
+    def __init__(self, device, handle: int):
+        self.device = device
+        self.handle: Optional[int] = handle
+
+    def _require_alive(self) -> int:
+        if self.handle is None:
+            raise ValueError("the program has been destroyed")
+        return self.handle
+
+    def kernel(self, name: str) -> "Kernel":
+        lib = self.device.lib
+        handle = lib.check_handle("aethercl_kernel_create", self._require_alive(),
+                                  name.encode("utf-8"))
+        return Kernel(self, handle)
+
+    def binary(self) -> bytes:
+        """The device binary (aethercl_program_binary), reusable with Device.load_binary."""
+        return self.device.lib.bytes_call("aethercl_program_binary", self._require_alive())
+
+    def destroy(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            self.device.lib.aethercl_program_destroy(handle)
+
+    def __enter__(self) -> "Program":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"Program(device={self.device.index}, handle={self.handle!r})"
+
+
+class Kernel:
+    """One __kernel function of a Program. Calling it launches it (aethercl_launch)."""
+
+    def __init__(self, program: Program, handle: int):
+        self.program = program
+        self.device = program.device
+        self.handle: Optional[int] = handle
+        self.info: Dict[str, Any] = json.loads(
+            self.device.lib.json_call("aethercl_kernel_info", handle))
+        self._address_bits = int(self.device.info().get("address_bits", 64))
+
+    @property
+    def name(self) -> str:
+        return self.info["name"]
+
+    @property
+    def num_args(self) -> int:
+        return int(self.info["num_args"])
+
+    def _require_alive(self) -> int:
+        if self.handle is None:
+            raise ValueError("the kernel has been destroyed")
+        return self.handle
+
+    def _scalar_bytes(self, index: int, value) -> bytes:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value)
+        if isinstance(value, np.generic):
+            return value.tobytes()
+        parameter = self.info["args"][index] if index < len(self.info["args"]) else {}
+        typed = _numpy_type(parameter.get("type") or "", self._address_bits)
+        if typed is None:
+            raise TypeError(f"argument {index} of kernel '{self.name}': the kernel does not say "
+                            f"its type ({parameter.get('type')!r}); pass a NumPy scalar such as "
+                            f"np.float32(...) or bytes")
+        scalar, lanes, padded = typed
+        values = np.atleast_1d(np.asarray(value))
+        if values.size != lanes:
+            raise TypeError(f"argument {index} of kernel '{self.name}' is a "
+                            f"{parameter.get('type')}: give {lanes} value(s), not {values.size}")
+        if np.issubdtype(np.dtype(scalar), np.integer):
+            info = np.iinfo(scalar)
+            if np.any(values != np.floor(values)) or values.min() < info.min or \
+                    values.max() > info.max:
+                raise OverflowError(f"argument {index} of kernel '{self.name}': {value!r} does "
+                                    f"not fit a {parameter.get('type')}")
+        lanes_array = np.zeros(padded, dtype=scalar)
+        lanes_array[:lanes] = values.astype(scalar)
+        return lanes_array.tobytes()
+
+    def _marshal(self, args: Sequence[Any]) -> Tuple[ctypes.Array, List[Any]]:
+        from .device import Buffer  # the device module imports this one
+        array = (AetherclArg * max(1, len(args)))()
+        keep: List[Any] = []
+        for i, value in enumerate(args):
+            if isinstance(value, Buffer):
+                array[i] = AetherclArg(ARG_BUFFER, 0, value._require_alive())
+            elif isinstance(value, Local):
+                array[i] = AetherclArg(ARG_LOCAL, value.nbytes, None)
+            elif value is None:
+                raise TypeError(f"argument {i} of kernel '{self.name}' is None")
+            else:
+                payload = self._scalar_bytes(i, value)
+                data = (ctypes.c_char * max(1, len(payload))).from_buffer_copy(
+                    payload or b"\0")
+                keep.append(data)
+                array[i] = AetherclArg(ARG_SCALAR, len(payload), ctypes.addressof(data))
+        return array, keep
+
+    def __call__(self, global_size: Union[int, Sequence[int]],
+                 local_size: Union[None, int, Sequence[int]] = None, *args, stream=None) -> None:
+        dims = (int(global_size),) if np.isscalar(global_size) else tuple(int(g) for g in global_size)
+        work_dim = len(dims)
+        global_array = (ctypes.c_size_t * max(1, work_dim))(*dims)
+        local_array = None
+        if local_size is not None:
+            local = (int(local_size),) if np.isscalar(local_size) else tuple(
+                int(v) for v in local_size)
+            if len(local) != work_dim:
+                raise ValueError(f"local_size {local} has {len(local)} dimensions, global_size "
+                                 f"{dims} has {work_dim}")
+            local_array = (ctypes.c_size_t * work_dim)(*local)
+        array, keep = self._marshal(args)
+        from .streams import _handle
+        lib = self.device.lib
+        stream_handle = _handle(stream)
+        result = lib.aethercl_launch(self.device.index, self._require_alive(), stream_handle,
+                                     work_dim, global_array, local_array, len(args), array)
+        del keep
+        if result != 1:
+            raise lib.error("aethercl_launch")
+
+    def destroy(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            self.device.lib.aethercl_kernel_destroy(handle)
+
+    def __enter__(self) -> "Kernel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.info.get('name')!r}, args={self.info.get('num_args')})"
+
+
+
+
+class DeviceKernels:
+    """The runtime half of Device (device.py mixes it in): your own kernels, buffers made from data
+    or a size, dispatch/wait, the kernel log and interop handles. Expects `lib` and `index`."""
+
+    # ---- your own kernels -------------------------------------------------------------------
+    def compile(self, source: str, options: str = "") -> Program:
+        """Builds OpenCL C source (aethercl_program_create); a build error raises AetherCLError
+        with the compiler's log."""
+        handle = self.lib.check_handle("aethercl_program_create", self.index,
+                                       source.encode("utf-8"), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def compile_il(self, il: bytes, options: str = "") -> Program:
+        """Builds a SPIR-V module (aethercl_program_create_il); devices without IL support raise
+        AetherCLError with code 9 (AETHERCL_NOT_IMPLEMENTED)."""
+        il = bytes(il)
+        handle = self.lib.check_handle("aethercl_program_create_il", self.index, il, len(il),
+                                       (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def load_spirv(self, path, options: str = "") -> Program:
+        with open(path, "rb") as f:
+            return self.compile_il(f.read(), options)
+
+    def load_binary(self, binary: bytes, options: str = "") -> Program:
+        """Loads a device binary from Program.binary() (aethercl_program_create_binary)."""
+        binary = bytes(binary)
+        handle = self.lib.check_handle("aethercl_program_create_binary", self.index, binary,
+                                       len(binary), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
+                 stream=None) -> None:
+        """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
+        work-items each (global = groups x local), with args as Kernel.__call__ takes them."""
+        if (global_size is None) == (groups is None):
+            raise ValueError("give exactly one of global_size and groups")
+        if groups is not None:
+            if local is None:
+                raise ValueError("groups needs local (the work-group size)")
+            g = (groups,) if np.isscalar(groups) else tuple(groups)
+            l_ = (local,) if np.isscalar(local) else tuple(local)
+            if len(g) != len(l_):
+                raise ValueError(f"groups {g} and local {l_} differ in dimensions")
+            global_size = tuple(int(a) * int(b) for a, b in zip(g, l_))
+        kernel(global_size, local, *args, stream=stream)
+
+    def wait(self) -> None:
+        """Waits for all work on the device (aethercl_synchronize)."""
+        self.synchronize()
+
+    def kernel_log(self) -> list:
+        """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
+        return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))
+
+    # ---- interop ----------------------------------------------------------------------------
+    def cl_context(self) -> int:
+        """The device's cl_context (an int address; the driver keeps ownership)."""
+        return self.lib.check_handle("aethercl_cl_context", self.index)
+
+    def cl_queue(self, stream=None) -> int:
+        """The cl_command_queue of stream (None: the default stream)."""
+        from .streams import _handle
+        return self.lib.check_handle("aethercl_cl_queue", self.index, _handle(stream))
+
+    # ---- memory -----------------------------------------------------------------------------
+    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
+               label: Optional[str] = None):
+        """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
+        device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
+        from . import dtypes
+        from .device import Buffer
+        if (data is None) == (size is None):
+            raise ValueError("give exactly one of data and size")
+        if data is not None:
+            array = np.asarray(data)
+            if dtype is None or dtypes.normalize(dtype) == array.dtype:
+                buffer = Buffer.from_numpy(self, array, label=label)
+                try:
+                    buffer.dtype = buffer.dtype  # shown in memory statistics
+                except BaseException:
+                    buffer.free()
+                    raise
+                return buffer
+            with Buffer.from_numpy(self, array) as source:
+                converted = source.astype(dtype)
+            if label:
+                converted.label = label
+            return converted
+        return self.empty((int(size),), np.float32 if dtype is None else dtype, label=label)
+
+
+__all__ = ["AetherCLError", "DeviceKernels", "Kernel", "Local", "Program"]
