@@ -43,6 +43,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     config = F.config_from_args(args, DEMO_CONFIG)
     config["time_limit_s"] = args.time_limit or None
     plot = args.plot or str(Path(args.save_dir) / "loss_curve.png")
+    F.start_inspector(args)
     print("AetherCL demo: a character-level transformer (OCL-LLM frontend) learns English from "
           "public-domain texts; every tensor operation runs through the driver.")
     try:

@@ -4,7 +4,9 @@ file(STRINGS ${MANIFEST} _lines REGEX "^[A-Z0-9_]+ *\\|")
 set(_c "/* Generated from abi/driver.abi by tools/null_driver.cmake; do not edit.\n")
 string(APPEND _c " * The do-nothing driver: int functions return 1, allocations return unique non-zero tokens,\n")
 string(APPEND _c " * reads leave the destination untouched. For measuring frontends, never for results. */\n")
-string(APPEND _c "#include <stddef.h>\n#include <stdatomic.h>\n#include <aethercl/driver.h>  /* the types of the parameters */\n\n")
+# The public header declares every function (and the structs some take), so the definitions
+# below are compiled against the real prototypes.
+string(APPEND _c "#include <aethercl/driver.h>\n#include <stddef.h>\n#include <stdatomic.h>\n\n")
 string(APPEND _c "#define NULL_API __attribute__((visibility(\"default\")))\n")
 string(APPEND _c "static atomic_ullong next_token = 1;\n")
 string(APPEND _c "static unsigned long long new_token(void) { return (atomic_fetch_add(&next_token, 1) << 8) | 0xAEu; }\n\n")

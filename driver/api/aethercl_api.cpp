@@ -19,10 +19,7 @@ AETHERCL_API const char* aethercl_last_error(void) { return last_error_message()
 
 AETHERCL_API int aethercl_last_error_code(void) { return static_cast<int>(last_error_status()); }
 
-AETHERCL_API const char* aethercl_status_name(int status) {
-  if (status < AETHERCL_OK || status > AETHERCL_INTERNAL) return "AETHERCL_UNKNOWN_STATUS";
-  return status_name(static_cast<Status>(status));
-}
+AETHERCL_API const char* aethercl_status_name(int status) { return status_name(status); }
 
 AETHERCL_API int aethercl_device_count(void) {
   return api::guarded(__func__, 0, [] { return static_cast<int>(visible_devices().size()); });

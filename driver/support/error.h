@@ -11,21 +11,22 @@
 
 namespace aethercl {
 
+// The stable status codes, from the one table abi/status.def (which also gives the Python
+// constants); every value is checked at compile time against the header's enum aethercl_status.
 enum class Status : int {
-  kOk = AETHERCL_OK,
-  kInvalidArgument = AETHERCL_INVALID_ARGUMENT,
-  kInvalidHandle = AETHERCL_INVALID_HANDLE,
-  kOutOfRange = AETHERCL_OUT_OF_RANGE,
-  kOutOfMemory = AETHERCL_OUT_OF_MEMORY,
-  kNotInitialized = AETHERCL_NOT_INITIALIZED,
-  kNoDevice = AETHERCL_NO_DEVICE,
-  kBuildFailed = AETHERCL_BUILD_FAILED,
-  kDeviceError = AETHERCL_DEVICE_ERROR,
-  kNotImplemented = AETHERCL_NOT_IMPLEMENTED,
-  kInternal = AETHERCL_INTERNAL,
+#define AETHERCL_STATUS(value, name, enumerator, description) enumerator = (value),
+#include "status.def"
+#undef AETHERCL_STATUS
 };
 
-const char* status_name(Status status) noexcept;
+#define AETHERCL_STATUS(value, name, enumerator, description) \
+  static_assert((value) == (name), #name " in abi/status.def differs from <aethercl/driver.h>");
+#include "status.def"
+#undef AETHERCL_STATUS
+
+// The name of a status code ("AETHERCL_OUT_OF_RANGE"); "AETHERCL_UNKNOWN_STATUS" for any int the
+// table lacks.
+const char* status_name(int code) noexcept;
 
 class Error : public std::runtime_error {
  public:

@@ -53,9 +53,10 @@
 extern "C" {
 #endif
 
-/* Status codes of aethercl_last_error_code(). Values are stable. */
+/* Status codes of aethercl_last_error_code(). Values are stable. (One table, abi/status.def, gives
+ * the driver's names and the Python constants; a test keeps this enum equal to it.) */
 enum aethercl_status {
-  AETHERCL_OK = 0,
+  AETHERCL_OK = 0,               /* success: no error */
   AETHERCL_INVALID_ARGUMENT = 1, /* a NULL, negative, overflowing or inconsistent argument */
   AETHERCL_INVALID_HANDLE = 2,   /* unknown, freed or other-device buffer handle or address */
   AETHERCL_OUT_OF_RANGE = 3,     /* a buffer is too small for the requested bytes or elements */
@@ -467,15 +468,22 @@ AETHERCL_API int aethercl_convert(int gpu_index, void* src, int src_dtype, void*
  * AETHERCL_KERNEL_LOG=0 turns recording off (the log is then "[]"). */
 AETHERCL_API size_t aethercl_kernel_log(int gpu_index, char* buffer, size_t capacity);
 
-/* The OpenCL objects behind the driver, for PyOpenCL, CLBlast or a user's own OpenCL code. The
- * driver keeps ownership: retain an object to keep it past shutdown_driver (or past the buffer's
- * free). Work enqueued on the returned queue is ordered with the driver's own work on that stream.
- * aethercl_cl_context: the device's cl_context. aethercl_cl_queue: the cl_command_queue of stream
- * (NULL = default; aethercl_trace_start switches the default stream to a profiling queue, so ask
- * again after it). aethercl_cl_mem: the cl_mem behind a buffer token; it may be larger than the
- * allocation (pooled), and only the allocated bytes belong to the buffer. NULL on failure. */
+/* The cl_context of device gpu_index, for PyOpenCL, CLBlast or the caller's own OpenCL code; NULL
+ * on failure. The driver keeps ownership (clRetainContext to keep it past shutdown_driver). Queues
+ * the caller makes in it are not ordered with the driver's work: synchronise (aethercl_synchronize)
+ * before and after such work. */
 AETHERCL_API void* aethercl_cl_context(int gpu_index);
+
+/* The cl_command_queue of stream (NULL = the default stream; until this build has streams any
+ * other value is refused); NULL on failure. Work the caller enqueues there is ordered with the
+ * driver's work on that stream exactly as issued. The driver keeps ownership; the queue stays
+ * valid until shutdown_driver (aethercl_trace_start switches the device to a new, profiling
+ * queue: ask again after it). */
 AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
+
+/* The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on failure.
+ * It may be larger than the allocation (pooled): only the allocated bytes belong to the buffer.
+ * Work on it from another queue must be ordered with the driver's by synchronising. */
 AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
 
 #ifdef __cplusplus

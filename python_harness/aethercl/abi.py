@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -10,26 +11,57 @@ from typing import List, Optional, Sequence
 
 
 class AetherclArg(ctypes.Structure):
-    """struct aethercl_arg of the header: one argument of aethercl_launch."""
+    """struct aethercl_arg of the header: one argument of aethercl_launch (passed by address)."""
     _fields_ = [("kind", ctypes.c_int), ("size", ctypes.c_size_t), ("value", ctypes.c_void_p)]
 
 
-# C type spelling in the manifest -> ctypes type. Anything else is an error, not a guess.
-C_TYPES = {
-    "void": None,
+# C scalar spellings in the manifest -> ctypes types.
+SCALARS = {
     "int": ctypes.c_int,
     "unsigned int": ctypes.c_uint,
-    "float": ctypes.c_float,
-    "size_t": ctypes.c_size_t,
+    "long long": ctypes.c_longlong,
     "unsigned long long": ctypes.c_uint64,
-    "void*": ctypes.c_void_p,
-    "const void*": ctypes.c_void_p,
-    "char*": ctypes.c_char_p,
-    "const char*": ctypes.c_char_p,
-    "int*": ctypes.POINTER(ctypes.c_int),
-    "const size_t*": ctypes.POINTER(ctypes.c_size_t),
-    "const aethercl_arg*": ctypes.POINTER(AetherclArg),
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "size_t": ctypes.c_size_t,
 }
+_STRUCT_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _spelling(c_type: str) -> str:
+    """One spelling per type: single spaces, '*' glued to what it follows ("void * const *" ->
+    "void* const*")."""
+    return " ".join(c_type.split()).replace(" *", "*")
+
+
+def ctype_of(c_type: str):
+    """The ctypes type of a manifest C type: None for void; scalars; char pointers as c_char_p;
+    void pointers as c_void_p; pointers to scalars as POINTER(scalar); pointers to pointers (token
+    and buffer arrays such as `void* const*`) as POINTER(c_void_p); pointers to a struct of the
+    header (`const aethercl_gemm_desc*`) as c_void_p (passed by address). Anything else raises
+    ValueError: an unknown type is an error, not a guess."""
+    spelling = _spelling(c_type)
+    if spelling == "void":
+        return None
+    if spelling in SCALARS:
+        return SCALARS[spelling]
+    if spelling.endswith("*"):
+        pointee = spelling[:-1]
+        if pointee.endswith(" const"):       # a const pointer: same ctypes type
+            pointee = pointee[: -len(" const")]
+        if pointee.startswith("const "):
+            pointee = pointee[len("const "):]
+        if pointee == "char":
+            return ctypes.c_char_p
+        if pointee == "void":
+            return ctypes.c_void_p
+        if pointee.endswith("*"):
+            return ctypes.POINTER(ctypes.c_void_p)
+        if pointee in SCALARS:
+            return ctypes.POINTER(SCALARS[pointee])
+        if _STRUCT_NAME.fullmatch(pointee):
+            return ctypes.c_void_p
+    raise ValueError(f"the ABI manifest uses C type {c_type!r}, which has no ctypes mapping")
 
 
 @dataclass(frozen=True)
@@ -47,11 +79,11 @@ class Symbol:
 
     @property
     def restype(self):
-        return C_TYPES[self.return_type]
+        return ctype_of(self.return_type)
 
     @property
     def argtypes(self) -> list:
-        return [C_TYPES[p.c_type] for p in self.parameters]
+        return [ctype_of(p.c_type) for p in self.parameters]
 
     def prototype(self) -> str:
         params = ", ".join(f"{p.c_type} {p.name}" for p in self.parameters) or "void"
@@ -62,7 +94,7 @@ def _parse_parameter(text: str) -> Parameter:
     text = " ".join(text.split())
     star = text.rfind("*")
     if star >= 0:
-        return Parameter(text[: star + 1].replace(" *", "*"), text[star + 1 :].strip())
+        return Parameter(_spelling(text[: star + 1]), text[star + 1 :].strip())
     c_type, _, name = text.rpartition(" ")
     return Parameter(c_type, name)
 

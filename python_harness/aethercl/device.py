@@ -15,9 +15,8 @@ The runtime reads like this (vector add; python_harness/examples/ has more):
 """
 from __future__ import annotations
 
-import ctypes
 import json
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -138,7 +137,13 @@ class Device:
         if data is not None:
             array = np.asarray(data)
             if dtype is None or dtypes.normalize(dtype) == array.dtype:
-                return Buffer.from_numpy(self, array, label=label)
+                buffer = Buffer.from_numpy(self, array, label=label)
+                try:
+                    buffer.dtype = buffer.dtype  # shown in memory statistics
+                except BaseException:
+                    buffer.free()
+                    raise
+                return buffer
             with Buffer.from_numpy(self, array) as source:
                 converted = source.astype(dtype)
             if label:
@@ -153,7 +158,7 @@ class Device:
               label: Optional[str] = None) -> "Buffer":
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.normalize(dtype).itemsize
-        return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label)
+        return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label, tag_dtype=True)
 
     def zeros(self, shape: Sequence[int], dtype=np.float32,
               label: Optional[str] = None) -> "Buffer":
@@ -172,23 +177,24 @@ def _as_contiguous(array) -> np.ndarray:
 
 class Buffer:
     """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
-    to_numpy() default to the right array; a dtype the driver knows (float32, float16, bfloat16,
-    float64, int32, int64, int8, uint8) is also set on the buffer (aethercl_buffer_set_dtype) and
-    shows in memory statistics. free() is idempotent; a context manager frees on exit, and a
+    to_numpy() default to the right array; with tag_dtype (Device.buffer, Device.empty, astype) a
+    dtype the driver knows (float32, float16, bfloat16, float64, int32, int64, int8, uint8) is also
+    set on the buffer (aethercl_buffer_set_dtype) and shows in memory statistics; frontends that
+    allocate per step leave it off and pay no extra call. free() is idempotent; a context manager frees on exit, and a
     forgotten buffer is freed when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype=None, label: Optional[str] = None):
+                 dtype=None, label: Optional[str] = None, tag_dtype: bool = False):
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
-        self._dtype = None
+        self._dtype = dtypes.normalize(dtype) if dtype is not None else None
         self._label = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
         try:
-            if dtype is not None:
-                self.dtype = dtype
+            if tag_dtype and self._dtype is not None:
+                self.dtype = self._dtype  # tells the driver too (one call)
             if label:
                 self.label = label
         except BaseException:
@@ -197,7 +203,9 @@ class Buffer:
 
     @property
     def dtype(self):
-        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes)."""
+        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes). Assigning
+        one the driver knows also sets it on the buffer (aethercl_buffer_set_dtype), where memory
+        statistics show it; buffers of Device.buffer, Device.empty and astype are tagged so."""
         return self._dtype
 
     @dtype.setter
@@ -207,12 +215,6 @@ class Buffer:
             self.device.lib.check("aethercl_buffer_set_dtype", self.device.index,
                                   self._require_alive(), dtypes.code_of(value))
         self._dtype = value
-
-    @property
-    def size(self) -> int:
-        """Number of elements of the buffer's dtype (bytes when untyped)."""
-        itemsize = self._dtype.itemsize if self._dtype is not None else 1
-        return self.nbytes // itemsize
 
     @classmethod
     def from_numpy(cls, device: Device, array, label: Optional[str] = None) -> "Buffer":
@@ -295,7 +297,7 @@ class Buffer:
         target = dtypes.normalize(dtype)
         count = self.nbytes // self._dtype.itemsize
         out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
-                     dtype=target)
+                     dtype=target, tag_dtype=True)
         try:
             self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),
                                   dtypes.code_of(self._dtype), out.handle,
@@ -344,19 +346,4 @@ class Buffer:
         return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
-Handle = Union[Buffer, int, None]
-
-
-def handle_of(value: Handle) -> Optional[int]:
-    """A Buffer's handle, a raw handle as is, None for NULL."""
-    if value is None:
-        return None
-    if isinstance(value, Buffer):
-        return value._require_alive()
-    if isinstance(value, ctypes.c_void_p):
-        return value.value
-    return int(value)
-
-
-__all__ = ["AetherCLError", "Buffer", "Device", "Kernel", "Local", "Program", "default_library",
-           "handle_of"]
+__all__ = ["AetherCLError", "Buffer", "Device", "Kernel", "Local", "Program", "default_library"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, List, Optional
 
-from . import abi
+from . import abi, status
 
 LIBRARY_NAMES = ("driver.so", "driver.dll") if sys.platform != "win32" else ("driver.dll",)
 
@@ -16,10 +16,15 @@ class AetherCLError(RuntimeError):
     """A driver call failed; carries the driver's status code and aethercl_last_error()."""
 
     def __init__(self, function: str, code: int, message: str):
-        super().__init__(message or f"{function} failed")
+        super().__init__(message or f"{function} failed ({status.describe(code)})")
         self.function = function
         self.code = code
         self.message = message
+
+    @property
+    def status(self):
+        """The code as an aethercl.status.Status member (the plain int for an unknown code)."""
+        return status.as_status(self.code)
 
 
 def candidate_paths() -> List[Path]:
@@ -97,3 +102,15 @@ class Library:
             if full <= size:
                 return buffer.value.decode("utf-8")
             size = full
+
+    def bytes_call(self, function: str, *args) -> bytes:
+        """Calls a size_t (void* out, size_t capacity) entry point (NULL out sizes it) and returns
+        the bytes."""
+        size = getattr(self.cdll, function)(*args, None, 0)
+        if size == 0:
+            raise self.error(function)
+        buffer = ctypes.create_string_buffer(size)
+        written = getattr(self.cdll, function)(*args, buffer, size)
+        if written != size:
+            raise self.error(function)
+        return buffer.raw

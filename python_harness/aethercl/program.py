@@ -77,14 +77,7 @@ class Program:
 
     def binary(self) -> bytes:
         """The device binary (aethercl_program_binary), reusable with Device.load_binary."""
-        lib = self.device.lib
-        size = lib.aethercl_program_binary(self._require_alive(), None, 0)
-        if size == 0:
-            raise lib.error("aethercl_program_binary")
-        out = ctypes.create_string_buffer(size)
-        if lib.aethercl_program_binary(self.handle, out, size) != size:
-            raise lib.error("aethercl_program_binary")
-        return out.raw
+        return self.device.lib.bytes_call("aethercl_program_binary", self._require_alive())
 
     def destroy(self) -> None:
         handle, self.handle = self.handle, None

@@ -3,10 +3,11 @@
 Run as a script in a child process (test_hostile.py does that), it initialises the test device,
 runs the cases and prints one JSON line per case: {"start": id} before and {"id", "outcome",
 "detail"} after, so a parent can tell which case crashed the process. Outcomes:
-  pass             the documented failure value (or success) with the right message and code
-  not_implemented  an argument case refused with AETHERCL_NOT_IMPLEMENTED by a stub (a pass)
-  pending          a case that must succeed met a stub: reported, never silently passed
-  fail             anything else (wrong value, missing message, wrong code, leak, broken library)
+  pass         the documented failure value (or success) with the right message and code
+  unsupported  a case that names a device feature (succeeded(..., unless_unsupported=...)) met
+               AETHERCL_NOT_IMPLEMENTED with a message naming that feature: the device lacks it
+  fail         anything else (wrong value, missing message, wrong code, leak, broken library);
+               AETHERCL_NOT_IMPLEMENTED anywhere a case does not name a feature is a failure
 After every case the library must still do a correct allocate/write/add/read round trip and the
 number of live buffers must be back where it was."""
 from __future__ import annotations
@@ -22,196 +23,10 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "python_harness"))
 sys.path.insert(0, str(HERE))
-
-from aethercl import abi  # noqa: E402
-from op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count  # noqa: E402
-
-INT_MAX, INT_MIN = 2**31 - 1, -2**31
-SIZE_MAX = 2**64 - 1
-NEVER_ISSUED = ((1 << 40) << 8) | 0xAE        # well-formed token, id far beyond any issued
-MALFORMED = 0x12345678                         # wrong tag byte
-NOT_IMPLEMENTED = 9
-C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
-C_NOT_INITIALIZED, C_NO_DEVICE, C_DEVICE_ERROR, C_INTERNAL = 5, 6, 8, 10
-C_BUILD_FAILED = 7
-BAD_TOKENS = ("never_issued", "malformed", "freed", "host_pointer")
-TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle",
-               "freed": "freed", "host_pointer": "not a buffer handle"}
-FOREIGN_GPU_INDICES = (7, -1, INT_MIN, INT_MAX)   # never initialised: docs/ABI.md §3.2 fallback
-
-
-class CaseResult(Exception):
-    def __init__(self, outcome: str, detail: str = ""):
-        super().__init__(detail)
-        self.outcome, self.detail = outcome, detail
-
-
-def fail(detail: str):
-    raise CaseResult("fail", detail)
-
-
-class Harness:
-    """The library, the test device and the bookkeeping every case shares."""
-
-    def __init__(self, lib, index: int):
-        self.lib, self.index = lib, index
-        self.function = ""  # the function under test (the runner sets it from the case id)
-        self.owned: List[int] = []
-        self.blocks: List[int] = []
-        self.keep = []  # host memory that must outlive a call
-
-    # ---- memory helpers -------------------------------------------------------------------
-    def alloc(self, nbytes: int, fill: int = 0) -> int:
-        handle = self.lib.allocate_gpu_memory(self.index, max(1, nbytes))
-        if not handle:
-            fail(f"setup: allocate_gpu_memory({nbytes}) failed: {self.lib.last_error()}")
-        self.owned.append(handle)
-        data = bytes([fill]) * max(1, nbytes)
-        if self.lib.write_host_to_gpu_blocking(self.index, handle, 0, len(data), data) != 1:
-            fail(f"setup: write failed: {self.lib.last_error()}")
-        return handle
-
-    def contents(self, handle: int, nbytes: int) -> bytes:
-        out = ctypes.create_string_buffer(max(1, nbytes))
-        if self.lib.read_gpu_to_host_blocking(self.index, handle, 0, nbytes, out) != 1:
-            fail(f"read back failed: {self.lib.last_error()}")
-        return out.raw[:nbytes]
-
-    def token(self, kind: str, nbytes: int = 64) -> int:
-        if kind == "never_issued":
-            return NEVER_ISSUED
-        if kind == "malformed":
-            return MALFORMED
-        if kind == "freed":
-            handle = self.alloc(nbytes)
-            self.lib.free_gpu_memory(self.index, handle)
-            return handle
-        if kind == "host_pointer":
-            buffer = ctypes.create_string_buffer(nbytes)
-            self.keep.append(buffer)
-            return ctypes.addressof(buffer)
-        raise ValueError(kind)
-
-    def live_buffers(self) -> int:
-        return json.loads(self.lib.json_call("aethercl_memory_stats", self.index))["live_buffers"]
-
-    def cleanup(self) -> None:
-        for handle in self.owned:
-            self.lib.free_gpu_memory(self.index, handle)
-        self.owned.clear()
-        if hasattr(self.lib.cdll, "simulated_kernel_free"):
-            for address in self.blocks:
-                self.lib.simulated_kernel_free(self.index, address, 0)
-        self.blocks.clear()
-        for item in self.keep:
-            if isinstance(item, str):
-                import shutil
-                shutil.rmtree(item, ignore_errors=True)
-        self.keep.clear()
-
-    def roundtrip(self) -> None:
-        """allocate, write, execute_add, read, compare: the library still works."""
-        import numpy as np
-        n = 37
-        a = np.arange(n, dtype=np.float32)
-        b = np.full(n, 0.5, np.float32)
-        handles = [self.lib.allocate_gpu_memory(self.index, n * 4) for _ in range(3)]
-        try:
-            if not all(handles):
-                fail(f"round trip: allocation failed: {self.lib.last_error()}")
-            for handle, data in zip(handles, (a, b)):
-                if self.lib.write_host_to_gpu_blocking(self.index, handle, 0, n * 4,
-                                                       data.ctypes.data) != 1:
-                    fail(f"round trip: write failed: {self.lib.last_error()}")
-            if self.lib.execute_add_on_gpu(self.index, *handles, n) != 1:
-                fail(f"round trip: execute_add failed: {self.lib.last_error()}")
-            out = np.zeros(n, np.float32)
-            if self.lib.read_gpu_to_host_blocking(self.index, handles[2], 0, n * 4,
-                                                  out.ctypes.data) != 1:
-                fail(f"round trip: read failed: {self.lib.last_error()}")
-            if not (out == a + b).all():
-                fail("round trip: wrong result after the case")
-        finally:
-            for handle in handles:
-                if handle:
-                    self.lib.free_gpu_memory(self.index, handle)
-
-    # ---- verdicts -----------------------------------------------------------------------
-    def refused(self, result, failure, codes, words=(), name=None) -> None:
-        """The call must have returned `failure`, with a message naming the function under test
-        (or `name`) and the problem."""
-        name = name or self.function
-        message, code = self.lib.last_error(), self.lib.last_error_code()
-        if result != failure:
-            fail(f"returned {result!r}, expected the failure value {failure!r} "
-                 f"(last error: {message!r})")
-        self._check_message(name, message, code, codes, words)
-
-    def refused_void(self, codes, words=(), name=None) -> None:
-        name = name or self.function
-        self._check_message(name, self.lib.last_error(), self.lib.last_error_code(), codes, words)
-
-    def _check_message(self, name, message, code, codes, words):
-        if not message.startswith(name + ": "):
-            fail(f"the message does not start with the function name: {message!r} (code {code})")
-        if code == NOT_IMPLEMENTED:
-            raise CaseResult("not_implemented", message)
-        if code not in codes:
-            fail(f"status {code}, expected one of {sorted(codes)}: {message!r}")
-        for word in words:
-            alternatives = word if isinstance(word, tuple) else (word,)
-            if not any(w.lower() in message.lower() for w in alternatives):
-                fail(f"the message does not mention {' or '.join(alternatives)!r}: {message!r}")
-
-    def succeeded(self, result, success=1, name=None) -> None:
-        name = name or self.function
-        message, code = self.lib.last_error(), self.lib.last_error_code()
-        ok = bool(result) if success is True else result == success
-        if ok and message == "" and code == 0:
-            return
-        if not ok and code == NOT_IMPLEMENTED and message.startswith(name + ": "):
-            raise CaseResult("pending", message)
-        fail(f"returned {result!r}, expected success; last error {message!r} (code {code})")
-
-    def succeeded_void(self, name=None) -> None:
-        name = name or self.function
-        message, code = self.lib.last_error(), self.lib.last_error_code()
-        if code == NOT_IMPLEMENTED and message.startswith(name + ": "):
-            raise CaseResult("pending", message)
-        if message or code:
-            fail(f"unexpected error {message!r} (code {code})")
-
-
-Case = Tuple[str, Callable[[Harness], None]]
-
-
-# ---- execute_* entry points (generic, from op_specs) --------------------------------------
-def _values(symbol) -> Dict[str, int]:
-    primes = [2, 3, 5, 7, 11, 13]
-    return dict(zip(dims_of(symbol), primes))
-
-
-def _call(h: Harness, symbol, buffers: Dict[str, int], values: Dict[str, float], gpu=None):
-    args = [h.index if gpu is None else gpu]
-    for p in symbol.parameters[1:]:
-        if p.c_type == "void*":
-            args.append(buffers.get(p.name))
-        else:
-            args.append(values[p.name])
-    return getattr(h.lib, symbol.name)(*args)
-
-
-def _buffers(h: Harness, spec, values, fills=None, override=None) -> Dict[str, int]:
-    """Exactly sized buffers (at least 1 byte) for the dims in values; fills per buffer."""
-    out = {}
-    for name, dims in spec.buffers.items():
-        count = element_count(dims, values)
-        size = (override or {}).get(name, count * ELEMENT_BYTES)
-        out[name] = h.alloc(size, (fills or {}).get(name, 0))
-    return out
-
+from hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
+from hostile_harness import _buffers, _call, _values  # noqa: E402,F401
+from hostile_sim_cases import sim_cases  # noqa: E402
 
 def compute_cases(symbol) -> List[Case]:
     name, spec = symbol.name, SPECS[symbol.name]
@@ -491,7 +306,7 @@ def extension_cases(count_hint: int = 1) -> List[Case]:
     add(name, "twice_is_idempotent", lambda h: h.succeeded(h.lib.initialize_gpu(h.index)))
 
     name = "aethercl_status_name"
-    for value in (-1, 11, 999, INT_MIN, INT_MAX):
+    for value in (-1, len(Status), 999, INT_MIN, INT_MAX):
         def status_name(h, value=value):
             if h.lib.aethercl_status_name(value) != b"AETHERCL_UNKNOWN_STATUS":
                 fail(f"aethercl_status_name({value}) = {h.lib.aethercl_status_name(value)!r}")
@@ -611,171 +426,12 @@ def trace_cases(add) -> None:
     add("aethercl_trace_summary", "capacity=1", lambda h: summary(h, 1, True))
 
 
-# ---- simulated_* host-memory API -----------------------------------------------------------
-def sim_cases() -> List[Case]:
-    cases: List[Case] = []
-
-    def add(name, case_id, function):
-        cases.append((f"{name}/{case_id}", function))
-
-    def block(h, nbytes, fill=0):
-        address = h.lib.simulated_kernel_allocate(h.index, nbytes)
-        h.succeeded(address, True, name="simulated_kernel_allocate")
-        h.blocks.append(address)
-        data = bytes([fill]) * nbytes
-        h.lib.simulated_kernel_write(h.index, address, nbytes, data)
-        h.succeeded_void("simulated_kernel_write")
-        return address
-
-    def read_block(h, address, nbytes):
-        out = ctypes.create_string_buffer(nbytes)
-        h.lib.simulated_kernel_read(h.index, address, nbytes, out)
-        h.succeeded_void("simulated_kernel_read")
-        return out.raw
-
-    def bad_address(h, kind):
-        if kind == "zero":
-            return 0
-        if kind == "unknown":
-            return 0x7F0000001000
-        if kind == "freed":
-            address = block(h, 64)
-            h.lib.simulated_kernel_free(h.index, address, 64)
-            h.blocks.remove(address)
-            return address
-        if kind == "device_token":
-            return h.alloc(64)
-        if kind == "host_pointer":
-            buffer = ctypes.create_string_buffer(64)
-            h.keep.append(buffer)
-            return ctypes.addressof(buffer)
-        if kind == "inside_a_block":
-            return block(h, 64) + 8
-        raise ValueError(kind)
-
-    ADDRESS_KINDS = ("zero", "unknown", "freed", "device_token", "host_pointer", "inside_a_block")
-
-    name = "simulated_kernel_allocate"
-    add(name, "size=0", lambda h: h.refused(
-        h.lib.simulated_kernel_allocate(h.index, 0), 0, {C_INVALID_ARGUMENT}))
-    for size in (SIZE_MAX, 2**63, SIZE_MAX - 62):
-        add(name, f"size={size}", lambda h, size=size: h.refused(
-            h.lib.simulated_kernel_allocate(h.index, size), 0,
-            {C_OUT_OF_MEMORY, C_INVALID_ARGUMENT}))
-
-    def sim_alloc_any_index(h):
-        address = h.lib.simulated_kernel_allocate(INT_MIN, 8)
-        h.succeeded(address, True)
-        h.blocks.append(address)
-    add(name, "gpu_index_ignored", sim_alloc_any_index)
-
-    name = "simulated_kernel_free"
-    for kind in ADDRESS_KINDS + ("double_free",):
-        def sim_free_bad(h, kind=kind):
-            keep = block(h, 32, 5)
-            address = bad_address(h, "freed" if kind == "double_free" else kind)
-            h.lib.simulated_kernel_free(h.index, address, 64)
-            if kind == "zero":  # a no-op; a message is optional but must name the function
-                message = h.lib.last_error()
-                if message and not message.startswith(h.function + ": "):
-                    fail(f"message {message!r}")
-            else:
-                h.refused_void({C_INVALID_HANDLE, C_INVALID_ARGUMENT})
-            if read_block(h, keep, 32) != bytes([5]) * 32:
-                fail("a refused free changed another block")
-        add(name, f"address={kind}", sim_free_bad)
-
-    for name in ("simulated_kernel_write", "simulated_kernel_read"):
-        function = name
-        for kind in ADDRESS_KINDS:
-            def sim_bad(h, kind=kind, function=function, name=name):
-                host = ctypes.create_string_buffer(b"\x09" * 64, 64)
-                address = bad_address(h, kind)
-                getattr(h.lib, function)(h.index, address, 64, host)
-                h.refused_void({C_INVALID_HANDLE, C_INVALID_ARGUMENT, C_OUT_OF_RANGE})
-                if host.raw != b"\x09" * 64:
-                    fail("a refused call wrote host memory")
-            add(name, f"address={kind}", sim_bad)
-
-        def sim_null(h, function=function, name=name):
-            address = block(h, 64, 6)
-            getattr(h.lib, function)(h.index, address, 64, None)
-            h.refused_void({C_INVALID_ARGUMENT}, ["NULL"])
-            if read_block(h, address, 64) != bytes([6]) * 64:
-                fail("the block changed")
-        add(name, "host=NULL", sim_null)
-        for size in (65, SIZE_MAX, 2**63):
-            def sim_too_big(h, size=size, function=function, name=name):
-                address = block(h, 64, 6)
-                host = ctypes.create_string_buffer(b"\x09" * 128, 128)
-                getattr(h.lib, function)(h.index, address, size, host)
-                h.refused_void({C_OUT_OF_RANGE, C_INVALID_ARGUMENT})
-                if read_block(h, address, 64) != bytes([6]) * 64 or host.raw != b"\x09" * 128:
-                    fail("a refused call had an effect")
-            add(name, f"size={size}_beyond_the_block", sim_too_big)
-
-    name = "simulated_matrix_multiply"
-
-    def mm(h, a, b, size_a, size_b, shape_a, shape_b):
-        sa = (ctypes.c_int * 2)(*shape_a) if shape_a is not None else None
-        sb = (ctypes.c_int * 2)(*shape_b) if shape_b is not None else None
-        return h.lib.simulated_matrix_multiply(h.index, a, b, size_a, size_b, sa, sb)
-
-    def mm_ok(h):
-        a, b = block(h, 160), block(h, 192)
-        result = mm(h, a, b, 160, 192, (5, 4), (4, 6))
-        h.succeeded(result, True)
-        h.blocks.append(result)
-    add(name, "baseline_5x4_at_4x6", mm_ok)
-    shape_cases = {
-        "shape_a=NULL": (160, 192, None, (4, 6)), "shape_b=NULL": (160, 192, (5, 4), None),
-        "cols_a!=rows_b": (160, 192, (5, 4), (3, 8)), "size_a!=shape": (152, 192, (5, 4), (4, 6)),
-        "size_b!=shape": (160, 200, (5, 4), (4, 6)), "rows_a=-1": (160, 192, (-1, 4), (4, 6)),
-        "negative_square": (8, 8, (-1, -1), (-1, -1)), "rows_a=0": (0, 192, (0, 4), (4, 6)),
-        "cols_b=0": (160, 0, (5, 4), (4, 0)),
-        "shape_claims_more_than_the_block": (320, 192 * 2, (5, 8), (8, 6)),
-        "INT_MAX_shapes": ((2**31 - 1) ** 2 * 8 % 2**64, INT_MAX * 8, (INT_MAX, INT_MAX),
-                           (INT_MAX, 1)),
-        "huge_shapes": (0, 0, (2**30, 2**30), (2**30, 2**30)),
-    }
-    for case_id, (size_a, size_b, shape_a, shape_b) in shape_cases.items():
-        def mm_bad(h, size_a=size_a, size_b=size_b, shape_a=shape_a, shape_b=shape_b):
-            a, b = block(h, 160, 1), block(h, 192, 2)
-            result = mm(h, a, b, size_a, size_b, shape_a, shape_b)
-            if result:
-                h.blocks.append(result)
-            h.refused(result, 0, {C_INVALID_ARGUMENT, C_OUT_OF_RANGE, C_INVALID_HANDLE})
-            if read_block(h, a, 160) != bytes([1]) * 160:
-                fail("the input block changed")
-        add(name, case_id, mm_bad)
-    for slot in ("address_a", "address_b"):
-        for kind in ADDRESS_KINDS:
-            def mm_address(h, slot=slot, kind=kind):
-                a, b = block(h, 160), block(h, 192)
-                bad = bad_address(h, kind)
-                args = (bad, b) if slot == "address_a" else (a, bad)
-                result = mm(h, *args, 160, 192, (5, 4), (4, 6))
-                if result:
-                    h.blocks.append(result)
-                h.refused(result, 0, {C_INVALID_HANDLE, C_INVALID_ARGUMENT, C_OUT_OF_RANGE})
-            add(name, f"{slot}={kind}", mm_address)
-
-    name = "simulated_get_compute_unit_count"
-    for gpu in FOREIGN_GPU_INDICES:
-        def cu(h, gpu=gpu):
-            info = json.loads(h.lib.json_call("aethercl_device_info", h.index))
-            if h.lib.simulated_get_compute_unit_count(gpu) != info["compute_units"]:
-                fail("an uninitialised index does not fall back to the only device")
-        add(name, f"gpu_index={gpu}", cu)
-    return cases
-
-
 def all_cases(symbols) -> List[Case]:
     names = {s.name for s in symbols}
     cases = memory_cases() + extension_cases()
     if "aethercl_launch" in names:
-        from hostile_runtime_cases import runtime_cases
-        cases += runtime_cases()
+        from hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
+        cases += kernel_runtime_cases()
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ctypes
 import json
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -22,9 +21,6 @@ class ReferenceLibrary:
         self.next_handle = 0x1000
         self.calls = []
         self._error = ""
-        names = ["execute_matmul_batched_on_gpu", "execute_transpose_batched_gpu"]
-        self.cdll = SimpleNamespace(**{n: None for n in names})
-        self.cdll.aethercl_last_error_code = lambda: 1 if self._error else 0
 
     # --- Library interface ----------------------------------------------------------------------
     def check(self, name, index, *args):

@@ -1,5 +1,7 @@
-"""Every example in python_harness/examples/ runs on the test device and reports a correct result
-(each example checks itself against NumPy and exits non-zero otherwise)."""
+"""The runtime examples of python_harness/examples/ (your own kernels: vector add, tiled matmul,
+reduction, SPIR-V, typed memory) run on the test device and report a correct result (each checks
+itself against NumPy and exits non-zero otherwise). The training examples there have their own
+tests."""
 import os
 import subprocess
 import sys
@@ -8,11 +10,11 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "python_harness" / "examples"
-NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+NAMES = ["reduction", "spirv_kernel", "tiled_matmul", "typed_memory", "vector_add"]
 
 
-def test_the_examples_are_the_documented_set():
-    assert {"vector_add", "tiled_matmul", "reduction", "spirv_kernel", "typed_memory"} <= set(NAMES)
+def test_the_examples_exist():
+    assert {p.stem for p in EXAMPLES.glob("*.py")} >= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -53,9 +53,7 @@ def fw(lib, gpu_index):
     counting = CountingLibrary(inner)
     F.ocl_initialize(gpu_index, library=counting, verbose=False)
     yield counting
-    F.release_all()
-    F.OclTensor._ocl_initialized = False
-    F._DEVICE = None
+    F.ocl_shutdown(shutdown_driver=False)   # frees the frontend's buffers; the driver stays up
 
 
 def _tensors(inputs, requires):
@@ -198,7 +196,7 @@ def test_embedding_with_repeated_ids(fw, rng):
 def test_positional_encoding_and_mask_add(fw, rng):
     pe = F.PositionalEncoding(6, 4)
     gradcheck(lambda t: pe(t["x"]).gelu(), {"x": normal(rng, 2, 5, 4)}, rng)
-    gradcheck(lambda t: t["x"]._add_broadcast_pe(F._causal_mask(3)).softmax(),
+    gradcheck(lambda t: t["x"]._add_broadcast_pe(F.causal_mask(3)).softmax(),
               {"x": normal(rng, 2, 3, 3)}, rng)
     pe.free_memory()
 
@@ -326,7 +324,7 @@ def test_no_buffer_leaks_across_steps(fw):
 
 def _live_buffers(fw):
     import json
-    return json.loads(fw.inner.json_call("aethercl_memory_stats", F._DEVICE.index))[
+    return json.loads(fw.inner.json_call("aethercl_memory_stats", F.current_device().index))[
         "live_buffers"]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "bench"))
 from llm_replay import (B, S, V, LlmStep, Recorder, adam_reference, declare,  # noqa: E402
                         make_weights, reference_loss)
 

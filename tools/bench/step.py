@@ -18,8 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python_harness"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # llm_replay, also when imported
 
 
 class TimedDll:

@@ -3,8 +3,9 @@ model B=16, S=64, E=16, H=4, d_ff=256, L=6, V=53), replayable against any librar
 ABI: driver.so, a copy named driver.dll, or the do-nothing driver_null.so.
 
 The argtypes are written by hand from docs/ABI.md §4.1, the way the original client declares them
-(deliberately not taken from the shim or the manifest). Used by tests/python/test_replay.py (which
-checks every value) and tools/bench/step.py (which times steps on the real and the null library)."""
+(deliberately not taken from the shim or the manifest). A test and benchmark fixture, not part of
+the library: tests/python/test_replay.py checks every value, tools/bench/step.py times steps on the
+real and the null library, and tools/soak.py repeats steps for hours, watching memory."""
 from __future__ import annotations
 
 import ctypes

@@ -1,6 +1,6 @@
-"""Hostile-input cases for the version-3 runtime functions of "your own kernels" and "typed memory,
-the kernel log, interop": programs, kernels, aethercl_launch, dtypes, conversions, the kernel log
-and interop. hostile_cases.all_cases() adds them; each case also checks that the programs and
+"""Hostile-input cases for the version-3 functions of "your own kernels" and "typed memory, the
+kernel log, interop": programs, kernels, aethercl_launch, dtypes, conversions, the kernel log and
+interop. hostile_cases.all_cases() adds them; each case also checks that the programs and
 kernels it made are gone afterwards (user_programs / user_kernels of the memory statistics)."""
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import ctypes
 import json
 from typing import Callable, List, Tuple
 
-from hostile_cases import (C_BUILD_FAILED, C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE,
-                           FOREIGN_GPU_INDICES, INT_MAX, INT_MIN, NOT_IMPLEMENTED, SIZE_MAX,
-                           Harness, fail)
+from hostile_harness import (C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_NOT_IMPLEMENTED,
+                             C_OUT_OF_RANGE, FOREIGN_GPU_INDICES, INT_MAX, INT_MIN, SIZE_MAX,
+                             Harness, Status, fail)
+
+C_BUILD_FAILED, NOT_IMPLEMENTED = Status.BUILD_FAILED, C_NOT_IMPLEMENTED
 
 Case = Tuple[str, Callable[[Harness], None]]
 SOURCE = (b"__kernel void k(__global int* o, int v, __local int* l) {\n"
@@ -539,7 +541,7 @@ def typed_memory_cases(add) -> None:
             {C_INVALID_ARGUMENT, C_INVALID_HANDLE}, ["buffer"]))
 
 
-def runtime_cases() -> List[Case]:
+def kernel_runtime_cases() -> List[Case]:
     cases: List[Case] = []
 
     def add(name, case_id, function):

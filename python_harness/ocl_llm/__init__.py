@@ -1,0 +1,73 @@
+"""ocl_llm: the OCL-LLM frontend (tensors with autograd, layers, the documented transformer, Adam,
+the character tokenizer, checkpoints and the training job) on the AetherCL driver.
+
+Modules, one concern each (a module only imports those above it):
+  config      element types, DEFAULT_CONFIG, the bundled corpus
+  runtime     Runtime (an initialised device and its frontend buffers), ocl_initialize/_shutdown
+  buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
+  autograd    grad mode, FunctionContext and the backward contexts, topological order
+  tensor      OclTensor and its operations
+  nn, model   layers; SimpleModel
+  optim, loss AdamOptimizer; cross_entropy_loss_and_backward
+  text        TinyTokenizer, read_corpus, TextData
+  checkpoint  save/read/load_checkpoint
+  report      ProgressBar, plot_losses, print_summary
+  train, cli  train_step, evaluate, generate, train; the command line (main)
+
+Written from the OCL-LLM frontend's documented interface and the calls of docs/ABI.md §7. Unlike
+the original frontend the autograd graph holds strong references and backward walks it in
+topological order, so every parameter trains and every backward entry point runs. Everything in a
+training step stays on the device except the token ids going up and the per-row losses coming
+back."""
+from aethercl import AetherCLError, Device, Library
+
+from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
+                       BatchedTransposeLastTwoBackwardContext, EmbeddingBackwardContext,
+                       FunctionContext, GeluBackwardContext, LayerNormBackwardContextRevised,
+                       MatMulBackwardContext, MatMulBatchedBackwardContext, MulBackwardContext,
+                       NoGradContext, ReshapeBackwardContext, ScalarMulBackwardContext,
+                       SoftmaxBackwardContext, Transpose12BatchedBackwardContext,
+                       TransposeBackwardContext, TransposeCPUFallbackBackwardContext,
+                       is_grad_enabled, topological_order)
+from .buffer import MASK_VALUE, GPUBuffer, causal_mask, constant_buffer
+from .checkpoint import CHECKPOINT_FORMAT, load_checkpoint, read_checkpoint, save_checkpoint
+from .cli import build_arg_parser, config_from_args, main, start_inspector
+from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
+from .loss import cross_entropy_loss_and_backward
+from .model import SimpleModel
+from .nn import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAttention, Parameter,
+                 PositionalEncoding, TransformerBlock)
+from .optim import AdamOptimizer
+from .report import ProgressBar, plot_losses, print_summary
+from .runtime import (Runtime, current_device, current_runtime, ocl_initialize, ocl_shutdown,
+                      release_all)
+from .tensor import OclTensor
+from .text import TOKENIZER_CHARS, UNK_DISPLAY, TextData, TinyTokenizer, read_corpus
+from .train import evaluate, generate, train, train_step
+
+__all__ = [
+    # driver shim
+    "AetherCLError", "Device", "Library",
+    # runtime and buffers
+    "Runtime", "ocl_initialize", "ocl_shutdown", "release_all", "current_runtime",
+    "current_device", "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
+    # tensors and autograd
+    "OclTensor", "FunctionContext", "NoGradContext", "is_grad_enabled", "topological_order",
+    "MatMulBackwardContext", "MatMulBatchedBackwardContext", "AddBackwardContext",
+    "AddBroadcastPEBackwardContext", "MulBackwardContext", "ScalarMulBackwardContext",
+    "GeluBackwardContext", "SoftmaxBackwardContext", "LayerNormBackwardContextRevised",
+    "TransposeBackwardContext", "BatchedTransposeLastTwoBackwardContext",
+    "Transpose12BatchedBackwardContext", "TransposeCPUFallbackBackwardContext",
+    "ReshapeBackwardContext", "EmbeddingBackwardContext",
+    # layers, model, optimiser, loss
+    "Parameter", "Linear", "Embedding", "GeLUActivation", "LayerNorm", "PositionalEncoding",
+    "MultiHeadAttention", "TransformerBlock", "SimpleModel", "AdamOptimizer",
+    "cross_entropy_loss_and_backward",
+    # text, checkpoints, training
+    "TinyTokenizer", "TOKENIZER_CHARS", "UNK_DISPLAY", "TextData", "read_corpus",
+    "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint",
+    "train_step", "evaluate", "generate", "train", "ProgressBar", "plot_losses",
+    "print_summary", "build_arg_parser", "config_from_args", "main", "start_inspector",
+    # configuration
+    "FP_TYPE", "IDX_TYPE", "DEFAULT_CONFIG", "BUNDLED_CORPUS",
+]

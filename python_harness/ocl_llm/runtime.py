@@ -1,0 +1,106 @@
+"""The frontend's connection to the driver: a Runtime per initialised device (its aethercl.Device,
+the frontend buffers living on it, caches of constant buffers) and the process's current runtime,
+which ocl_initialize opens and ocl_shutdown closes.
+
+The current runtime is the one piece of module state: the documented frontend creates tensors and
+layers without naming a device, so something must say which device that is. Everything else hangs
+off a Runtime object, and tensors remember the runtime of their buffer, so several runtimes (one per
+device) can live side by side."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Dict, Optional, Tuple
+
+from aethercl import Device, Library
+
+NOT_INITIALIZED = "the driver is not initialised; call ocl_initialize() first"
+
+
+class Runtime:
+    """One initialised device as the frontend sees it. `open` turns False at ocl_shutdown;
+    buffers of a closed runtime skip the driver when freed (its handles died with the driver's
+    shutdown)."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.open = True
+        self.buffers: "weakref.WeakSet[Any]" = weakref.WeakSet()   # live GPUBuffers
+        self.constants: Dict[Tuple[int, float], Any] = {}            # (numel, value) -> GPUBuffer
+        self.masks: Dict[int, Any] = {}                              # seq_len -> GPUBuffer
+
+    @property
+    def index(self) -> int:
+        return self.device.index
+
+    def release_all(self) -> int:
+        """Frees every live frontend buffer of this runtime (constants included); returns how many
+        were freed. The runtime stays open."""
+        freed = 0
+        for buffer in list(self.buffers):
+            if buffer.alive:
+                buffer.free()
+                freed += 1
+        self.constants.clear()
+        self.masks.clear()
+        return freed
+
+    def __repr__(self) -> str:
+        return f"Runtime(device={self.index}, {'open' if self.open else 'closed'})"
+
+
+_current: Optional[Runtime] = None
+
+
+def current_runtime() -> Runtime:
+    """The runtime new tensors, layers and optimizers use; RuntimeError before ocl_initialize."""
+    if _current is None or not _current.open:
+        raise RuntimeError(NOT_INITIALIZED)
+    return _current
+
+
+def current_device() -> Device:
+    """The aethercl.Device of the current runtime."""
+    return current_runtime().device
+
+
+def ocl_initialize(device_index: int = 0, library: Optional[Library] = None,
+                   verbose: bool = True) -> Device:
+    """initialize_gpu(device_index) and a runtime for it, which becomes the current one;
+    idempotent for the current device."""
+    global _current
+    if _current is not None and _current.open and _current.index == device_index:
+        return _current.device
+    _current = Runtime(Device(device_index, library=library))
+    if verbose:
+        info = _current.device.info()
+        print(f"[ocl] device {device_index}: {info.get('name')} ({info.get('platform')}, "
+              f"{info.get('type')}, {info.get('compute_units')} compute units)")
+    return _current.device
+
+
+def release_all() -> int:
+    """Frees every live buffer of the current runtime without shutting the driver down; returns
+    how many were freed (0 when the frontend is not initialised)."""
+    if _current is None or not _current.open:
+        return 0
+    return _current.release_all()
+
+
+def ocl_shutdown(model=None, optimizer=None, shutdown_driver: bool = True) -> None:
+    """Frees the optimizer states, the model and every buffer of the current runtime and closes
+    it (later GPUBuffer.__del__ calls are no-ops). With shutdown_driver (the default) the driver is
+    shut down too; without, it stays initialised for other users of the library in the process.
+    Harmless when the frontend is not initialised."""
+    global _current
+    runtime = _current
+    if runtime is None or not runtime.open:
+        return
+    if optimizer is not None:
+        optimizer.free_memory()
+    if model is not None:
+        model.free_memory()
+    runtime.release_all()
+    runtime.open = False
+    _current = None
+    if shutdown_driver:
+        runtime.device.shutdown()
