@@ -111,18 +111,6 @@ class Library:
             size = full
 
     def bytes_call(self, function: str, *args: Any) -> bytes:
-        """Calls a size_t (void* out, size_t capacity) entry point that returns its full size (NULL
-        out sizes it) and returns the bytes."""
-        call = getattr(self.cdll, function)
-        size = call(*args, None, 0)
-        if size == 0:
-            raise self.error(function)
-        out = ctypes.create_string_buffer(size)
-        if call(*args, out, size) != size:
-            raise self.error(function)
-        return out.raw
-
-    def bytes_call(self, function: str, *args: Any) -> bytes:
         """Calls a size_t (void* out, size_t capacity) entry point (NULL out sizes it) and returns
         the bytes."""
         size = getattr(self.cdll, function)(*args, None, 0)

@@ -8,11 +8,11 @@ import ctypes
 import json
 from typing import Callable, List, Tuple
 
-from hostile_cases import (C_BUILD_FAILED, C_INVALID_ARGUMENT, C_INVALID_HANDLE,
-                           C_NOT_IMPLEMENTED, C_OUT_OF_RANGE, FOREIGN_GPU_INDICES, INT_MAX, INT_MIN,
-                           SIZE_MAX, Harness, fail)
+from hostile_harness import (C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_NOT_IMPLEMENTED,
+                             C_OUT_OF_RANGE, FOREIGN_GPU_INDICES, INT_MAX, INT_MIN, SIZE_MAX,
+                             Harness, Status, fail)
 
-NOT_IMPLEMENTED = C_NOT_IMPLEMENTED
+C_BUILD_FAILED, NOT_IMPLEMENTED = Status.BUILD_FAILED, C_NOT_IMPLEMENTED
 
 Case = Tuple[str, Callable[[Harness], None]]
 SOURCE = (b"__kernel void k(__global int* o, int v, __local int* l) {\n"
