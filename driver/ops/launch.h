@@ -22,12 +22,6 @@ inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* n
   return call.device().programs().kernel(family, name, extra_options);
 }
 
-// The same, built with extra compiler options (a separate program per option string).
-inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* name,
-                             const std::string& extra_options) {
-  return call.device().programs().kernel(family, name, extra_options);
-}
-
 // min(the kernel's CL_KERNEL_WORK_GROUP_SIZE, the device maximum, cap, AETHERCL_WG_LIMIT if set),
 // at least 1. Kernels sized with this must work with any local size it returns (no power-of-two
 // or fixed-size assumption).
