@@ -296,7 +296,7 @@ class Buffer:
         array = self.to_numpy()
         return array if dtype is None else array.astype(dtype)
 
-    def astype(self, dtype, stream=None) -> "Buffer":
+    def astype(self, dtype: Any, stream: Any = None) -> "Buffer":
         """A new buffer with every element converted to dtype on the device (aethercl_convert:
         nearest-even rounding, saturating integer conversions)."""
         if self._dtype is None:

@@ -394,6 +394,9 @@ def test_gemm_on_a_stream(lib, device, rng, fp32_precision):
         a = rng.standard_normal((33, 17)).astype(np.float32)
         b = rng.standard_normal((17, 29)).astype(np.float32)
         ta, tb, tc = device.upload(a), device.upload(b), device.empty((33, 29))
+        # The uploads ran on the default stream: streams are ordered only by events and by the
+        # calls that wait for every stream, so the product's stream must not start before them.
+        lib.check("aethercl_synchronize", device.index)
         for mode in ("fp32", "bf16"):
             desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 33, 29, 17,
                                compute=g.COMPUTE_MODES[mode])
