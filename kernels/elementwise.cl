@@ -53,3 +53,14 @@ __kernel void elementwise_gelu_backward(__global const float* x, __global const 
   GELU_EIGHTS_AND_TAIL(n, vstore8(vload8(j, dy) * gelu_slope8(vload8(j, x)), j, dx),
                        dx[i] = dy[i] * gelu_slope1(x[i]))
 }
+
+// One element per work-item (GPUs: on the H200 the float8 forms above ran at 0.42x / 0.65x of a
+// copy, one element per item at 0.71x / 0.87x; docs/PERFORMANCE.md).
+__kernel void elementwise_gelu_scalar(__global const float* x, __global float* y, ulong n) {
+  GRID_STRIDE_LOOP(i, n) y[i] = gelu1(x[i]);
+}
+
+__kernel void elementwise_gelu_backward_scalar(__global const float* x, __global const float* dy,
+                                               __global float* dx, ulong n) {
+  GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * gelu_slope1(x[i]);
+}

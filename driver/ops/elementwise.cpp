@@ -13,12 +13,13 @@ namespace {
 
 constexpr const char* kFamily = "elementwise";
 
+// Launches kernel_name over `items` work-items with the buffers and the element count n bound.
 template <typename... Buffers>
-void launch_linear(DeviceCall& call, const char* kernel_name, std::uint64_t n,
+void launch_linear(DeviceCall& call, const char* kernel_name, std::uint64_t n, std::uint64_t items,
                    Buffers... buffers) {
   Kernel& kernel = family_kernel(call, kFamily, kernel_name);
-  call.launch(kernel, linear_geometry(call.device(), kernel, n), buffers...,
-         static_cast<cl_ulong>(n));
+  call.launch(kernel, linear_geometry(call.device(), kernel, items), buffers...,
+              static_cast<cl_ulong>(n));
 }
 
 struct Operand {
@@ -26,9 +27,12 @@ struct Operand {
   const char* name;
 };
 
-// Validates every operand for n float32 elements, then launches kernel_name over them in order.
+// Validates the operands of an n-element op and launches kernel_name over them. Kernels that take
+// `per_item` elements per work-item (the float8 GELU forms) get enough items for their vector part
+// and for their scalar tail of n % per_item elements, which items 0 .. tail-1 take.
 template <std::size_t N>
-void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N]) {
+void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N],
+                 std::uint64_t per_item = 1) {
   std::uint64_t count = element_count({{"num_elements", n}});
   std::uint64_t bytes = byte_count(count, sizeof(float));
   std::array<cl_mem, N> mems{};
@@ -36,8 +40,17 @@ void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand
     mems[i] = call.buffer(operands[i].handle, operands[i].name, bytes).mem;
   }
   if (count == 0) return;
-  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, mem...); }, mems);
+  const std::uint64_t items =
+      per_item == 1 ? count : std::max(count / per_item, count % per_item);
+  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, items, mem...); },
+             mems);
 }
+
+// CPU devices run the float8 GELU kernels (PoCL vectorises nothing else); GPUs one element per
+// work-item: on the H200 the float8 forms ran at 0.42x / 0.65x of a copy, one element per item at
+// 0.71x / 0.87x (docs/PERFORMANCE.md).
+constexpr std::uint64_t kGeluVector = 8;
+bool vector_gelu(DeviceCall& call) { return call.device().info().kind == DeviceKind::kCpu; }
 
 }  // namespace
 
@@ -74,10 +87,10 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   }
   if (count == 0) return;
   auto launch_da = [&] {
-    if (da_view) launch_linear(call, "elementwise_mul", count, dc_mem, b_mem, da_view->mem);
+    if (da_view) launch_linear(call, "elementwise_mul", count, count, dc_mem, b_mem, da_view->mem);
   };
   auto launch_db = [&] {
-    if (db_view) launch_linear(call, "elementwise_mul", count, dc_mem, a_mem, db_view->mem);
+    if (db_view) launch_linear(call, "elementwise_mul", count, count, dc_mem, a_mem, db_view->mem);
   };
   if (da_overwrites_db_input) {
     launch_db();
@@ -89,12 +102,23 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}});
+  if (vector_gelu(call)) {
+    launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}},
+                kGeluVector);
+  } else {
+    launch_over(call, "elementwise_gelu_scalar", n, {{x, "buffer_input"}, {y, "buffer_output"}});
+  }
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  launch_over(call, "elementwise_gelu_backward", n,
-              {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
+  if (vector_gelu(call)) {
+    launch_over(call, "elementwise_gelu_backward", n,
+                {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}},
+                kGeluVector);
+  } else {
+    launch_over(call, "elementwise_gelu_backward_scalar", n,
+                {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
+  }
 }
 
 }  // namespace aethercl::ops

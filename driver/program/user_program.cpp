@@ -6,7 +6,14 @@
 #include "runtime/program_build.h"
 #include "support/log.h"
 
+#ifdef _WIN32
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <dlfcn.h>
+#endif
 
 #include <cstdint>
 #include <cstring>
@@ -84,10 +91,20 @@ cl::Program from_cache(const BuildTarget& target, const std::string& key,
 
 using CreateWithIl = cl_program (*)(cl_context, const void*, size_t, cl_int*);
 
+// An OpenCL 2.1 entry point looked up at run time: the ICD loader the process has may predate it.
+void* opencl_symbol(const char* name) {
+#ifdef _WIN32
+  HMODULE loader = GetModuleHandleA("OpenCL.dll");
+  return loader ? reinterpret_cast<void*>(GetProcAddress(loader, name)) : nullptr;
+#else
+  return dlsym(RTLD_DEFAULT, name);
+#endif
+}
+
 CreateWithIl il_entry_point(const DeviceInfo& info) {
   if (!info.il_version.empty() && info.device_version.rfind("OpenCL 1.", 0) != 0 &&
       info.device_version.rfind("OpenCL 2.0", 0) != 0) {
-    if (void* core = dlsym(RTLD_DEFAULT, "clCreateProgramWithIL")) {
+    if (void* core = opencl_symbol("clCreateProgramWithIL")) {
       return reinterpret_cast<CreateWithIl>(core);
     }
   }

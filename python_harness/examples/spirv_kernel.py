@@ -33,17 +33,24 @@ def main() -> int:
     args = parser.parse_args()
     gpu = aethercl.Device(args.device)
 
-    module = spirv.compile_to_spirv(SOURCE)
-    path = Path(args.spv or Path(tempfile.mkdtemp(prefix="aethercl-")) / "saxpy.spv")
-    path.write_bytes(module)
-    print(f"SPIR-V module: {path} ({len(module)} bytes)")
     try:
-        program = gpu.load_spirv(path)
-        origin = "SPIR-V"
-    except aethercl.AetherCLError as error:
-        if error.code != NOT_IMPLEMENTED:
-            raise
-        print(f"this device takes no SPIR-V: {error.message}")
+        module = spirv.compile_to_spirv(SOURCE)
+    except spirv.SpirvToolsMissing as missing:  # a machine without Debian's clang + llvm-spirv
+        print(f"no SPIR-V module: {missing}")
+        module = None
+    program = None
+    if module is not None:
+        path = Path(args.spv or Path(tempfile.mkdtemp(prefix="aethercl-")) / "saxpy.spv")
+        path.write_bytes(module)
+        print(f"SPIR-V module: {path} ({len(module)} bytes)")
+        try:
+            program = gpu.load_spirv(path)
+            origin = "SPIR-V"
+        except aethercl.AetherCLError as error:
+            if error.code != NOT_IMPLEMENTED:
+                raise
+            print(f"this device takes no SPIR-V: {error.message}")
+    if program is None:
         program = gpu.compile(SOURCE)
         origin = "OpenCL C source (fallback)"
     kernel = program.kernel("saxpy")

@@ -9,6 +9,7 @@ import uuid
 import numpy as np
 import pytest
 
+import aethercl
 from aethercl import spirv
 from helpers import run_child
 
@@ -145,7 +146,12 @@ def test_binary_refusals(lib, device, case):
 def test_spirv_builds_where_the_device_takes_il_and_is_refused_elsewhere(lib, device):
     """Debian's clang + llvm-spirv make the module; a device that reports an IL version must
     build and run it, any other must refuse with AETHERCL_NOT_IMPLEMENTED naming what it lacks."""
-    module = spirv.compile_to_spirv(SOURCE, ["-DOFFSET=1.0f"])
+    try:
+        module = spirv.compile_to_spirv(SOURCE, ["-DOFFSET=1.0f"])
+    except aethercl.spirv.SpirvToolsMissing as missing:
+        if os.environ.get("CI"):  # CI installs the tools (tools/aethercl setup): never skipped there
+            raise
+        pytest.skip(str(missing))
     assert module[:4] == b"\x03\x02\x23\x07"
     info = json.loads(lib.json_call("aethercl_device_info", device.index))
     program = lib.aethercl_program_create_il(device.index, module, len(module), None)

@@ -3,6 +3,7 @@ buffers, Local, NumPy scalars and Python scalars typed from the kernel's argumen
 with groups, typed Buffers (float16, bfloat16, __array__, astype), binaries, the kernel log and
 interop handles. Exact comparisons: the kernels here do integer or single-rounding arithmetic."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -162,7 +163,12 @@ def test_interop_handles(dev):
 
 
 def test_spirv_through_python(dev):
-    module = aethercl.spirv.compile_to_spirv(SOURCE)
+    try:
+        module = aethercl.spirv.compile_to_spirv(SOURCE)
+    except aethercl.spirv.SpirvToolsMissing as missing:
+        if os.environ.get("CI"):  # CI installs the tools (tools/aethercl setup): never skipped there
+            raise
+        pytest.skip(str(missing))
     info = dev.info()
     if "SPIR-V" in info["il_version"]:
         assert dev.compile_il(module).kernel("affine").num_args == 5
