@@ -63,6 +63,67 @@ __kernel void reduce_axis_items(__global const float* x, __global float* y,
   }
 }
 
+// Few outputs over a long axis (a column sum of a tall matrix): one item per output leaves a GPU
+// idle, so the axis is cut into `chunks` spans of `span` elements. Pass 1: one item per (outer,
+// chunk, inner) reduces its span in ascending order into partial sums / best values / indices
+// (absolute k); pass 2: one item per output folds its chunks in ascending order. The chunking
+// depends only on the shape and the device, so results are reproducible.
+__kernel void reduce_axis_partial(__global const float* x, __global acc_t* part_sums,
+                                  __global float* part_values, __global int* part_indices,
+                                  ulong outer, ulong len, ulong inner, ulong chunks, ulong span,
+                                  int op) {
+  const ulong parts = outer * chunks * inner;
+  const int want_max = wants_max(op);
+  const bool summing = op == OP_SUM || op == OP_MEAN;
+  for (ulong p = get_global_id(0); p < parts; p += get_global_size(0)) {
+    const ulong i = p % inner, c = (p / inner) % chunks, o = p / (inner * chunks);
+    const ulong begin = c * span, end = min(len, begin + span);
+    __global const float* base = x + o * len * inner + i;
+    acc_t sum = 0;
+    float best = base[begin * inner];
+    int best_index = (int)begin;
+    if (summing) {
+      for (ulong k = begin; k < end; ++k) sum += (acc_t)base[k * inner];
+    } else {
+      for (ulong k = begin + 1; k < end; ++k) {
+        const float v = base[k * inner];
+        if (beats(best, best_index, v, (int)k, want_max)) {
+          best = v;
+          best_index = (int)k;
+        }
+      }
+    }
+    part_sums[p] = sum;
+    part_values[p] = best;
+    part_indices[p] = best_index;
+  }
+}
+
+__kernel void reduce_axis_combine(__global const acc_t* part_sums,
+                                  __global const float* part_values,
+                                  __global const int* part_indices, __global float* y,
+                                  __global int* y_index, ulong outer, ulong len, ulong inner,
+                                  ulong chunks, int op) {
+  const ulong outputs = outer * inner;
+  const int want_max = wants_max(op);
+  for (ulong out = get_global_id(0); out < outputs; out += get_global_size(0)) {
+    const ulong o = out / inner, i = out % inner;
+    const ulong first = o * chunks * inner + i;
+    acc_t sum = 0;
+    float best = part_values[first];
+    int best_index = part_indices[first];
+    for (ulong c = 0; c < chunks; ++c) {
+      const ulong at = first + c * inner;
+      sum += part_sums[at];
+      if (c > 0 && beats(best, best_index, part_values[at], part_indices[at], want_max)) {
+        best = part_values[at];
+        best_index = part_indices[at];
+      }
+    }
+    store(y, y_index, out, op, sum, len, best, best_index);
+  }
+}
+
 // One work-group per output row when inner == 1: strided partials, then a fixed-order tree.
 // Local size is a power of two; sums, values and indices hold one entry per item.
 __kernel void reduce_axis_groups(__global const float* x, __global float* y,

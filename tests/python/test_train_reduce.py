@@ -15,7 +15,9 @@ from aethercl import train_types as T
 import train_reference as R
 from train_helpers import close, no_poison
 
-SHAPES = [(1,), (37,), (5, 7), (3, 1, 4), (2, 3, 5, 7), (4, 129), (1, 1, 1, 300), (2, 0, 3)]
+SHAPES = [(1,), (37,), (5, 7), (3, 1, 4), (2, 3, 5, 7), (4, 129), (1, 1, 1, 300), (2, 0, 3),
+          # few outputs over a long axis: the split form (partials per chunk, then their fold)
+          (300, 3), (1000, 2, 5), (2, 257, 3)]
 NUMPY = {T.SUM: np.sum, T.MEAN: np.mean, T.MAX: np.max, T.MIN: np.min, T.ARGMAX: np.argmax,
          T.ARGMIN: np.argmin}
 
