@@ -64,6 +64,27 @@ DEFINE_GROUP_REDUCE(group_max_f, float, COMBINE_MAX)
 DEFINE_GROUP_REDUCE(group_sum_f, float, COMBINE_SUM)
 DEFINE_GROUP_REDUCE(group_sum_acc, acc_t, COMBINE_SUM)
 
+// With double accumulators LayerNorm takes its row sums in one pass and one reduction: the
+// variance as E[x^2] - mean^2, and sum(dy * xhat) as inv_std * (sum(dy * x) - mean * sum(dy)).
+// Products of floats are exact in double, so the cancellation costs about 1e-16 of the sums
+// (a mean 1e6 times the spread still leaves 1e-4 relative in the variance). One tree of two or four
+// sums replaces two or four trees, each a chain of barriers on GPUs, and CPUs read the row once
+// for its statistics instead of two or three times. Float accumulation keeps the two-pass form.
+#if ROWWISE_ACC_DOUBLE
+#define LN_FUSED 1
+DEFINE_GROUP_REDUCE(group_sum_acc2, double2, COMBINE_SUM)
+DEFINE_GROUP_REDUCE(group_sum_acc4, double4, COMBINE_SUM)
+
+inline void moments_from_sums(double sum, double sum_sq, double n, float eps, double* mean,
+                              double* inv_std) {
+  *mean = sum / n;
+  const double variance = fmax(sum_sq / n - *mean * *mean, 0.0);
+  *inv_std = 1.0 / sqrt(variance + (double)eps);
+}
+#else
+#define LN_FUSED 0
+#endif
+
 // Compensated (Kahan) float accumulation for the per-item partial sums of exp: on CPU devices one
 // item sums a whole row, and a plain float sum over 1e5 terms loses about 1e-4 relative.
 typedef struct {
@@ -236,6 +257,44 @@ __kernel void rowwise_softmax_backward(__global const float* dy, __global const 
 // y = (x - mean) / sqrt(var + eps); eps > 0 is guaranteed by the host.
 __kernel void rowwise_layernorm(__global const float* x, __global float* y, ulong rows, ulong cols,
                                float eps, __local acc_t* scratch) {
+#if LN_FUSED
+  __local double2* sums = (__local double2*)scratch;  // the host binds 2 acc_t per item
+  const double n = (double)cols;
+  const bool registers = ROW_IN_REGISTERS(cols);
+  FOR_EACH_ROW(row, rows) {
+    const ulong base = row * cols;
+    float v[ROW_REGS];
+    double sum = 0, sum_sq = 0;
+    if (registers) {
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        v[i] = j < cols ? x[base + j] : 0.0f;
+        sum += (double)v[i];
+        sum_sq += (double)v[i] * (double)v[i];
+      }
+    } else {
+      FOR_EACH_COL(j, cols) {
+        const double value = (double)x[base + j];
+        sum += value;
+        sum_sq += value * value;
+      }
+    }
+    const double2 total = group_sum_acc2(sums, (double2)(sum, sum_sq));
+    double mean, inv_std;
+    moments_from_sums(total.x, total.y, n, eps, &mean, &inv_std);
+    if (registers) {
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) y[base + j] = (float)(((double)v[i] - mean) * inv_std);
+      }
+    } else {
+      FOR_EACH_COL(j, cols) y[base + j] = (float)(((double)x[base + j] - mean) * inv_std);
+    }
+  }
+  return;
+#endif
   if (ROW_IN_REGISTERS(cols)) {
     FOR_EACH_ROW(row, rows) {
       const ulong base = row * cols;
@@ -263,6 +322,57 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
                                         __global float* dx, ulong rows, ulong cols, float eps,
                                         __local acc_t* scratch) {
   const acc_t n = (acc_t)cols;
+#if LN_FUSED
+  __local double4* sums = (__local double4*)scratch;  // the host binds 4 acc_t per item
+  const bool registers = ROW_IN_REGISTERS(cols);
+  FOR_EACH_ROW(row, rows) {
+    const ulong base = row * cols;
+    float v[ROW_REGS], g[ROW_REGS];
+    double sum = 0, sum_sq = 0, sum_dy = 0, sum_dy_x = 0;
+    if (registers) {
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        v[i] = j < cols ? x[base + j] : 0.0f;
+        g[i] = j < cols ? dy[base + j] : 0.0f;
+        sum += (double)v[i];
+        sum_sq += (double)v[i] * (double)v[i];
+        sum_dy += (double)g[i];
+        sum_dy_x += (double)g[i] * (double)v[i];
+      }
+    } else {
+      FOR_EACH_COL(j, cols) {
+        const double value = (double)x[base + j], grad = (double)dy[base + j];
+        sum += value;
+        sum_sq += value * value;
+        sum_dy += grad;
+        sum_dy_x += grad * value;
+      }
+    }
+    const double4 total = group_sum_acc4(sums, (double4)(sum, sum_sq, sum_dy, sum_dy_x));
+    double mean, inv_std;
+    moments_from_sums(total.x, total.y, n, eps, &mean, &inv_std);
+    const double row_dy = total.z;
+    const double row_dy_xhat = inv_std * (total.w - mean * total.z);
+    const double scale = inv_std / n;
+    if (registers) {
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) {
+          const double xhat = ((double)v[i] - mean) * inv_std;
+          dx[base + j] = (float)(scale * (n * (double)g[i] - row_dy - xhat * row_dy_xhat));
+        }
+      }
+    } else {
+      FOR_EACH_COL(j, cols) {
+        const double xhat = ((double)x[base + j] - mean) * inv_std;
+        dx[base + j] = (float)(scale * (n * (double)dy[base + j] - row_dy - xhat * row_dy_xhat));
+      }
+    }
+  }
+  return;
+#endif
   if (ROW_IN_REGISTERS(cols)) {
     FOR_EACH_ROW(row, rows) {
       const ulong base = row * cols;

@@ -73,10 +73,12 @@ RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64
   }
   // Items the row needs: one per element for short rows, and at least kMinRegisterGroup with up
   // to kRowRegisters elements each where the row fits the registers of a full group.
+  // AETHERCL_ROW_GROUP_MIN (benchmarks) raises that minimum: fewer elements per item.
+  const std::uint64_t min_group =
+      env::count(env::kRowGroupMin, 1, kMaxRowGroup).value_or(kMinRegisterGroup);
   std::uint64_t wanted = cols;
-  if (registers && cols > kMinRegisterGroup &&
-      cols <= kMaxRowGroup * kRowRegisters) {
-    wanted = std::max<std::uint64_t>(kMinRegisterGroup, (cols + kRowRegisters - 1) / kRowRegisters);
+  if (registers && cols > min_group && cols <= kMaxRowGroup * kRowRegisters) {
+    wanted = std::max<std::uint64_t>(min_group, (cols + kRowRegisters - 1) / kRowRegisters);
   }
   std::size_t local = floor_power_of_two(limit);
   while (local > 1 && local / 2 >= wanted) local /= 2;  // smallest power of two >= wanted

@@ -53,8 +53,9 @@ void layernorm(DeviceCall& call, void* x, void* y, int num_rows, int row_size, f
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
-  launch_rows(call, "rowwise_layernorm", shape.rows, shape.cols, accumulator_bytes(device), x_mem,
-              y_mem, cl_ulong{shape.rows}, cl_ulong{shape.cols}, effective_eps(eps));
+  // Two acc_t per item: the fused (sum, sum of squares) reduction of FP64 devices (rowwise.cl).
+  launch_rows(call, "rowwise_layernorm", shape.rows, shape.cols, 2 * accumulator_bytes(device),
+              x_mem, y_mem, cl_ulong{shape.rows}, cl_ulong{shape.cols}, effective_eps(eps));
 }
 
 void layernorm_backward(DeviceCall& call, void* dy, void* x, void* dx, int num_rows, int row_size,
@@ -65,8 +66,9 @@ void layernorm_backward(DeviceCall& call, void* dy, void* x, void* dx, int num_r
   cl_mem dx_mem = call.buffer(dx, "buffer_dx", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
+  // Four acc_t per item: the fused reduction of x, x^2, dy and dy * x (rowwise.cl).
   launch_rows(call, "rowwise_layernorm_backward", shape.rows, shape.cols,
-              accumulator_bytes(device), dy_mem, x_mem, dx_mem, cl_ulong{shape.rows},
+              4 * accumulator_bytes(device), dy_mem, x_mem, dx_mem, cl_ulong{shape.rows},
               cl_ulong{shape.cols}, effective_eps(eps));
 }
 

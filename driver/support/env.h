@@ -63,6 +63,7 @@ inline constexpr const char* kCollectiveChunk = "AETHERCL_COLLECTIVE_CHUNK";  //
 inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
 inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
 inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no register path
+inline constexpr const char* kRowGroupMin = "AETHERCL_ROW_GROUP_MIN";  // benchmarks: register groups
 inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
 inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk

@@ -112,3 +112,16 @@ print("exiting without shutdown_driver")
     assert "trace written" in result.stderr
     events = json.loads(path.read_text())["traceEvents"]
     assert any(event.get("name") == "elementwise_add" for event in events)
+
+
+def test_every_variable_the_driver_reads_is_in_the_readme_table():
+    """driver/support/env.h names every AETHERCL_* variable the library reads; each must have a
+    row in README.md's environment table (merges have dropped rows silently before)."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    names = set(re.findall(r'"(AETHERCL_[A-Z0-9_]+)"', (root / "driver/support/env.h").read_text()))
+    table = "\n".join(line for line in (root / "README.md").read_text().splitlines()
+                      if line.startswith("| `AETHERCL_"))
+    missing = sorted(name for name in names if f"`{name}`" not in table)
+    assert names and not missing, missing
