@@ -72,8 +72,21 @@ DEFINE_GROUP_REDUCE(group_sum_acc, acc_t, COMBINE_SUM)
 // for its statistics instead of two or three times. Float accumulation keeps the two-pass form.
 #if ROWWISE_ACC_DOUBLE
 #define LN_FUSED 1
-DEFINE_GROUP_REDUCE(group_sum_acc2, double2, COMBINE_SUM)
-DEFINE_GROUP_REDUCE(group_sum_acc4, double4, COMBINE_SUM)
+// count sums in one tree: scratch holds count arrays of local-size doubles (scalar arrays: NVIDIA's
+// compiler failed on vector types in local memory here). values[c] becomes the group's sum c.
+inline void group_sums(__local double* scratch, double* values, const int count) {
+  const uint lid = get_local_id(0), size = get_local_size(0);
+  for (int c = 0; c < count; ++c) scratch[c * size + lid] = values[c];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint step = size >> 1; step > 0; step >>= 1) {
+    if (lid < step) {
+      for (int c = 0; c < count; ++c) scratch[c * size + lid] += scratch[c * size + lid + step];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int c = 0; c < count; ++c) values[c] = scratch[c * size];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
 
 inline void moments_from_sums(double sum, double sum_sq, double n, float eps, double* mean,
                               double* inv_std) {
@@ -258,7 +271,6 @@ __kernel void rowwise_softmax_backward(__global const float* dy, __global const 
 __kernel void rowwise_layernorm(__global const float* x, __global float* y, ulong rows, ulong cols,
                                float eps, __local acc_t* scratch) {
 #if LN_FUSED
-  __local double2* sums = (__local double2*)scratch;  // the host binds 2 acc_t per item
   const double n = (double)cols;
   const bool registers = ROW_IN_REGISTERS(cols);
   FOR_EACH_ROW(row, rows) {
@@ -280,9 +292,10 @@ __kernel void rowwise_layernorm(__global const float* x, __global float* y, ulon
         sum_sq += value * value;
       }
     }
-    const double2 total = group_sum_acc2(sums, (double2)(sum, sum_sq));
+    double total[2] = {sum, sum_sq};
+    group_sums(scratch, total, 2);  // the host binds 2 acc_t per item
     double mean, inv_std;
-    moments_from_sums(total.x, total.y, n, eps, &mean, &inv_std);
+    moments_from_sums(total[0], total[1], n, eps, &mean, &inv_std);
     if (registers) {
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
@@ -323,7 +336,6 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
                                         __local acc_t* scratch) {
   const acc_t n = (acc_t)cols;
 #if LN_FUSED
-  __local double4* sums = (__local double4*)scratch;  // the host binds 4 acc_t per item
   const bool registers = ROW_IN_REGISTERS(cols);
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
@@ -349,11 +361,12 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
         sum_dy_x += grad * value;
       }
     }
-    const double4 total = group_sum_acc4(sums, (double4)(sum, sum_sq, sum_dy, sum_dy_x));
+    double total[4] = {sum, sum_sq, sum_dy, sum_dy_x};
+    group_sums(scratch, total, 4);  // the host binds 4 acc_t per item
     double mean, inv_std;
-    moments_from_sums(total.x, total.y, n, eps, &mean, &inv_std);
-    const double row_dy = total.z;
-    const double row_dy_xhat = inv_std * (total.w - mean * total.z);
+    moments_from_sums(total[0], total[1], n, eps, &mean, &inv_std);
+    const double row_dy = total[2];
+    const double row_dy_xhat = inv_std * (total[3] - mean * total[2]);
     const double scale = inv_std / n;
     if (registers) {
       #pragma unroll
