@@ -212,6 +212,44 @@ __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong 
   }
 }
 
+// CPU devices: one work-item per row, the row in float8 lanes (PoCL vectorises a kernel's own
+// vector code, not a loop over work-items), exp from ACL_EXP8 (kernels/fastmath.cl). The same
+// formula as rowwise_softmax, its sum Kahan-compensated per lane and the lanes added in a fixed
+// order; no barriers, so any local size works (rows are walked by global id).
+__kernel void rowwise_softmax_lanes(__global const float* x, __global float* y, ulong rows,
+                                    ulong cols) {
+  const ulong eights = cols / 8;
+  for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
+    __global const float* xr = x + row * cols;
+    __global float* yr = y + row * cols;
+    float8 lane_max = (float8)(-INFINITY);
+    for (ulong k = 0; k < eights; ++k) lane_max = fmax(lane_max, vload8(k, xr));
+    float4 half_max = fmax(lane_max.lo, lane_max.hi);
+    float row_max = fmax(fmax(half_max.x, half_max.y), fmax(half_max.z, half_max.w));
+    for (ulong j = eights * 8; j < cols; ++j) row_max = fmax(row_max, xr[j]);
+    float8 sum = (float8)(0.0f), compensation = (float8)(0.0f);
+    for (ulong k = 0; k < eights; ++k) {
+      const float8 e = ACL_EXP8(vload8(k, xr) - row_max);
+      vstore8(e, k, yr);
+      const float8 term = e - compensation;
+      const float8 total = sum + term;
+      compensation = (total - sum) - term;
+      sum = total;
+    }
+    kahan_t tail = {0.0f, 0.0f};
+    for (ulong j = eights * 8; j < cols; ++j) {
+      const float e = ACL_EXP(xr[j] - row_max);
+      yr[j] = e;
+      kahan_add(&tail, e);
+    }
+    const float4 half_sum = sum.lo + sum.hi;
+    const float denominator =
+        ((half_sum.x + half_sum.y) + (half_sum.z + half_sum.w)) + tail.sum + SOFTMAX_DENOMINATOR_EPS;
+    for (ulong k = 0; k < eights; ++k) vstore8(vload8(k, yr) / denominator, k, yr);
+    for (ulong j = eights * 8; j < cols; ++j) yr[j] = yr[j] / denominator;
+  }
+}
+
 // out = (x - max) - log(sum + 1e-9)
 __kernel void rowwise_log_softmax(__global const float* x, __global float* out, ulong rows,
                                  ulong cols, __local float* scratch) {

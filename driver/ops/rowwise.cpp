@@ -3,6 +3,7 @@
 #include "ops/rowwise.h"
 
 #include "ops/launch.h"
+#include "support/env.h"
 
 namespace aethercl::ops {
 namespace {
@@ -25,6 +26,13 @@ RowShape row_shape(int num_rows, int row_size) {
 
 float effective_eps(float eps) { return eps <= 0.0f ? kDefaultLayerNormEps : eps; }
 
+// CPU devices run the float8-lane row kernels (one item per row, no barriers), unless
+// AETHERCL_ROW_GROUP forces the work-group reductions GPUs use (tests exercise those on PoCL).
+bool rows_in_lanes(const Device& device) {
+  return device.info().kind == DeviceKind::kCpu &&
+         !env::count(env::kRowGroup, 1, 1u << 20).has_value();
+}
+
 }  // namespace
 
 void softmax(DeviceCall& call, void* x, void* y, int num_rows, int row_size) {
@@ -32,6 +40,11 @@ void softmax(DeviceCall& call, void* x, void* y, int num_rows, int row_size) {
   cl_mem x_mem = call.buffer(x, "buffer_input", shape.bytes).mem;
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
+  if (rows_in_lanes(call.device())) {
+    launch_rows(call, "rowwise_softmax_lanes", shape.rows, shape.cols, 0, x_mem, y_mem,
+                cl_ulong{shape.rows}, cl_ulong{shape.cols});
+    return;
+  }
   launch_rows(call, "rowwise_softmax", shape.rows, shape.cols, sizeof(float), x_mem, y_mem,
               cl_ulong{shape.rows}, cl_ulong{shape.cols});
 }
