@@ -50,7 +50,7 @@ void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand
 // work-item: on the H200 the float8 forms ran at 0.42x / 0.65x of a copy, one element per item at
 // 0.71x / 0.87x (docs/PERFORMANCE.md).
 constexpr std::uint64_t kGeluVector = 8;
-bool vector_gelu(DeviceCall& call) { return call.device().info().kind == DeviceKind::kCpu; }
+bool vector_gelu(DeviceCall& call) { return cpu_kernel_forms(call.device()); }
 
 }  // namespace
 

@@ -27,6 +27,10 @@ std::size_t floor_power_of_two(std::size_t value) {
 
 }  // namespace
 
+bool cpu_kernel_forms(const Device& device) {
+  return device.info().kind == DeviceKind::kCpu && env::flag(env::kCpuKernels, true);
+}
+
 std::size_t work_group_limit(const Device& device, const Kernel& kernel, std::size_t cap) {
   std::size_t limit =
       std::min({kernel.max_work_group_size, device.info().max_work_group_size, cap});

@@ -32,6 +32,14 @@ Operands resolve(DeviceCall& call, void* in, const char* in_name, void* out, con
 void launch_tiled(DeviceCall& call, const Operands& ops, std::uint64_t batches, std::uint64_t rows,
                   std::uint64_t cols) {
   Device& device = call.device();
+  if (cpu_kernel_forms(device)) {  // one 8x8 block per item; blocks <= elements, already bounded
+    Kernel& blocks = family_kernel(call, kFamily, "layout_transpose_blocks");
+    const std::uint64_t count = batches * ((rows + 7) / 8) * ((cols + 7) / 8);
+    call.launch(blocks, linear_geometry(device, blocks, count), ops.in, ops.out,
+                static_cast<cl_ulong>(batches), static_cast<cl_ulong>(rows),
+                static_cast<cl_ulong>(cols));
+    return;
+  }
   Kernel& kernel = family_kernel(call, kFamily, "layout_transpose_tiled");
   std::size_t local = work_group_limit(device, kernel, kTile * kTile);
   // tiles <= batches * rows * cols, which byte_count has bounded.
@@ -70,6 +78,14 @@ void transpose_12_batched(DeviceCall& call, void* in, void* out, int b, int d1, 
   if (count == 0) return;
   if (d3 == 1) {  // a batched 2-D transpose of (D1, D2)
     launch_tiled(call, ops, b, d1, d2);
+    return;
+  }
+  if (cpu_kernel_forms(call.device())) {  // one run of D3 elements per item
+    Kernel& runs = family_kernel(call, kFamily, "layout_transpose_12_runs");
+    const std::uint64_t run_count = count / static_cast<std::uint64_t>(d3);
+    call.launch(runs, linear_geometry(call.device(), runs, run_count), ops.in, ops.out,
+                static_cast<cl_ulong>(d1), static_cast<cl_ulong>(d2), static_cast<cl_ulong>(d3),
+                static_cast<cl_ulong>(run_count));
     return;
   }
   Kernel& kernel = family_kernel(call, kFamily, "layout_transpose_12");

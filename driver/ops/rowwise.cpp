@@ -26,11 +26,10 @@ RowShape row_shape(int num_rows, int row_size) {
 
 float effective_eps(float eps) { return eps <= 0.0f ? kDefaultLayerNormEps : eps; }
 
-// CPU devices run the float8-lane row kernels (one item per row, no barriers), unless
-// AETHERCL_ROW_GROUP forces the work-group reductions GPUs use (tests exercise those on PoCL).
+// CPU devices run the float8-lane row kernels (one item per row, no barriers; cpu_kernel_forms),
+// unless AETHERCL_ROW_GROUP forces the work-group reductions GPUs use (tests exercise those on PoCL).
 bool rows_in_lanes(const Device& device) {
-  return device.info().kind == DeviceKind::kCpu &&
-         !env::count(env::kRowGroup, 1, 1u << 20).has_value();
+  return cpu_kernel_forms(device) && !env::count(env::kRowGroup, 1, 1u << 20).has_value();
 }
 
 }  // namespace

@@ -47,6 +47,15 @@ def row_group(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["device-default", "gpu-forms"])
+def kernel_forms(request, monkeypatch):
+    """Runs a test with the device's own kernel forms (the float8 CPU forms on PoCL) and with
+    AETHERCL_CPU_KERNELS=0, the GPU forms (local-memory tiles, one element per item)."""
+    if request.param == "gpu-forms":
+        monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    return request.param
+
+
 @pytest.fixture
 def scope(device):
     """Tensors of a training-op test: guard bytes checked and buffers freed at the end."""

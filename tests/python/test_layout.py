@@ -8,6 +8,8 @@ from helpers import Tensor
 from op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
                        expect_refusal, special_values)
 
+pytestmark = pytest.mark.usefixtures("kernel_forms")  # CPU and GPU kernel forms
+
 SHAPES_2D = [(1, 1), (1, 7), (7, 1), (16, 16), (17, 31), (64, 4), (4, 64), (97, 131), (256, 3),
              (1009, 17)]
 SHAPES_BATCHED = [(1, 1, 1), (2, 3, 3), (2, 3, 5), (3, 5, 2), (64, 64, 4), (64, 4, 64),
