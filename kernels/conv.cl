@@ -86,6 +86,77 @@ __kernel void conv_col2im(__global const float* cols, __global float* dx, ulong 
   }
 }
 
+// GPU forms of im2col and col2im (the host picks them off CPU devices): one work-item per element,
+// neighbouring items on neighbouring addresses, so every load and store of a warp is coalesced.
+// The row forms above write one contiguous row per item, which is what CPUs want. col2im sums the
+// same terms in the same (ky, kx) order as its row form: the results are bit-identical.
+__kernel void conv_im2col_elements(__global const float* x, __global float* cols, ulong n0_arg,
+                                   ulong nc_arg, conv_geometry g) {
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, kw = (idx_t)g.kw, khw = (idx_t)(g.kh * g.kw);
+  const idx_t h = (idx_t)g.h, w = (idx_t)g.w, ph = (idx_t)g.ph, pw = (idx_t)g.pw;
+  const idx_t sh = (idx_t)g.sh, sw = (idx_t)g.sw, dh = (idx_t)g.dh, dw = (idx_t)g.dw;
+  const idx_t c = (idx_t)g.c, n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg;
+  const idx_t width = nc * oh * ow, total = c * khw * width;
+  for (idx_t e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const idx_t column = e % width, row = e / width;
+    const idx_t ox = column % ow, oy = (column / ow) % oh, n = column / (ow * oh);
+    const idx_t ch = row / khw, k = row % khw;
+    const idx_t iy = oy * sh + (k / kw) * dh, ix = ox * sw + (k % kw) * dw;  // padded
+    cols[e] = (iy >= ph && iy - ph < h && ix >= pw && ix - pw < w)
+                  ? x[((n0 + n) * c + ch) * h * w + (iy - ph) * w + (ix - pw)]
+                  : 0.0f;
+  }
+}
+
+__kernel void conv_col2im_elements(__global const float* cols, __global float* dx, ulong n0_arg,
+                                   ulong nc_arg, conv_geometry g) {
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, kh = (idx_t)g.kh, kw = (idx_t)g.kw;
+  const idx_t h = (idx_t)g.h, w = (idx_t)g.w, ph = (idx_t)g.ph, pw = (idx_t)g.pw;
+  const idx_t sh = (idx_t)g.sh, sw = (idx_t)g.sw, dh = (idx_t)g.dh, dw = (idx_t)g.dw;
+  const idx_t c = (idx_t)g.c, n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg;
+  const idx_t width = nc * oh * ow, total = nc * c * h * w;
+  for (idx_t e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const idx_t ix = e % w, iy = (e / w) % h, ch = (e / (w * h)) % c, n = e / (w * h * c);
+    const idx_t ty = iy + ph, tx = ix + pw;
+    float sum = 0.0f;
+    for (idx_t ky = 0; ky < kh && ky * dh <= ty; ++ky) {
+      const idx_t sy = ty - ky * dh;
+      if (sy % sh != 0 || sy / sh >= oh) continue;
+      const idx_t oy = sy / sh;
+      for (idx_t kx = 0; kx < kw && kx * dw <= tx; ++kx) {
+        const idx_t sx = tx - kx * dw;
+        if (sx % sw != 0 || sx / sw >= ow) continue;
+        sum += cols[((ch * kh + ky) * kw + kx) * width + (n * oh + oy) * ow + sx / sw];
+      }
+    }
+    dx[(n0 * c) * h * w + e] = sum;
+  }
+}
+
+// GPU forms of the layout moves: one element per item.
+__kernel void conv_matrix_to_nchw_elements(__global const float* mat, __global const float* bias,
+                                           int has_bias, __global float* y, ulong n0_arg,
+                                           ulong nc_arg, ulong channels_arg, ulong positions_arg) {
+  const idx_t n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg, channels = (idx_t)channels_arg;
+  const idx_t positions = (idx_t)positions_arg, total = nc * channels * positions;
+  for (idx_t e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const idx_t p = e % positions, co = (e / positions) % channels, n = e / (positions * channels);
+    y[n0 * channels * positions + e] =
+        mat[(co * nc + n) * positions + p] + (has_bias ? bias[co] : 0.0f);
+  }
+}
+
+__kernel void conv_nchw_to_matrix_elements(__global const float* t, __global float* mat,
+                                           ulong n0_arg, ulong nc_arg, ulong channels_arg,
+                                           ulong positions_arg) {
+  const idx_t n0 = (idx_t)n0_arg, nc = (idx_t)nc_arg, channels = (idx_t)channels_arg;
+  const idx_t positions = (idx_t)positions_arg, total = nc * channels * positions;
+  for (idx_t e = get_global_id(0); e < total; e += get_global_size(0)) {
+    const idx_t p = e % positions, n = (e / positions) % nc, co = e / (positions * nc);
+    mat[e] = t[((n0 + n) * channels + co) * positions + p];
+  }
+}
+
 // y[n0 + n, co, :] = mat[co, n * positions : (n + 1) * positions] (+ bias[co]); one work-item per
 // (image, channel) row.
 __kernel void conv_matrix_to_nchw(__global const float* mat, __global const float* bias,
@@ -193,6 +264,45 @@ __kernel void conv_depthwise_backward_data(__global const float* dy, __global co
       }
     }
     dx[e] = (float)sum;
+  }
+}
+
+// The weight gradient in two passes where one item per weight leaves a GPU idle: partial sums
+// over `chunk` images per (weight, chunk), then their sum in chunk order (a fixed order: the
+// result depends only on the shape and the chunking, which depends only on the device).
+__kernel void conv_depthwise_weight_partials(__global const float* x, __global const float* dy,
+                                             __global acc_t* partials, ulong n_arg, ulong chunk,
+                                             conv_geometry g) {
+  DW_GEOMETRY;
+  const idx_t weights = c * kh * kw, chunks = (n + (idx_t)chunk - 1) / (idx_t)chunk;
+  for (idx_t e = get_global_id(0); e < weights * chunks; e += get_global_size(0)) {
+    const idx_t wi = e % weights, part = e / weights;
+    const idx_t kx = wi % kw, ky = (wi / kw) % kh, ch = wi / (kw * kh);
+    acc_t sum = 0;
+    const idx_t first = part * (idx_t)chunk, last = min(n, first + (idx_t)chunk);
+    for (idx_t img = first; img < last; ++img) {
+      __global const float* xp = x + (img * c + ch) * h * w;
+      __global const float* dyp = dy + (img * c + ch) * oh * ow;
+      for (idx_t oy = 0; oy < oh; ++oy) {
+        const idx_t py = oy * sh + ky * dh;
+        if (py < ph || py - ph >= h) continue;
+        for (idx_t ox = 0; ox < ow; ++ox) {
+          const idx_t px = ox * sw + kx * dw;
+          if (px < pw || px - pw >= w) continue;
+          sum += (acc_t)dyp[oy * ow + ox] * (acc_t)xp[(py - ph) * w + (px - pw)];
+        }
+      }
+    }
+    partials[e] = sum;
+  }
+}
+
+__kernel void conv_depthwise_weight_fold(__global const acc_t* partials, __global float* dweight,
+                                         ulong weights, ulong chunks) {
+  for (ulong wi = get_global_id(0); wi < weights; wi += get_global_size(0)) {
+    acc_t sum = 0;
+    for (ulong part = 0; part < chunks; ++part) sum += partials[part * weights + wi];
+    dweight[wi] = (float)sum;
   }
 }
 

@@ -29,6 +29,8 @@ CONV_CASES = [
 ]
 
 
+pytestmark = pytest.mark.usefixtures("kernel_forms")  # CPU and GPU kernel forms
+
 def conv_desc(case, **buffers):
     n, c_in, h, w, c_out, k, stride, pad, dilation, groups = case
     return T.Conv2dDesc(n=n, c_in=c_in, h=h, w=w, c_out=c_out, kernel_h=k[0], kernel_w=k[1],

@@ -129,10 +129,72 @@ void launch_conv(DeviceCall& call, const ConvShape& s, std::uint64_t nc, const c
 // as c_in one-row GEMMs.
 bool depthwise(const ConvShape& s) { return s.groups == s.c_in && s.c_out == s.c_in; }
 
+// The layout kernels come in two forms (kernels/conv.cl): a contiguous row per work-item for CPU
+// devices, one element per item (coalesced) elsewhere.
+bool row_forms(DeviceCall& call) { return cpu_kernel_forms(call.device()); }
+
 void im2col(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem cols, std::uint64_t n0,
             std::uint64_t nc) {
-  launch_conv(call, s, nc, "conv_im2col", s.c_in * s.kh * s.kw * nc * s.oh, x, cols, ul(n0),
-              ul(nc), s.kernel());
+  if (row_forms(call)) {
+    launch_conv(call, s, nc, "conv_im2col", s.c_in * s.kh * s.kw * nc * s.oh, x, cols, ul(n0),
+                ul(nc), s.kernel());
+  } else {
+    launch_conv(call, s, nc, "conv_im2col_elements", s.c_in * s.kh * s.kw * nc * s.positions(), x,
+                cols, ul(n0), ul(nc), s.kernel());
+  }
+}
+
+void col2im(DeviceCall& call, const ConvShape& s, cl_mem cols, cl_mem dx, std::uint64_t n0,
+            std::uint64_t nc) {
+  if (row_forms(call)) {
+    launch_conv(call, s, nc, "conv_col2im", nc * s.c_in * s.h, cols, dx, ul(n0), ul(nc),
+                s.kernel());
+  } else {
+    launch_conv(call, s, nc, "conv_col2im_elements", nc * s.c_in * s.h * s.w, cols, dx, ul(n0),
+                ul(nc), s.kernel());
+  }
+}
+
+// y (NCHW) of images n0 .. n0 + nc from the GEMM's channel-major matrix, plus the bias.
+void matrix_to_nchw(DeviceCall& call, const ConvShape& s, cl_mem mat, const BufferView* bias,
+                    cl_mem y, std::uint64_t n0, std::uint64_t nc) {
+  const bool rows = row_forms(call);
+  launch_conv(call, s, nc, rows ? "conv_matrix_to_nchw" : "conv_matrix_to_nchw_elements",
+              nc * s.c_out * (rows ? 1 : s.positions()), mat, bias ? bias->mem : mat,
+              static_cast<cl_int>(bias != nullptr), y, ul(n0), ul(nc), ul(s.c_out),
+              ul(s.positions()));
+}
+
+void nchw_to_matrix(DeviceCall& call, const ConvShape& s, cl_mem t, cl_mem mat, std::uint64_t n0,
+                    std::uint64_t nc) {
+  const bool rows = row_forms(call);
+  launch_conv(call, s, nc, rows ? "conv_nchw_to_matrix" : "conv_nchw_to_matrix_elements",
+              nc * s.c_out * (rows ? 1 : s.positions()), t, mat, ul(n0), ul(nc), ul(s.c_out),
+              ul(s.positions()));
+}
+
+// dweight of a depthwise convolution. One item per weight walks every image; where that leaves
+// the device idle (fewer weights than half of 1,024 items per compute unit, off CPU devices) the
+// images are cut into chunks: partial sums per (weight, chunk), then their sum in chunk order.
+void depthwise_weight_gradient(DeviceCall& call, const ConvShape& s, cl_mem x, cl_mem dy,
+                               cl_mem dweight) {
+  Device& device = call.device();
+  const std::uint64_t weights = s.w_count;
+  const std::uint64_t wanted =
+      std::max<std::uint64_t>(1, device.info().compute_units) * std::uint64_t{1024};
+  if (row_forms(call) || s.n < 2 || weights * 2 > wanted) {
+    launch_conv(call, s, s.n, "conv_depthwise_backward_weight", weights, x, dy, dweight, ul(s.n),
+                s.kernel());
+    return;
+  }
+  const std::uint64_t chunks = std::min(s.n, (wanted + weights - 1) / weights);
+  const std::uint64_t chunk = (s.n + chunks - 1) / chunks;
+  const std::uint64_t used = (s.n + chunk - 1) / chunk;  // no empty chunk
+  Scratch partials(call, bytes_of(weights * used, acc_bytes(device)));
+  launch_conv(call, s, s.n, "conv_depthwise_weight_partials", weights * used, x, dy,
+              partials.mem(), ul(s.n), ul(chunk), s.kernel());
+  launch_linear(call, kFamily, "conv_depthwise_weight_fold", weights, partials.mem(), dweight,
+                ul(weights), ul(used));
 }
 
 GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
@@ -180,9 +242,7 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       launch_linear(call, "fill", "fill_zero", s.c_out * width, mat.mem(),
                     ul(s.c_out * width));
     }
-    launch_conv(call, s, nc, "conv_matrix_to_nchw", nc * s.c_out, mat.mem(),
-                  bias ? bias->mem : mat.mem(), static_cast<cl_int>(bool(bias)), y, ul(n0),
-                  ul(nc), ul(s.c_out), ul(s.positions()));
+    matrix_to_nchw(call, s, mat.mem(), bias ? &*bias : nullptr, y, n0, nc);
   }
 }
 
@@ -223,8 +283,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   if (!dx && !dweight) return;
   if (depthwise(s)) {
     if (dweight) {
-      launch_conv(call, s, s.n, "conv_depthwise_backward_weight", s.w_count, x, dy, dweight->mem,
-                  ul(s.n), s.kernel());
+      depthwise_weight_gradient(call, s, x, dy, dweight->mem);
     }
     if (dx) {
       launch_conv(call, s, s.n, "conv_depthwise_backward_data", s.x_count, dy, weight.mem,
@@ -239,8 +298,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
   if (dweight && nc_max < s.n) partial_dw.emplace(call, bytes_of(s.w_count, 4));
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
-    launch_conv(call, s, nc, "conv_nchw_to_matrix", nc * s.c_out, dy,
-                  dmat.mem(), ul(n0), ul(nc), ul(s.c_out), ul(s.positions()));
+    nchw_to_matrix(call, s, dy, dmat.mem(), n0, nc);
     const GemmOperand dmat_op = operand(dmat.mem(), dmat.view().size, m * width);
     if (dweight) {
       im2col(call, s, x, cols.mem(), n0, nc);
@@ -273,8 +331,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.b = dmat_op;
       p.c = operand(cols.mem(), cols.view().size, k * width);
       enqueue_gemm(call, p, s.mode);
-      launch_conv(call, s, nc, "conv_col2im", nc * s.c_in * s.h, cols.mem(), dx->mem, ul(n0),
-                  ul(nc), s.kernel());
+      col2im(call, s, cols.mem(), dx->mem, n0, nc);
     }
   }
 }
