@@ -26,6 +26,9 @@ CONV_CASES = [
     (4, 8, 5, 5, 16, (1, 1), (1, 1), (0, 0), (1, 1), 1),    # 1x1
     (2, 4, 6, 6, 8, (2, 2), (2, 2), (0, 0), (1, 1), 4),
     (1, 3, 1, 1, 2, (3, 3), (1, 1), (1, 1), (1, 1), 1),     # only the centre tap is real
+    # images x positions = 8450: off CPU devices (the GPU forms) the weight gradient is split
+    # along K into four slices of 2112 and a tail of 2
+    (2, 2, 65, 65, 3, (3, 3), (1, 1), (1, 1), (1, 1), 1),
 ]
 
 
@@ -70,7 +73,11 @@ def test_conv2d_forward_and_backward(scope, device, rng, row_group, case, bias):
     if x.size <= 400:
         close(tdx.numpy(), R.numeric_gradient(fx, x, w64), 1e-4, 1e-4, "dx")
     if wt.size <= 200:
-        close(tdw.numpy(), R.numeric_gradient(fw, wt, w64), 1e-4, 1e-4, "dweight")
+        # Each dweight element sums n * oh * ow float32 products: the absolute bound grows like
+        # the square root of that count (1e-4 up to 100 terms, as before; 9.2e-4 for 8450).
+        terms = n * expected.shape[2] * expected.shape[3]
+        close(tdw.numpy(), R.numeric_gradient(fw, wt, w64), 1e-4,
+              max(1e-4, 1e-5 * np.sqrt(terms)), "dweight")
     close(tdb.numpy(), w64.sum(axis=(0, 2, 3)), 1e-5, 1e-5, "dbias")
     # Large cases: the adjoint identities <dy, conv(x)> = <dx, x> and <dy, conv_w(w)> = <dw, w>.
     dot = float((w64 * fx(x)).sum())
