@@ -1,7 +1,9 @@
-// Entry points: unary and broadcasting binary ops, axis reductions (version 3 training ops).
+// Entry points: unary and broadcasting binary ops, axis reductions, gather and scatter-add
+// (version 3 training ops).
 #include "api/guard.h"
 #include "ops/train/binary.h"
 #include "ops/train/common.h"
+#include "ops/train/index_ops.h"
 #include "ops/train/reduce_axis.h"
 #include "ops/train/unary.h"
 
@@ -64,6 +66,23 @@ AETHERCL_API int aethercl_reduce_backward(int gpu_index, int op, void* x, void* 
     DeviceCall call(gpu_index);
     call.use_stream(stream, "stream");
     train::reduce_axis_backward(call, op, x, dy, dx, ndim, shape, axis);
+  });
+}
+
+AETHERCL_API int aethercl_gather(int gpu_index, const aethercl_index_desc* desc, void* stream) {
+  return api::guarded_status(__func__, [&] {
+    DeviceCall call(gpu_index);
+    call.use_stream(stream, "stream");
+    train::gather(call, train::read_desc(desc));
+  });
+}
+
+AETHERCL_API int aethercl_scatter_add(int gpu_index, const aethercl_index_desc* desc,
+                                      void* stream) {
+  return api::guarded_status(__func__, [&] {
+    DeviceCall call(gpu_index);
+    call.use_stream(stream, "stream");
+    train::scatter_add(call, train::read_desc(desc));
   });
 }
 

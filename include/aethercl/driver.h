@@ -726,6 +726,33 @@ AETHERCL_API int aethercl_reduce(int gpu_index, int op, void* x, void* y, int nd
 AETHERCL_API int aethercl_reduce_backward(int gpu_index, int op, void* x, void* dy, void* dx,
                                           int ndim, const int* shape, int axis, void* stream);
 
+/* ---- Gather and scatter-add along one axis ---------------------------------------------------
+ * As torch.gather and Tensor.scatter_add_. x has shape_a; index (int32) and y have shape_b; both
+ * have ndim (1 to 4) dimensions, equal sizes in every dimension but axis ([-ndim, ndim), negative
+ * counts from the end), and are dense row-major. With i the position along axis:
+ *   aethercl_gather:      y[.., i, ..]  = x[.., index[.., i, ..], ..]   (y written, x read)
+ *   aethercl_scatter_add: x[.., index[.., i, ..], ..] += y[.., i, ..]  (x updated in place)
+ * An index outside [0, shape_a[axis]) gives 0 (gather) or adds nothing (scatter_add), as the
+ * embedding ops treat invalid ids; nothing outside the buffers is touched. scatter_add adds the
+ * contributions to an element in ascending order of i: deterministic, no atomics (one work-item
+ * per position of the other dimensions walks the axis). The gradient of gather is scatter_add of
+ * dy into a zeroed dx; of scatter_add, gather of dx. x must not alias index or y; gather's y must
+ * not alias index. */
+typedef struct aethercl_index_desc {
+  size_t struct_size;
+  int ndim;
+  int axis;
+  int shape_a[4]; /* x */
+  int shape_b[4]; /* index and y */
+  void* x;        /* prod(shape_a) floats */
+  void* index;    /* prod(shape_b) int32 */
+  void* y;        /* prod(shape_b) floats */
+} aethercl_index_desc;
+
+AETHERCL_API int aethercl_gather(int gpu_index, const aethercl_index_desc* desc, void* stream);
+AETHERCL_API int aethercl_scatter_add(int gpu_index, const aethercl_index_desc* desc,
+                                      void* stream);
+
 /* ---- Normalisation --------------------------------------------------------------------------- */
 enum aethercl_norm_kind {
   AETHERCL_NORM_LAYER = 0, /* y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps),

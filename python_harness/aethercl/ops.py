@@ -944,6 +944,26 @@ def reduce_backward(dev: DeviceLike, op: int, x: Pointer, dy: Pointer, dx: Point
                scalar_array(shape, ctypes.c_int), axis, pointer(stream))
 
 
+@_entry("aethercl_gather")
+def gather(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """As torch.gather and Tensor.scatter_add_.
+
+    C: int aethercl_gather(int gpu_index, const aethercl_index_desc* desc, void* stream). Raises
+    AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_gather", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_scatter_add")
+def scatter_add(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """As torch.gather and Tensor.scatter_add_.
+
+    C: int aethercl_scatter_add(int gpu_index, const aethercl_index_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_scatter_add", _index, struct_pointer(desc), pointer(stream))
+
+
 @_entry("aethercl_norm_forward")
 def norm_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
     """Row-wise normalisation of x (rows x cols).

@@ -641,6 +641,20 @@ def reduce_backward(dev: DeviceLike, op: int, x: Pointer, dy: Pointer, dx: Point
     const int* shape, int axis, void* stream). Raises AetherCLError unless it returns 1."""
     ...
 
+def gather(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """As torch.gather and Tensor.scatter_add_.
+
+    C: int aethercl_gather(int gpu_index, const aethercl_index_desc* desc, void* stream). Raises
+    AetherCLError unless it returns 1."""
+    ...
+
+def scatter_add(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """As torch.gather and Tensor.scatter_add_.
+
+    C: int aethercl_scatter_add(int gpu_index, const aethercl_index_desc* desc, void* stream).
+    Raises AetherCLError unless it returns 1."""
+    ...
+
 def norm_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
     """Row-wise normalisation of x (rows x cols).
 

@@ -138,6 +138,18 @@ conv2d_forward = _descriptor_call("aethercl_conv2d_forward")
 conv2d_backward = _descriptor_call("aethercl_conv2d_backward")
 pool2d_forward = _descriptor_call("aethercl_pool2d_forward")
 pool2d_backward = _descriptor_call("aethercl_pool2d_backward")
+gather = _descriptor_call("aethercl_gather")
+scatter_add = _descriptor_call("aethercl_scatter_add")
+
+
+def index_desc(shape_x: Sequence[int], shape_index: Sequence[int], axis: int, x=None, index=None,
+               y=None) -> T.IndexDesc:
+    """The descriptor of gather / scatter_add: x has shape_x, index and y have shape_index (equal
+    to shape_x but along axis)."""
+    ndim = len(shape_x)
+    pad = lambda s: [int(v) for v in s] + [1] * (4 - len(s))  # noqa: E731
+    return T.IndexDesc(ndim=ndim, axis=int(axis), shape_a=pad(shape_x), shape_b=pad(shape_index),
+                       x=x, index=index, y=y)
 
 
 @_wraps("aethercl_clip_grad_norm")

@@ -58,6 +58,12 @@ class BroadcastDesc(_Descriptor):
                 ("a", _P), ("b", _P), ("c", _P)]
 
 
+class IndexDesc(_Descriptor):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("ndim", ctypes.c_int), ("axis", ctypes.c_int),
+                ("shape_a", ctypes.c_int * 4), ("shape_b", ctypes.c_int * 4), ("x", _P),
+                ("index", _P), ("y", _P)]
+
+
 class NormDesc(_Descriptor):
     _fields_ = [("struct_size", ctypes.c_size_t), ("kind", ctypes.c_int), ("rows", ctypes.c_int),
                 ("cols", ctypes.c_int), ("eps", ctypes.c_float), ("x", _P), ("gamma", _P),

@@ -1,5 +1,5 @@
 """Differentiable operations of the version-3 training ops on OclTensor: activations, broadcast
-arithmetic, reductions, dropout, LayerNorm/RMSNorm with affine parameters, batch normalisation,
+arithmetic, reductions, gather, dropout, LayerNorm/RMSNorm with affine parameters, batch normalisation,
 convolution, pooling and the losses. Each forward calls one aethercl_* entry point on the input's
 device and records a FunctionContext (ocl_llm.autograd) whose backward calls the matching
 backward entry point; nothing leaves the device."""
@@ -151,6 +151,35 @@ def sum(x, axis=None, keepdims=False): return reduce(x, T.SUM, axis, keepdims)  
 def mean(x, axis=None, keepdims=False): return reduce(x, T.MEAN, axis, keepdims)
 def amax(x, axis=None, keepdims=False): return reduce(x, T.MAX, axis, keepdims)
 def argmax(x, axis=None): return reduce(x, T.ARGMAX, axis)
+
+
+# ---- gather along an axis (torch.gather) ----------------------------------------------------------
+class GatherContext(FunctionContext):
+    def backward(self, g):
+        (x,) = self.parents
+        index, axis = self.saved_data
+        dx = x.new_zeros(x.shape)   # scatter_add adds into it: the gradient of gather
+        ops.scatter_add(g.device, _index_desc(x.shape, index, axis, dx, g), None)
+        return (dx,)
+
+
+def _index_desc(shape, index: OclTensor, axis: int, x: OclTensor, y: OclTensor) -> T.IndexDesc:
+    pad = lambda s: [int(v) for v in s] + [1] * (4 - len(s))  # noqa: E731
+    return T.IndexDesc(ndim=len(shape), axis=axis, shape_a=pad(shape), shape_b=pad(index.shape),
+                       x=x.data.ptr, index=index.data.ptr, y=y.data.ptr)
+
+
+def gather(x: OclTensor, axis: int, index) -> OclTensor:
+    """out[.., i, ..] = x[.., index[.., i, ..], ..] (torch.gather); index: an int32 OclTensor or
+    NumPy array with x's shape except along axis. Out-of-range indices give 0."""
+    if not isinstance(index, OclTensor):
+        index = OclTensor(np.ascontiguousarray(index, IDX_TYPE), dtype=IDX_TYPE, runtime=x.runtime)
+    axis = axis % max(x.ndim, 1)
+    ctx = GatherContext(x)
+    ctx.save_for_backward(index, axis)
+    out = x._result(tuple(index.shape), ctx)
+    ops.gather(x.device, _index_desc(x.shape, index, axis, x, out), None)
+    return out
 
 
 # ---- dropout ------------------------------------------------------------------------------------

@@ -272,6 +272,22 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
          "dy": (lambda v: v["shape0"] * v["shape1"], _F4),
          "dx": (lambda v: v["shape0"] * v["shape1"] * v["shape2"], _F4)},
         zero_dims=("shape0", "shape2"), bad={"op": (4, 5, -1), "ndim": (0, 5), "axis": (3,)}),
+    "aethercl_gather": TrainSpec(
+        dict(ndim=3, axis=1, shape_a0=3, shape_a1=5, shape_a2=4, shape_a3=1,
+             shape_b0=3, shape_b1=7, shape_b2=4, shape_b3=1),
+        {"x": (lambda v: v["shape_a0"] * v["shape_a1"] * v["shape_a2"], _F4),
+         "index": (lambda v: v["shape_b0"] * v["shape_b1"] * v["shape_b2"], _I4),
+         "y": (lambda v: v["shape_b0"] * v["shape_b1"] * v["shape_b2"], _F4)},
+        desc="IndexDesc", zero_dims=("shape_b1", "shape_a1"),
+        bad={"ndim": (0, 5, -1), "axis": (3, -4), "shape_a0": (2,), "shape_b2": (5,)}),
+    "aethercl_scatter_add": TrainSpec(
+        dict(ndim=2, axis=0, shape_a0=6, shape_a1=3, shape_a2=1, shape_a3=1,
+             shape_b0=9, shape_b1=3, shape_b2=1, shape_b3=1),
+        {"x": (lambda v: v["shape_a0"] * v["shape_a1"], _F4),
+         "index": (lambda v: v["shape_b0"] * v["shape_b1"], _I4),
+         "y": (lambda v: v["shape_b0"] * v["shape_b1"], _F4)},
+        desc="IndexDesc", zero_dims=("shape_b0", "shape_a0"),
+        bad={"ndim": (0, 5), "axis": (2, -3), "shape_a1": (4,)}),
     "aethercl_norm_forward": TrainSpec(
         dict(kind=0, rows=5, cols=7, eps=1e-5),
         {"x": (lambda v: v["rows"] * v["cols"], _F4), "gamma": (lambda v: v["cols"], _F4),

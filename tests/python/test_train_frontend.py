@@ -153,3 +153,22 @@ def test_transformer_with_dropout_and_adamw_trains_and_resumes(frontend, tmp_pat
     for o, m in ((optimizer, model), (optimizer2, model2)):
         o.free_memory()
         m.free_memory()
+
+
+def test_gather_forward_and_gradient(frontend):
+    """F.gather is torch.gather; its gradient (scatter_add into zeros) equals the NumPy one:
+    d sum(gather(x) * w) / dx[.., j, ..] = sum of w where index == j (duplicates add up)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 6, 2)).astype(np.float32)
+    index = rng.integers(0, 6, size=(3, 9, 2)).astype(np.int32)
+    w = rng.standard_normal((3, 9, 2)).astype(np.float32)
+    tx = OclTensor(x, requires_grad=True)
+    out = F.gather(tx, 1, index)
+    np.testing.assert_array_equal(out.to_host(), np.take_along_axis(x, index, axis=1))
+    F.sum(F.mul(out, OclTensor(w))).backward()
+    expected = np.zeros_like(x, dtype=np.float64)
+    for a in range(3):
+        for i in range(9):
+            for c in range(2):
+                expected[a, index[a, i, c], c] += w[a, i, c]
+    np.testing.assert_allclose(tx.grad.to_host(), expected, rtol=1e-6, atol=1e-6)
