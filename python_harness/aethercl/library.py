@@ -63,9 +63,21 @@ class Library:
         self.cdll = ctypes.CDLL(str(self.path))
         self.symbols: List[abi.Symbol] = abi.load_manifest(str(self.path))
         abi.declare(self.cdll, self.symbols)
+        self._declared = {symbol.name for symbol in self.symbols}
+
+    def _function(self, name: str) -> Any:
+        """The ctypes function of a manifest symbol. A name the manifest lacks is refused even when
+        the library exports it: ctypes would pass its pointers as 32-bit ints (a stale driver.abi
+        beside a newer library crashed that way)."""
+        if name not in self._declared:
+            raise AttributeError(f"{name} is not in the ABI manifest read for {self.path} (a "
+                                 f"driver.abi older than the library?)")
+        return getattr(self.cdll, name)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.cdll, name)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._function(name)
 
     def last_error(self) -> str:
         """aethercl_last_error() of this thread, decoded."""
@@ -81,14 +93,14 @@ class Library:
 
     def check(self, function: str, *args: Any) -> int:
         """Calls an int entry point and raises AetherCLError unless it returns exactly 1."""
-        result = getattr(self.cdll, function)(*args)
+        result = self._function(function)(*args)
         if result != 1:
             raise self.error(function)
         return result
 
     def check_handle(self, function: str, *args: Any) -> Any:
         """Calls a pointer/address entry point and raises AetherCLError when it returns 0/NULL."""
-        result = getattr(self.cdll, function)(*args)
+        result = self._function(function)(*args)
         if not result:
             raise self.error(function)
         return result
@@ -97,7 +109,7 @@ class Library:
         """Calls a size_t (char* buffer, size_t capacity) JSON entry point and returns the text.
         The text may grow between sizing and filling (the kernel log, under other threads): then
         it asks again with the new size."""
-        call = getattr(self.cdll, function)
+        call = self._function(function)
         size = call(*args, None, 0)
         while True:
             if size == 0:
@@ -113,11 +125,11 @@ class Library:
     def bytes_call(self, function: str, *args: Any) -> bytes:
         """Calls a size_t (void* out, size_t capacity) entry point (NULL out sizes it) and returns
         the bytes."""
-        size = getattr(self.cdll, function)(*args, None, 0)
+        size = self._function(function)(*args, None, 0)
         if size == 0:
             raise self.error(function)
         buffer = ctypes.create_string_buffer(size)
-        written = getattr(self.cdll, function)(*args, buffer, size)
+        written = self._function(function)(*args, buffer, size)
         if written != size:
             raise self.error(function)
         return buffer.raw

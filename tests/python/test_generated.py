@@ -214,6 +214,7 @@ def synthetic():
         setattr(cdll, symbol.name, function)
     lib = Library.__new__(Library)
     lib.cdll, lib.symbols = cdll, []
+    lib._declared = {name for name in vars(cdll)}
     yield module, Device(3, library=lib, initialize=False), received, error
 
 

@@ -187,3 +187,18 @@ def test_host_memory_api_round_trip(dev, rng):
 def test_package_exports():
     for name in ("AetherCLError", "Buffer", "Device", "Library", "ops", "default_library"):
         assert hasattr(aethercl, name)
+
+
+def test_a_function_missing_from_the_manifest_is_refused_not_called(lib):
+    """With a driver.abi older than the library, ctypes would pass a newer function's pointers as
+    32-bit ints (a segmentation fault on the GPU machine): the shim refuses to call it instead."""
+    from aethercl.library import Library
+    partial = Library.__new__(Library)
+    partial.path, partial.cdll = lib.path, lib.cdll
+    partial.symbols = [s for s in lib.symbols if s.name != "aethercl_gather"]
+    partial._declared = {s.name for s in partial.symbols}
+    with pytest.raises(AttributeError, match="not in the ABI manifest"):
+        partial.check("aethercl_gather", 0, None, None)
+    with pytest.raises(AttributeError, match="not in the ABI manifest"):
+        partial.aethercl_gather
+    assert partial.check("aethercl_synchronize", 0) == 1
