@@ -1,6 +1,7 @@
 // Elementwise float32 kernels: add, mul, gelu and gelu_backward over n elements.
 // Each work-item walks a grid-stride range, so any n works with a bounded launch; indices are
-// 64-bit. erf/exp are ACL_ERF/ACL_EXP of kernels/fastmath.cl (branch-free on CPUs). mul_backward is two launches of elementwise_mul (a NULL output is simply not launched).
+// 64-bit. erf/exp are ACL_ERF/ACL_EXP of kernels/fastmath.cl (branch-free on CPUs). mul_backward
+// is one launch of elementwise_mul_backward, or elementwise_mul for the one output asked for.
 
 #define GRID_STRIDE_LOOP(i, n) \
   for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
@@ -16,6 +17,17 @@ __kernel void elementwise_add(__global const float* a, __global const float* b, 
 __kernel void elementwise_mul(__global const float* a, __global const float* b, __global float* c,
                          ulong n) {
   GRID_STRIDE_LOOP(i, n) c[i] = a[i] * b[i];
+}
+
+// dA = dC * B and dB = dC * A in one pass (mul_backward with both outputs).
+__kernel void elementwise_mul_backward(__global const float* dc, __global const float* a,
+                                       __global const float* b, __global float* da,
+                                       __global float* db, ulong n) {
+  GRID_STRIDE_LOOP(i, n) {
+    const float g = dc[i], x = a[i], y = b[i];
+    da[i] = g * y;
+    db[i] = g * x;
+  }
 }
 
 // GELU and its gradient as float8 over the first n - n % 8 elements (SIMD on CPUs, where PoCL

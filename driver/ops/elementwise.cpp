@@ -86,6 +86,13 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
          da == dc ? "buffer_dC" : "buffer_A", db == dc ? "buffer_dC" : "buffer_B");
   }
   if (count == 0) return;
+  if (da_view && db_view) {
+    // Both gradients in one launch: every item reads dC, A and B before writing dA and dB, so any
+    // whole-buffer aliasing above is safe and the products are the ones two launches compute.
+    launch_linear(call, "elementwise_mul_backward", count, count, dc_mem, a_mem, b_mem,
+                  da_view->mem, db_view->mem);
+    return;
+  }
   auto launch_da = [&] {
     if (da_view) launch_linear(call, "elementwise_mul", count, count, dc_mem, b_mem, da_view->mem);
   };
