@@ -278,33 +278,43 @@ __kernel void conv_depthwise_backward_data(__global const float* dy, __global co
   }
 }
 
+// dweight[ch, ky, kx] summed over images [first, last) and every output position, in ascending
+// order (both depthwise weight-gradient kernels).
+acc_t depthwise_weight_sum(__global const float* x, __global const float* dy, conv_geometry g,
+                           idx_t ch, idx_t ky, idx_t kx, idx_t first, idx_t last) {
+  const idx_t oh = (idx_t)g.oh, ow = (idx_t)g.ow, h = (idx_t)g.h, w = (idx_t)g.w;
+  const idx_t ph = (idx_t)g.ph, pw = (idx_t)g.pw, sh = (idx_t)g.sh, sw = (idx_t)g.sw;
+  const idx_t dh = (idx_t)g.dh, dw = (idx_t)g.dw, c = (idx_t)g.c;
+  acc_t sum = 0;
+  for (idx_t img = first; img < last; ++img) {
+    __global const float* xp = x + (img * c + ch) * h * w;
+    __global const float* dyp = dy + (img * c + ch) * oh * ow;
+    for (idx_t oy = 0; oy < oh; ++oy) {
+      const idx_t py = oy * sh + ky * dh;
+      if (py < ph || py - ph >= h) continue;
+      for (idx_t ox = 0; ox < ow; ++ox) {
+        const idx_t px = ox * sw + kx * dw;
+        if (px < pw || px - pw >= w) continue;
+        sum += (acc_t)dyp[oy * ow + ox] * (acc_t)xp[(py - ph) * w + (px - pw)];
+      }
+    }
+  }
+  return sum;
+}
+
 // The weight gradient in two passes where one item per weight leaves a GPU idle: partial sums
 // over `chunk` images per (weight, chunk), then their sum in chunk order (a fixed order: the
 // result depends only on the shape and the chunking, which depends only on the device).
 __kernel void conv_depthwise_weight_partials(__global const float* x, __global const float* dy,
                                              __global acc_t* partials, ulong n_arg, ulong chunk,
                                              conv_geometry g) {
-  DW_GEOMETRY;
+  const idx_t kh = (idx_t)g.kh, kw = (idx_t)g.kw, c = (idx_t)g.c, n = (idx_t)n_arg;
   const idx_t weights = c * kh * kw, chunks = (n + (idx_t)chunk - 1) / (idx_t)chunk;
   for (idx_t e = get_global_id(0); e < weights * chunks; e += get_global_size(0)) {
     const idx_t wi = e % weights, part = e / weights;
     const idx_t kx = wi % kw, ky = (wi / kw) % kh, ch = wi / (kw * kh);
-    acc_t sum = 0;
-    const idx_t first = part * (idx_t)chunk, last = min(n, first + (idx_t)chunk);
-    for (idx_t img = first; img < last; ++img) {
-      __global const float* xp = x + (img * c + ch) * h * w;
-      __global const float* dyp = dy + (img * c + ch) * oh * ow;
-      for (idx_t oy = 0; oy < oh; ++oy) {
-        const idx_t py = oy * sh + ky * dh;
-        if (py < ph || py - ph >= h) continue;
-        for (idx_t ox = 0; ox < ow; ++ox) {
-          const idx_t px = ox * sw + kx * dw;
-          if (px < pw || px - pw >= w) continue;
-          sum += (acc_t)dyp[oy * ow + ox] * (acc_t)xp[(py - ph) * w + (px - pw)];
-        }
-      }
-    }
-    partials[e] = sum;
+    const idx_t first = part * (idx_t)chunk;
+    partials[e] = depthwise_weight_sum(x, dy, g, ch, ky, kx, first, min(n, first + (idx_t)chunk));
   }
 }
 
@@ -320,23 +330,9 @@ __kernel void conv_depthwise_weight_fold(__global const acc_t* partials, __globa
 __kernel void conv_depthwise_backward_weight(__global const float* x, __global const float* dy,
                                              __global float* dweight, ulong n_arg,
                                              conv_geometry g) {
-  DW_GEOMETRY;
+  const idx_t kh = (idx_t)g.kh, kw = (idx_t)g.kw, c = (idx_t)g.c, n = (idx_t)n_arg;
   for (idx_t e = get_global_id(0); e < c * kh * kw; e += get_global_size(0)) {
     const idx_t kx = e % kw, ky = (e / kw) % kh, ch = e / (kw * kh);
-    acc_t sum = 0;
-    for (idx_t img = 0; img < n; ++img) {
-      __global const float* xp = x + (img * c + ch) * h * w;
-      __global const float* dyp = dy + (img * c + ch) * oh * ow;
-      for (idx_t oy = 0; oy < oh; ++oy) {
-        const idx_t py = oy * sh + ky * dh;
-        if (py < ph || py - ph >= h) continue;
-        for (idx_t ox = 0; ox < ow; ++ox) {
-          const idx_t px = ox * sw + kx * dw;
-          if (px < pw || px - pw >= w) continue;
-          sum += (acc_t)dyp[oy * ow + ox] * (acc_t)xp[(py - ph) * w + (px - pw)];
-        }
-      }
-    }
-    dweight[e] = (float)sum;
+    dweight[e] = (float)depthwise_weight_sum(x, dy, g, ch, ky, kx, 0, n);
   }
 }

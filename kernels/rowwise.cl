@@ -165,6 +165,19 @@ void row_moments_registers(__global const float* x, ulong cols, float eps,
   *inv_std_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
 }
 
+// Loads this item's elements of a row held in registers into v (-inf past the row) and returns
+// the row's maximum (softmax and log-softmax).
+float row_max_registers(__global const float* x, ulong cols, __local float* scratch, float* v) {
+  float local_max = -INFINITY;
+  #pragma unroll
+  for (int i = 0; i < ROW_REGS; ++i) {
+    const ulong j = REG_COL(i);
+    v[i] = j < cols ? x[j] : -INFINITY;
+    local_max = fmax(local_max, v[i]);
+  }
+  return group_max_f(scratch, local_max);
+}
+
 // y = exp(x - max) / (sum + 1e-9). Each exp is computed once: the second pass stores it in y and
 // the third divides it in place (every item rereads only the elements it wrote itself).
 __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong rows, ulong cols,
@@ -173,14 +186,7 @@ __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong 
     FOR_EACH_ROW(row, rows) {
       const ulong base = row * cols;
       float v[ROW_REGS];
-      float local_max = -INFINITY;
-      #pragma unroll
-      for (int i = 0; i < ROW_REGS; ++i) {
-        const ulong j = REG_COL(i);
-        v[i] = j < cols ? x[base + j] : -INFINITY;
-        local_max = fmax(local_max, v[i]);
-      }
-      const float row_max = group_max_f(scratch, local_max);
+      const float row_max = row_max_registers(x + base, cols, scratch, v);
       float local_sum = 0.0f;
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
@@ -257,14 +263,7 @@ __kernel void rowwise_log_softmax(__global const float* x, __global float* out, 
     FOR_EACH_ROW(row, rows) {
       const ulong base = row * cols;
       float v[ROW_REGS];
-      float local_max = -INFINITY;
-      #pragma unroll
-      for (int i = 0; i < ROW_REGS; ++i) {
-        const ulong j = REG_COL(i);
-        v[i] = j < cols ? x[base + j] : -INFINITY;
-        local_max = fmax(local_max, v[i]);
-      }
-      const float row_max = group_max_f(scratch, local_max);
+      const float row_max = row_max_registers(x + base, cols, scratch, v);
       float local_sum = 0.0f;
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
