@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <iterator>
 
 namespace aethercl::api {
 
@@ -39,19 +40,23 @@ void record_failure(const char* function, Status status, const char* message) no
 }
 
 void record_forked_refusal(const char* function) noexcept {
-  try {
-    set_last_error(
-        Status::kNotInitialized,
-        fmt::format("{}: this process was forked from process {} after that process had started "
-                    "using OpenCL; OpenCL state (contexts, queues, the OpenCL runtime's threads) "
-                    "cannot cross fork(), so no device call works in this process. Start workers "
-                    "with the 'spawn' or 'forkserver' start method, exec a new program after "
-                    "fork(), or fork before the first device call (simulated_kernel_* host-memory "
-                    "calls still work here)",
-                    function, opencl_user_pid()));
-  } catch (...) {
-    set_last_error(Status::kNotInitialized, std::string());
-  }
+  // No allocation here: a parent thread may have held the allocator's locks at fork time.
+  char pid[24];
+  char* digits = std::end(pid);
+  unsigned long value = static_cast<unsigned long>(opencl_user_pid());
+  do {
+    *--digits = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && digits != std::begin(pid));
+  set_last_error_fixed(
+      Status::kNotInitialized,
+      {function, ": this process was forked from process ",
+       std::string_view(digits, static_cast<std::size_t>(std::end(pid) - digits)),
+       " after that process had started using OpenCL; OpenCL state (contexts, queues, the OpenCL "
+       "runtime's threads) cannot cross fork(), so no device call works in this process. Start "
+       "workers with the 'spawn' or 'forkserver' start method, exec a new program after fork(), "
+       "or fork before the first device call (simulated_kernel_* host-memory calls still work "
+       "here)"});
 }
 
 void record_unknown_failure(const char* function) noexcept {

@@ -14,8 +14,8 @@ namespace aethercl::api {
 
 void record_failure(const char* function, Status status, const char* message) noexcept;
 void record_unknown_failure(const char* function) noexcept;
-// The refusal of a device call in a forked child (no logging: a parent thread may have held the
-// logger's lock at fork time).
+// The refusal of a device call in a forked child: no logging and no allocation (a parent thread
+// may have held the logger's or the allocator's lock at fork time).
 void record_forked_refusal(const char* function) noexcept;
 // Clears the thread's last error and names the running entry point for traces.
 void begin_call(const char* function) noexcept;
