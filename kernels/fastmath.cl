@@ -1,10 +1,15 @@
-// Branch-free float32 exp, tanh and erf (acl_exp, acl_tanh, acl_erf, and float8 forms acl_exp8, ...)
-// for SIMD on CPUs; the runtime prepends this file to every other family's source. With
-// AETHERCL_FAST_MATH=1 (set per device class by the program cache) ACL_EXP/ACL_TANH/ACL_ERF (and
-// ACL_EXP8/ACL_ERF8) name these; otherwise they name the built-ins. Max error over all finite float inputs (measured
-// exhaustively by tools/bench/fastmath_ulp, strided by the unit test): see docs/PERFORMANCE.md.
-// PoCL does not vectorise a grid-stride loop across work-items, so kernels call the float8 forms on
-// vload8'ed data to get SIMD. Both sides of each range split are computed and one is picked with select(): no branches.
+// Branch-free float32 exp, tanh and erf (acl_exp, acl_tanh, acl_erf, and the float16 lane forms
+// acl_exp16, ...) for SIMD on CPUs; the runtime prepends this file to every other family's source.
+// With AETHERCL_FAST_MATH=1 (set per device class by the program cache) ACL_EXP/ACL_TANH/ACL_ERF
+// (and ACL_EXPV/ACL_ERFV) name these; otherwise they name the built-ins. Max error over all finite
+// float inputs (measured exhaustively by tools/bench/fastmath_ulp, strided by the unit test): see
+// docs/PERFORMANCE.md. Both sides of each range split are computed and one is picked with
+// select(): no branches.
+//
+// PoCL does not vectorise a grid-stride loop across work-items, so the CPU kernel forms work on
+// ACL_LANES floats at a time in their own vector code (acl_floatv, ACL_VLOAD/ACL_VSTORE): float16
+// is one AVX-512 register or two AVX ones, and measured 1.8x faster than float8 for GELU on an
+// AVX-512 EPYC (docs/PERFORMANCE.md).
 #ifndef AETHERCL_FASTMATH_CL
 #define AETHERCL_FASTMATH_CL
 
@@ -83,35 +88,54 @@
   }
 
 ACL_DEFINE_MATH(float, int, as_float, convert_int, )
-ACL_DEFINE_MATH(float8, int8, as_float8, convert_int8, 8)
+ACL_DEFINE_MATH(float16, int16, as_float16, convert_int16, 16)
+
+#define ACL_LANES 16
+typedef float16 acl_floatv;
+#define ACL_VLOAD vload16
+#define ACL_VSTORE vstore16
+
+// Horizontal sum and max of a lane vector, halving in a fixed order (results do not depend on
+// the compiler's reassociation).
+float acl_lanes_sum(acl_floatv v) {
+  float8 h8 = v.lo + v.hi;
+  float4 h4 = h8.lo + h8.hi;
+  return (h4.x + h4.y) + (h4.z + h4.w);
+}
+
+float acl_lanes_max(acl_floatv v) {
+  float8 h8 = fmax(v.lo, v.hi);
+  float4 h4 = fmax(h8.lo, h8.hi);
+  return fmax(fmax(h4.x, h4.y), fmax(h4.z, h4.w));
+}
 
 #if AETHERCL_FAST_MATH
 #define ACL_EXP acl_exp
 #define ACL_TANH acl_tanh
 #define ACL_ERF acl_erf
-#define ACL_EXP8 acl_exp8
-#define ACL_ERF8 acl_erf8
+#define ACL_EXPV acl_exp16
+#define ACL_ERFV acl_erf16
 #else
 #define ACL_EXP exp
 #define ACL_TANH tanh
 #define ACL_ERF erf
-#define ACL_EXP8 exp
-#define ACL_ERF8 erf
+#define ACL_EXPV exp
+#define ACL_ERFV erf
 #endif
 
 #ifdef AETHERCL_FASTMATH_PROBES
-// Test probes: out[i] = f(as_float(first + i * stride)) for i < n (n a multiple of 8), through the
-// float8 forms the kernels use (bit patterns wrap around modulo 2^32).
+// Test probes: out[i] = f(as_float(first + i * stride)) for i < n (n a multiple of 16), through the
+// float16 lane forms the kernels use (bit patterns wrap around modulo 2^32).
 #define ACL_PROBE(name, fn)                                                                    \
   __kernel void name(uint first, uint stride, __global float* out, uint n) {                   \
-    for (uint j = get_global_id(0); j < n / 8; j += get_global_size(0)) {                      \
-      uint8 lane = (uint8)(0, 1, 2, 3, 4, 5, 6, 7) + j * 8;                                    \
-      vstore8(fn(as_float8(first + lane * stride)), j, out);                                   \
+    for (uint j = get_global_id(0); j < n / 16; j += get_global_size(0)) {                     \
+      uint16 lane = (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) + j * 16;   \
+      vstore16(fn(as_float16(first + lane * stride)), j, out);                                 \
     }                                                                                          \
   }
-ACL_PROBE(fastmath_exp_probe, acl_exp8)
-ACL_PROBE(fastmath_tanh_probe, acl_tanh8)
-ACL_PROBE(fastmath_erf_probe, acl_erf8)
+ACL_PROBE(fastmath_exp_probe, acl_exp16)
+ACL_PROBE(fastmath_tanh_probe, acl_tanh16)
+ACL_PROBE(fastmath_erf_probe, acl_erf16)
 #endif
 
 #endif  // AETHERCL_FASTMATH_CL

@@ -218,43 +218,119 @@ __kernel void rowwise_softmax(__global const float* x, __global float* y, ulong 
   }
 }
 
-// CPU devices: one work-item per row, the row in float8 lanes (PoCL vectorises a kernel's own
-// vector code, not a loop over work-items), exp from ACL_EXP8 (kernels/fastmath.cl). The same
-// formula as rowwise_softmax, its sum Kahan-compensated per lane and the lanes added in a fixed
-// order; no barriers, so any local size works (rows are walked by global id).
+// ---- CPU forms: one work-item per row, the row in ACL_LANES-wide vectors plus a scalar tail
+// (PoCL vectorises a kernel's own vector code, not a loop over work-items). No barriers, so any
+// local size works (rows are walked by global id). Exp is ACL_EXPV (kernels/fastmath.cl); lane
+// partials are combined in a fixed order.
+
+float lanes_row_max(__global const float* xr, ulong cols) {
+  const ulong vectors = cols / ACL_LANES;
+  acl_floatv lane_max = (acl_floatv)(-INFINITY);
+  for (ulong k = 0; k < vectors; ++k) lane_max = fmax(lane_max, ACL_VLOAD(k, xr));
+  float row_max = acl_lanes_max(lane_max);
+  for (ulong j = vectors * ACL_LANES; j < cols; ++j) row_max = fmax(row_max, xr[j]);
+  return row_max;
+}
+
+// The sum of exp(x - row_max), Kahan-compensated per lane; with `exps` non-NULL each exp is also
+// stored there.
+float lanes_exp_sum(__global const float* xr, ulong cols, float row_max, __global float* exps) {
+  const ulong vectors = cols / ACL_LANES;
+  acl_floatv sum = (acl_floatv)(0.0f), compensation = (acl_floatv)(0.0f);
+  for (ulong k = 0; k < vectors; ++k) {
+    const acl_floatv e = ACL_EXPV(ACL_VLOAD(k, xr) - row_max);
+    if (exps) ACL_VSTORE(e, k, exps);
+    const acl_floatv term = e - compensation;
+    const acl_floatv total = sum + term;
+    compensation = (total - sum) - term;
+    sum = total;
+  }
+  kahan_t tail = {0.0f, 0.0f};
+  for (ulong j = vectors * ACL_LANES; j < cols; ++j) {
+    const float e = ACL_EXP(xr[j] - row_max);
+    if (exps) exps[j] = e;
+    kahan_add(&tail, e);
+  }
+  return acl_lanes_sum(sum) + tail.sum;
+}
+
+// rowwise_softmax's formula, except that y is scaled by 1 / denominator (one division per row:
+// dividing every element took half the kernel's time on PoCL; within 1 ulp more of the quotient).
 __kernel void rowwise_softmax_lanes(__global const float* x, __global float* y, ulong rows,
                                     ulong cols) {
-  const ulong eights = cols / 8;
+  const ulong vectors = cols / ACL_LANES;
   for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
     __global const float* xr = x + row * cols;
     __global float* yr = y + row * cols;
-    float8 lane_max = (float8)(-INFINITY);
-    for (ulong k = 0; k < eights; ++k) lane_max = fmax(lane_max, vload8(k, xr));
-    float4 half_max = fmax(lane_max.lo, lane_max.hi);
-    float row_max = fmax(fmax(half_max.x, half_max.y), fmax(half_max.z, half_max.w));
-    for (ulong j = eights * 8; j < cols; ++j) row_max = fmax(row_max, xr[j]);
-    float8 sum = (float8)(0.0f), compensation = (float8)(0.0f);
-    for (ulong k = 0; k < eights; ++k) {
-      const float8 e = ACL_EXP8(vload8(k, xr) - row_max);
-      vstore8(e, k, yr);
-      const float8 term = e - compensation;
-      const float8 total = sum + term;
-      compensation = (total - sum) - term;
-      sum = total;
-    }
-    kahan_t tail = {0.0f, 0.0f};
-    for (ulong j = eights * 8; j < cols; ++j) {
-      const float e = ACL_EXP(xr[j] - row_max);
-      yr[j] = e;
-      kahan_add(&tail, e);
-    }
-    const float4 half_sum = sum.lo + sum.hi;
-    const float denominator =
-        ((half_sum.x + half_sum.y) + (half_sum.z + half_sum.w)) + tail.sum + SOFTMAX_DENOMINATOR_EPS;
-    for (ulong k = 0; k < eights; ++k) vstore8(vload8(k, yr) / denominator, k, yr);
-    for (ulong j = eights * 8; j < cols; ++j) yr[j] = yr[j] / denominator;
+    const float row_max = lanes_row_max(xr, cols);
+    const float scale = 1.0f / (lanes_exp_sum(xr, cols, row_max, yr) + SOFTMAX_DENOMINATOR_EPS);
+    for (ulong k = 0; k < vectors; ++k) ACL_VSTORE(ACL_VLOAD(k, yr) * scale, k, yr);
+    for (ulong j = vectors * ACL_LANES; j < cols; ++j) yr[j] = yr[j] * scale;
   }
 }
+
+// rowwise_log_softmax's formula.
+__kernel void rowwise_log_softmax_lanes(__global const float* x, __global float* out, ulong rows,
+                                        ulong cols) {
+  const ulong vectors = cols / ACL_LANES;
+  for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
+    __global const float* xr = x + row * cols;
+    __global float* outr = out + row * cols;
+    const float row_max = lanes_row_max(xr, cols);
+    const float log_denominator =
+        log(lanes_exp_sum(xr, cols, row_max, 0) + SOFTMAX_DENOMINATOR_EPS);
+    for (ulong k = 0; k < vectors; ++k) {
+      ACL_VSTORE((ACL_VLOAD(k, xr) - row_max) - log_denominator, k, outr);
+    }
+    for (ulong j = vectors * ACL_LANES; j < cols; ++j) outr[j] = (xr[j] - row_max) - log_denominator;
+  }
+}
+
+#if LN_FUSED
+// rowwise_layernorm's fused double sums (x and x^2), per lane pair of double8, lanes combined in
+// a fixed order; normalised in double like the GPU form.
+double lanes_sum_double(double8 v) {
+  double4 h4 = v.lo + v.hi;
+  double2 h2 = h4.lo + h4.hi;
+  return h2.x + h2.y;
+}
+
+__kernel void rowwise_layernorm_lanes(__global const float* x, __global float* y, ulong rows,
+                                      ulong cols, float eps) {
+  const ulong vectors = cols / ACL_LANES;
+  const double n = (double)cols;
+  for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
+    __global const float* xr = x + row * cols;
+    __global float* yr = y + row * cols;
+    double8 sum_lo = 0.0, sum_hi = 0.0, sq_lo = 0.0, sq_hi = 0.0;
+    for (ulong k = 0; k < vectors; ++k) {
+      const acl_floatv v = ACL_VLOAD(k, xr);
+      const double8 lo = convert_double8(v.lo), hi = convert_double8(v.hi);
+      sum_lo += lo;
+      sum_hi += hi;
+      sq_lo += lo * lo;
+      sq_hi += hi * hi;
+    }
+    double sum = lanes_sum_double(sum_lo + sum_hi), sum_sq = lanes_sum_double(sq_lo + sq_hi);
+    for (ulong j = vectors * ACL_LANES; j < cols; ++j) {
+      const double value = (double)xr[j];
+      sum += value;
+      sum_sq += value * value;
+    }
+    double mean, inv_std;
+    moments_from_sums(sum, sum_sq, n, eps, &mean, &inv_std);
+    for (ulong k = 0; k < vectors; ++k) {
+      const acl_floatv v = ACL_VLOAD(k, xr);
+      const float8 lo = convert_float8((convert_double8(v.lo) - mean) * inv_std);
+      const float8 hi = convert_float8((convert_double8(v.hi) - mean) * inv_std);
+      ACL_VSTORE((acl_floatv)(lo, hi), k, yr);
+    }
+    for (ulong j = vectors * ACL_LANES; j < cols; ++j) {
+      yr[j] = (float)(((double)xr[j] - mean) * inv_std);
+    }
+  }
+}
+#endif
 
 // out = (x - max) - log(sum + 1e-9)
 __kernel void rowwise_log_softmax(__global const float* x, __global float* out, ulong rows,

@@ -3,6 +3,7 @@
 
 #include "support/error.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 
@@ -184,10 +185,8 @@ bool is_small(const GemmParams& large, std::uint64_t m, std::uint64_t n) {
          n < static_cast<std::uint64_t>(large.tile_n);
 }
 
-}  // namespace
-
-GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
-                              const GemmParamSources& sources, std::uint64_t m, std::uint64_t n) {
+GemmChoice select_unnarrowed(DeviceKind kind, const GemmLimits& limits,
+                             const GemmParamSources& sources, std::uint64_t m, std::uint64_t n) {
   if (sources.override_text) {
     GemmParams params = parse_gemm_params(*sources.override_text, gemm_param_candidates(kind)[0]);
     if (auto problem = gemm_params_problem(params, limits)) {
@@ -214,6 +213,29 @@ GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
   const GemmParams& first = fitting.front();
   bool small = is_small(first, m, n);
   return {small && fitting.size() > 1 ? fitting[1] : first, "class default"};
+}
+
+}  // namespace
+
+GemmParams narrowed_to_columns(const GemmParams& params, std::uint64_t n) {
+  if (!params.direct || n >= static_cast<std::uint64_t>(params.wpt_n)) return params;
+  int width = 4;
+  while (static_cast<std::uint64_t>(width) < n) width *= 2;
+  if (width >= params.wpt_n) return params;
+  GemmParams narrow = params;
+  narrow.tile_n = params.threads_n() * width;
+  narrow.wpt_n = width;
+  narrow.vec = std::min(params.vec, width);
+  return narrow;
+}
+
+GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
+                              const GemmParamSources& sources, std::uint64_t m, std::uint64_t n) {
+  GemmChoice choice = select_unnarrowed(kind, limits, sources, m, n);
+  if (sources.override_text) return choice;  // the override is taken as given
+  GemmParams narrow = narrowed_to_columns(choice.params, n);
+  if (!gemm_params_problem(narrow, limits)) choice.params = narrow;
+  return choice;
 }
 
 }  // namespace aethercl::gemm

@@ -91,8 +91,16 @@ struct GemmChoice {
 // The parameters for an m x n product (per batch). The override, when given, must fit the limits
 // (else kInvalidArgument). Otherwise the first of tuned, builtin and the class defaults whose
 // member for the shape fits: `small` when m < large.tile_m or n < large.tile_n, else `large`; the
-// class defaults fall back along gemm_param_candidates. kDeviceError when nothing fits.
+// class defaults fall back along gemm_param_candidates. kDeviceError when nothing fits. Direct
+// parameters (from any source but the override) are narrowed to products with fewer columns than
+// their wpt_n (narrowed_to_columns).
 GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
                               const GemmParamSources& sources, std::uint64_t m, std::uint64_t n);
+
+// Direct-kernel parameters for a product of n < wpt_n columns: wpt_n (and vec, tile_n with the
+// same items along N) cut to the smallest power of two >= n, at least 4, so an item does not
+// compute and drop columns past N. On PoCL (AVX-512 EPYC) the attention product 64 x 4 per batch
+// ran 2.6-3.6x faster (docs/PERFORMANCE.md). Other parameters are returned unchanged.
+GemmParams narrowed_to_columns(const GemmParams& params, std::uint64_t n);
 
 }  // namespace aethercl::gemm

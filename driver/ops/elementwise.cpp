@@ -5,6 +5,7 @@
 #include "ops/aliasing.h"
 #include "ops/launch.h"
 
+#include <algorithm>
 #include <array>
 #include <tuple>
 
@@ -27,12 +28,30 @@ struct Operand {
   const char* name;
 };
 
-// Validates the operands of an n-element op and launches kernel_name over them. Kernels that take
-// `per_item` elements per work-item (the float8 GELU forms) get enough items for their vector part
-// and for their scalar tail of n % per_item elements, which items 0 .. tail-1 take.
+// A kernel of kernels/elementwise.cl in the form the device runs: CPU devices the _lanes form
+// (ACL_LANES elements per work-item step in its own vector code; PoCL vectorises nothing else),
+// GPUs one element per work-item (on the H200 float8 GELU ran at 0.42x / 0.65x of a copy, one
+// element per item at 0.71x / 0.87x; docs/PERFORMANCE.md).
+struct Form {
+  const char* kernel_name;
+  std::uint64_t per_item;  // elements per vector step; 1 for the plain form
+};
+
+constexpr std::uint64_t kLanes = 16;  // ACL_LANES of kernels/fastmath.cl
+
+Form form(DeviceCall& call, const char* plain, const char* lanes) {
+  return cpu_kernel_forms(call.device()) ? Form{lanes, kLanes} : Form{plain, 1};
+}
+
+// Work-items for `count` elements: a lanes kernel needs count / per_item for its vector part and
+// count % per_item for its scalar tail, which items 0 .. tail-1 take.
+std::uint64_t items_for(std::uint64_t count, std::uint64_t per_item) {
+  return per_item == 1 ? count : std::max(count / per_item, count % per_item);
+}
+
+// Validates the operands of an n-element op and launches the op's kernel over them.
 template <std::size_t N>
-void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand (&operands)[N],
-                 std::uint64_t per_item = 1) {
+void launch_over(DeviceCall& call, Form kernel_form, int n, const Operand (&operands)[N]) {
   std::uint64_t count = element_count({{"num_elements", n}});
   std::uint64_t bytes = byte_count(count, sizeof(float));
   std::array<cl_mem, N> mems{};
@@ -40,26 +59,24 @@ void launch_over(DeviceCall& call, const char* kernel_name, int n, const Operand
     mems[i] = call.buffer(operands[i].handle, operands[i].name, bytes).mem;
   }
   if (count == 0) return;
-  const std::uint64_t items =
-      per_item == 1 ? count : std::max(count / per_item, count % per_item);
-  std::apply([&](auto... mem) { launch_linear(call, kernel_name, count, items, mem...); },
-             mems);
+  std::apply(
+      [&](auto... mem) {
+        launch_linear(call, kernel_form.kernel_name, count,
+                      items_for(count, kernel_form.per_item), mem...);
+      },
+      mems);
 }
-
-// CPU devices run the float8 GELU kernels (PoCL vectorises nothing else); GPUs one element per
-// work-item: on the H200 the float8 forms ran at 0.42x / 0.65x of a copy, one element per item at
-// 0.71x / 0.87x (docs/PERFORMANCE.md).
-constexpr std::uint64_t kGeluVector = 8;
-bool vector_gelu(DeviceCall& call) { return cpu_kernel_forms(call.device()); }
 
 }  // namespace
 
 void add(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, "elementwise_add", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
+  launch_over(call, form(call, "elementwise_add", "elementwise_add_lanes"), n,
+              {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, "elementwise_mul", n, {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
+  launch_over(call, form(call, "elementwise_mul", "elementwise_mul_lanes"), n,
+              {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* db, int n) {
@@ -89,15 +106,18 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   if (da_view && db_view) {
     // Both gradients in one launch: every item reads dC, A and B before writing dA and dB, so any
     // whole-buffer aliasing above is safe and the products are the ones two launches compute.
-    launch_linear(call, "elementwise_mul_backward", count, count, dc_mem, a_mem, b_mem,
-                  da_view->mem, db_view->mem);
+    Form both = form(call, "elementwise_mul_backward", "elementwise_mul_backward_lanes");
+    launch_linear(call, both.kernel_name, count, items_for(count, both.per_item), dc_mem, a_mem,
+                  b_mem, da_view->mem, db_view->mem);
     return;
   }
+  Form one = form(call, "elementwise_mul", "elementwise_mul_lanes");
+  const std::uint64_t items = items_for(count, one.per_item);
   auto launch_da = [&] {
-    if (da_view) launch_linear(call, "elementwise_mul", count, count, dc_mem, b_mem, da_view->mem);
+    if (da_view) launch_linear(call, one.kernel_name, count, items, dc_mem, b_mem, da_view->mem);
   };
   auto launch_db = [&] {
-    if (db_view) launch_linear(call, "elementwise_mul", count, count, dc_mem, a_mem, db_view->mem);
+    if (db_view) launch_linear(call, one.kernel_name, count, items, dc_mem, a_mem, db_view->mem);
   };
   if (da_overwrites_db_input) {
     launch_db();
@@ -109,23 +129,13 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  if (vector_gelu(call)) {
-    launch_over(call, "elementwise_gelu", n, {{x, "buffer_input"}, {y, "buffer_output"}},
-                kGeluVector);
-  } else {
-    launch_over(call, "elementwise_gelu_scalar", n, {{x, "buffer_input"}, {y, "buffer_output"}});
-  }
+  launch_over(call, form(call, "elementwise_gelu", "elementwise_gelu_lanes"), n,
+              {{x, "buffer_input"}, {y, "buffer_output"}});
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  if (vector_gelu(call)) {
-    launch_over(call, "elementwise_gelu_backward", n,
-                {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}},
-                kGeluVector);
-  } else {
-    launch_over(call, "elementwise_gelu_backward_scalar", n,
-                {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
-  }
+  launch_over(call, form(call, "elementwise_gelu_backward", "elementwise_gelu_backward_lanes"), n,
+              {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 
 }  // namespace aethercl::ops

@@ -31,6 +31,10 @@ bool cpu_kernel_forms(const Device& device) {
   return device.info().kind == DeviceKind::kCpu && env::flag(env::kCpuKernels, true);
 }
 
+bool row_lanes_forms(const Device& device) {
+  return cpu_kernel_forms(device) && !env::count(env::kRowGroup, 1, 1u << 20).has_value();
+}
+
 std::size_t work_group_limit(const Device& device, const Kernel& kernel, std::size_t cap) {
   std::size_t limit =
       std::min({kernel.max_work_group_size, device.info().max_work_group_size, cap});

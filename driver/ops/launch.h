@@ -22,10 +22,14 @@ inline Kernel& family_kernel(DeviceCall& call, const char* family, const char* n
   return call.device().programs().kernel(family, name, extra_options);
 }
 
-// Whether the op families use their CPU forms (whole rows and blocks per work-item in float8
+// Whether the op families use their CPU forms (whole rows and blocks per work-item in ACL_LANES
 // lanes, no barriers) on this device: CPU devices, unless AETHERCL_CPU_KERNELS=0 (tests run the GPU
 // forms on PoCL with it).
 bool cpu_kernel_forms(const Device& device);
+
+// Whether the row kernels use their _lanes forms (one item per row): cpu_kernel_forms, unless
+// AETHERCL_ROW_GROUP forces the work-group reductions GPUs use (tests exercise those on PoCL).
+bool row_lanes_forms(const Device& device);
 
 // min(the kernel's CL_KERNEL_WORK_GROUP_SIZE, the device maximum, cap, AETHERCL_WG_LIMIT if set),
 // at least 1. Kernels sized with this must work with any local size it returns (no power-of-two

@@ -16,6 +16,10 @@ void log_softmax(DeviceCall& call, void* logits, void* log_probs, int B, int S, 
   if (count == 0) return;
   cl_ulong rows = static_cast<cl_ulong>(B) * static_cast<cl_ulong>(S);
   cl_ulong cols = static_cast<cl_ulong>(V);
+  if (row_lanes_forms(call.device())) {
+    launch_rows(call, "rowwise_log_softmax_lanes", rows, cols, 0, in_mem, out_mem, rows, cols);
+    return;
+  }
   launch_rows(call, "rowwise_log_softmax", rows, cols, sizeof(float), in_mem, out_mem,
               rows, cols);
 }

@@ -26,12 +26,6 @@ RowShape row_shape(int num_rows, int row_size) {
 
 float effective_eps(float eps) { return eps <= 0.0f ? kDefaultLayerNormEps : eps; }
 
-// CPU devices run the float8-lane row kernels (one item per row, no barriers; cpu_kernel_forms),
-// unless AETHERCL_ROW_GROUP forces the work-group reductions GPUs use (tests exercise those on PoCL).
-bool rows_in_lanes(const Device& device) {
-  return cpu_kernel_forms(device) && !env::count(env::kRowGroup, 1, 1u << 20).has_value();
-}
-
 }  // namespace
 
 void softmax(DeviceCall& call, void* x, void* y, int num_rows, int row_size) {
@@ -39,7 +33,7 @@ void softmax(DeviceCall& call, void* x, void* y, int num_rows, int row_size) {
   cl_mem x_mem = call.buffer(x, "buffer_input", shape.bytes).mem;
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
-  if (rows_in_lanes(call.device())) {
+  if (row_lanes_forms(call.device())) {
     launch_rows(call, "rowwise_softmax_lanes", shape.rows, shape.cols, 0, x_mem, y_mem,
                 cl_ulong{shape.rows}, cl_ulong{shape.cols});
     return;
@@ -65,6 +59,12 @@ void layernorm(DeviceCall& call, void* x, void* y, int num_rows, int row_size, f
   cl_mem y_mem = call.buffer(y, "buffer_output", shape.bytes).mem;
   if (shape.empty()) return;
   Device& device = call.device();
+  if (row_lanes_forms(device) && device.info().fp64) {
+    // The lanes form exists where rowwise.cl fuses the statistics in double (FP64 devices).
+    launch_rows(call, "rowwise_layernorm_lanes", shape.rows, shape.cols, 0, x_mem, y_mem,
+                cl_ulong{shape.rows}, cl_ulong{shape.cols}, effective_eps(eps));
+    return;
+  }
   // Two acc_t per item: the fused (sum, sum of squares) reduction of FP64 devices (rowwise.cl).
   launch_rows(call, "rowwise_layernorm", shape.rows, shape.cols, 2 * accumulator_bytes(device),
               x_mem, y_mem, cl_ulong{shape.rows}, cl_ulong{shape.cols}, effective_eps(eps));

@@ -1,7 +1,8 @@
-// Error of kernels/fastmath.cl (acl_exp8, acl_tanh8, acl_erf8: the float8 forms the kernels call) in ulps against double-precision
-// std::exp/tanh/erf, over a strided sweep of all float bit patterns (stride 4093 by default, about
-// a million inputs per function). AETHERCL_ULP_STRIDE=1 makes it the exhaustive sweep over every
-// finite float (tools/bench/fastmath_ulp.sh runs it and prints the maxima).
+// Error of kernels/fastmath.cl (acl_exp16, acl_tanh16, acl_erf16: the lane forms the kernels
+// call) in ulps against double-precision std::exp/tanh/erf, over a strided sweep of all float bit
+// patterns (stride 4093 by default, about a million inputs per function). AETHERCL_ULP_STRIDE=1
+// makes it the exhaustive sweep over every finite float (tools/bench/fastmath_ulp.sh runs it and
+// prints the maxima).
 #include "ops/launch.h"
 #include "runtime/program_cache.h"
 #include "support/env.h"
@@ -73,8 +74,8 @@ Worst worst_of(const std::vector<float>& out, std::uint64_t first_index, std::si
 Worst sweep(const char* probe, double (*reference)(double), std::uint32_t stride) {
   Device& device = testing::test_device();
   Kernel& kernel = device.programs().kernel("fastmath", probe, "-DAETHERCL_FASTMATH_PROBES");
-  // Rounded up to whole float8 groups (the probes' unit); the extra patterns wrap modulo 2^32.
-  const std::uint64_t total = (((std::uint64_t{1} << 32) + stride - 1) / stride + 7) / 8 * 8;
+  // Rounded up to whole float16 groups (the probes' unit); the extra patterns wrap modulo 2^32.
+  const std::uint64_t total = (((std::uint64_t{1} << 32) + stride - 1) / stride + 15) / 16 * 16;
   const std::uint64_t chunk = std::min<std::uint64_t>(total, std::uint64_t{1} << 23);
   cl_int status = CL_SUCCESS;
   cl::Mem buffer(clCreateBuffer(device.context(), CL_MEM_READ_WRITE, chunk * sizeof(float),
@@ -88,7 +89,7 @@ Worst sweep(const char* probe, double (*reference)(double), std::uint32_t stride
     cl_uint stride_arg = stride;
     cl_mem mem = buffer.get();
     device.enqueue(device.default_stream(),
-                   make_launch(kernel, ops::linear_geometry(device, kernel, n / 8), first_bits,
+                   make_launch(kernel, ops::linear_geometry(device, kernel, n / 16), first_bits,
                                stride_arg, mem, n));
     device.read(device.default_stream(), mem, 0, n * sizeof(float), out.data());
     std::size_t half = n / 2;

@@ -210,7 +210,9 @@ TEST_CASE("products smaller than the first candidate's tile use the second") {
     CHECK(select_gemm_params(kind, kRoomy, {}, tm, tn).params == large);
     CHECK(select_gemm_params(kind, kRoomy, {}, tm - 1, 1u << 20).params == candidates[1]);
     CHECK(select_gemm_params(kind, kRoomy, {}, 1u << 20, tn - 1).params == candidates[1]);
-    CHECK(select_gemm_params(kind, kRoomy, {}, 1, 1).params == candidates[1]);
+    // One column: the direct (CPU) parameters narrow as well.
+    CHECK(select_gemm_params(kind, kRoomy, {}, 1, 1).params ==
+          narrowed_to_columns(candidates[1], 1));
   }
   // With only one candidate that fits, it serves every shape.
   CHECK(select_gemm_params(DeviceKind::kGpu, GemmLimits{1, 1024}, {}, 1, 1)
@@ -252,4 +254,26 @@ TEST_CASE("selection order: override > tuning file > built-in table > class defa
   sources.override_text = "wpt_m=8";
   CHECK(pick(kRoomy, 1, 1).second == "AETHERCL_GEMM_PARAMS");
   CHECK(pick(kRoomy, 1, 1).first.wpt_m == 8);
+}
+
+TEST_CASE("direct parameters narrow to products with fewer columns than an item computes") {
+  const GemmParams wide{32, 16, 4, 4, 16, 0, 16, 1, 1};
+  GemmParams four = narrowed_to_columns(wide, 4);
+  CHECK(four.wpt_n == 4);
+  CHECK(four.vec == 4);
+  CHECK(four.tile_n == 4);  // the same one item along N
+  CHECK(four.threads_m() == wide.threads_m());
+  CHECK(four.tile_m == wide.tile_m);
+  CHECK(narrowed_to_columns(wide, 1).wpt_n == 4);  // at least 4
+  CHECK(narrowed_to_columns(wide, 5).wpt_n == 8);
+  CHECK(narrowed_to_columns(wide, 9) == wide);  // 16 is the smallest power of two >= 9
+  CHECK(narrowed_to_columns(wide, 16) == wide);
+  const GemmParams tiled{64, 64, 16, 4, 4, 4, 4, 1, 0};
+  CHECK(narrowed_to_columns(tiled, 2) == tiled);  // only the direct kernel narrows
+  // Selection applies it to every source but the override.
+  GemmParamSources sources;
+  sources.builtin = GemmParamSet{wide, wide};
+  CHECK(select_gemm_params(DeviceKind::kCpu, kRoomy, sources, 64, 4).params == four);
+  sources.override_text = "tile_m=32,tile_n=16,wpt_m=4,wpt_n=16,vec=16,direct=1";
+  CHECK(select_gemm_params(DeviceKind::kCpu, kRoomy, sources, 64, 4).params.wpt_n == 16);
 }
