@@ -28,12 +28,29 @@ bool submission_thread_by_default(const DeviceInfo& info) { return info.kind == 
 // memory directly, so a ring would only add a copy.
 bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceKind::kGpu; }
 
+// PoCL keeps its own compiled-kernel cache and specialises a kernel's work-group function for
+// each local size at its first launch; a program created from a PoCL binary instead runs the
+// generic (any local size) work-group function the binary carries, for every launch. With kernel
+// binaries from this cache the llm.py step ran 1.5x slower on PoCL (docs/PERFORMANCE.md), so PoCL
+// devices use the cache only when AETHERCL_CACHE=1 asks for it.
+bool runtime_caches_kernels_itself(const DeviceInfo& info) {
+  return info.platform_name.find("Portable Computing Language") != std::string::npos ||
+         info.device_version.find("PoCL") != std::string::npos;
+}
+
+BinaryCache disk_cache_for(const DeviceInfo& info) {
+  BinaryCache cache = BinaryCache::from_environment();
+  if (!cache.enabled() || !runtime_caches_kernels_itself(info)) return cache;
+  const bool asked_for = env::get(env::kCache).has_value() && env::flag(env::kCache, false);
+  return asked_for ? cache : BinaryCache(cache.directory(), false);
+}
+
 }  // namespace
 
 Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
     : index_(index),
       info_(info),
-      disk_cache_(BinaryCache::from_environment()),
+      disk_cache_(disk_cache_for(info)),
       kernel_log_(env::flag(env::kKernelLog, true)),
       sync_every_call_(env::flag(env::kSync, false)) {
   if (shared_context != nullptr) {

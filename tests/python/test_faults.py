@@ -25,8 +25,10 @@ print(json.dumps({"builds": s["program_source_builds"], "hits": s["program_cache
 
 
 def _child(code, timeout=300, **env):
+    """Runs code in a child process with the cache on whatever the device (PoCL devices leave it
+    off unless AETHERCL_CACHE=1 asks) and the given environment on top."""
     backup = dict(os.environ)
-    os.environ.update({k: str(v) for k, v in env.items()})
+    os.environ.update({"AETHERCL_CACHE": "1", **{k: str(v) for k, v in env.items()}})
     try:
         result = run_child(f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + code,
                            timeout=timeout)
@@ -206,3 +208,35 @@ def test_a_kernel_build_failure_is_reported_and_isolated(tmp_path):
     assert set(report["working"]) == set(report["tried"]) - elementwise   # every other family
     assert not list(cache.glob("*.bin")) or all(
         b"undeclared_name" not in p.read_bytes() for p in cache.glob("*.bin"))
+
+
+POCL_DEVICE = r"""
+import json
+info = json.loads(lib.json_call("aethercl_device_info", 0))
+print(json.dumps({"pocl": "PoCL" in info["device_version"] or
+                  info["platform"] == "Portable Computing Language"}))
+"""
+
+
+def test_pocl_devices_leave_the_cache_off_unless_asked(tmp_path):
+    """PoCL binaries carry only generic work-group functions (README, AETHERCL_CACHE): on PoCL the
+    default writes no entry and AETHERCL_CACHE=1 writes them; on other devices the default does."""
+    default_dir, asked_dir = tmp_path / "default", tmp_path / "asked"
+    backup = dict(os.environ)
+    os.environ.pop("AETHERCL_CACHE", None)
+    os.environ["AETHERCL_CACHE_DIR"] = str(default_dir)
+    try:
+        result = run_child(f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + ADD_AND_STATS
+                           + POCL_DEVICE, timeout=300)
+    finally:
+        os.environ.clear()
+        os.environ.update(backup)
+    assert result.returncode == 0, result.stderr[-3000:]
+    pocl = json.loads(result.stdout.strip().splitlines()[-1])["pocl"]
+    default_entries = list(default_dir.glob("*.bin")) if default_dir.exists() else []
+    _child(ADD_AND_STATS, AETHERCL_CACHE_DIR=asked_dir)
+    assert list(asked_dir.glob("*.bin"))
+    if pocl:
+        assert not default_entries
+    else:
+        assert default_entries

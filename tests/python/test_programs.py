@@ -202,6 +202,7 @@ print(json.dumps({"builds": stats["user_program_builds"], "hits": stats["user_pr
 def test_second_process_loads_the_program_from_the_disk_cache(tmp_path):
     env_backup = dict(os.environ)
     os.environ["AETHERCL_CACHE_DIR"] = str(tmp_path)
+    os.environ["AETHERCL_CACHE"] = "1"  # on PoCL devices too (off there by default)
     os.environ["SOURCE"] = SOURCE + f"// {uuid.uuid4()}\n"
     try:
         reports = []
