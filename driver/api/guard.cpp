@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstring>
 #include <iterator>
 
@@ -42,16 +43,11 @@ void record_failure(const char* function, Status status, const char* message) no
 void record_forked_refusal(const char* function) noexcept {
   // No allocation here: a parent thread may have held the allocator's locks at fork time.
   char pid[24];
-  char* digits = std::end(pid);
-  unsigned long value = static_cast<unsigned long>(opencl_user_pid());
-  do {
-    *--digits = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0 && digits != std::begin(pid));
+  const char* pid_end = std::to_chars(std::begin(pid), std::end(pid), opencl_user_pid()).ptr;
   set_last_error_fixed(
       Status::kNotInitialized,
       {function, ": this process was forked from process ",
-       std::string_view(digits, static_cast<std::size_t>(std::end(pid) - digits)),
+       std::string_view(pid, static_cast<std::size_t>(pid_end - pid)),
        " after that process had started using OpenCL; OpenCL state (contexts, queues, the OpenCL "
        "runtime's threads) cannot cross fork(), so no device call works in this process. Start "
        "workers with the 'spawn' or 'forkserver' start method, exec a new program after fork(), "

@@ -3,7 +3,6 @@
 #include "ops/rowwise.h"
 
 #include "ops/launch.h"
-#include "support/env.h"
 
 namespace aethercl::ops {
 namespace {

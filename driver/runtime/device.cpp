@@ -41,8 +41,7 @@ bool runtime_caches_kernels_itself(const DeviceInfo& info) {
 BinaryCache disk_cache_for(const DeviceInfo& info) {
   BinaryCache cache = BinaryCache::from_environment();
   if (!cache.enabled() || !runtime_caches_kernels_itself(info)) return cache;
-  const bool asked_for = env::get(env::kCache).has_value() && env::flag(env::kCache, false);
-  return asked_for ? cache : BinaryCache(cache.directory(), false);
+  return env::flag(env::kCache, false) ? cache : BinaryCache(cache.directory(), false);
 }
 
 }  // namespace
