@@ -1,5 +1,6 @@
-// Branch-free float32 exp, tanh and erf (acl_exp, acl_tanh, acl_erf, and the float16 lane forms
-// acl_exp16, ...) for SIMD on CPUs; the runtime prepends this file to every other family's source.
+// Branch-free float32 exp, tanh and erf (acl_exp, acl_tanh, acl_erf, and the float4 and float16
+// forms acl_exp4, acl_exp16, ...) for SIMD on CPUs; the runtime prepends this file to every other
+// family's source.
 // With AETHERCL_FAST_MATH=1 (set per device class by the program cache) ACL_EXP/ACL_TANH/ACL_ERF
 // (and ACL_EXPV/ACL_ERFV) name these; otherwise they name the built-ins. Max error over all finite
 // float inputs (measured exhaustively by tools/bench/fastmath_ulp, strided by the unit test): see
@@ -88,6 +89,7 @@
   }
 
 ACL_DEFINE_MATH(float, int, as_float, convert_int, )
+ACL_DEFINE_MATH(float4, int4, as_float4, convert_int4, 4)
 ACL_DEFINE_MATH(float16, int16, as_float16, convert_int16, 16)
 
 #define ACL_LANES 16
@@ -115,12 +117,16 @@ float acl_lanes_max(acl_floatv v) {
 #define ACL_ERF acl_erf
 #define ACL_EXPV acl_exp16
 #define ACL_ERFV acl_erf16
+#define ACL_EXP4 acl_exp4
+#define ACL_ERF4 acl_erf4
 #else
 #define ACL_EXP exp
 #define ACL_TANH tanh
 #define ACL_ERF erf
 #define ACL_EXPV exp
 #define ACL_ERFV erf
+#define ACL_EXP4 exp
+#define ACL_ERF4 erf
 #endif
 
 #ifdef AETHERCL_FASTMATH_PROBES

@@ -7,6 +7,7 @@
 
 #include "gemm/database.h"
 #include "gemm/params.h"
+#include "gemm/split_k.h"
 #include "gemm/tensor_core_gemm.h"
 #include "runtime/launch.h"
 #include "support/checked.h"
@@ -213,6 +214,7 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
   check_extent("A", p.a, p.batch, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k);
   check_extent("B", p.b, p.batch, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n);
   check_extent("C", p.c, p.batch, p.m, p.n);
+  if (enqueue_split_k(call, p)) return;
   if (p.tensor_cores && enqueue_tensor_core_gemm(call, p)) return;
 
   Device& device = call.device();

@@ -21,9 +21,6 @@
 namespace aethercl::gemm {
 namespace {
 
-constexpr cl_device_info kComputeCapabilityMajorNv = 0x4000;
-constexpr cl_device_info kComputeCapabilityMinorNv = 0x4001;
-
 // nullopt: tensor cores off.
 std::optional<MmaMode> tensor_core_mode() {
   auto text = env::get(env::kTensorCores);
@@ -33,20 +30,6 @@ std::optional<MmaMode> tensor_core_mode() {
   if (!env::flag(env::kTensorCores, true)) return std::nullopt;
   return MmaMode::kHardware;
 }
-// Compute capability major * 10 + minor from NVIDIA's attribute query; 0 when unavailable.
-int compute_capability(const DeviceInfo& info) {
-  if (!info.has_extension("cl_nv_device_attribute_query")) return 0;
-  cl_uint major = 0;
-  cl_uint minor = 0;
-  if (clGetDeviceInfo(info.id, kComputeCapabilityMajorNv, sizeof(major), &major, nullptr) !=
-          CL_SUCCESS ||
-      clGetDeviceInfo(info.id, kComputeCapabilityMinorNv, sizeof(minor), &minor, nullptr) !=
-          CL_SUCCESS) {
-    return 0;
-  }
-  return static_cast<int>(major * 10 + minor);
-}
-
 // 16-bit patterns of small integers (exact in f16 and bf16).
 std::uint16_t bf16_bits(float value) {
   std::uint32_t bits = 0;
@@ -143,7 +126,7 @@ const TensorCoreSupport& device_support(Device& device, MmaMode mode) {
   TensorCoreSupport& support = device_state(device).tensor_cores;
   if (!support.probed) {
     support.probed = true;
-    support.sm = compute_capability(device.info());
+    support.sm = device.info().nv_compute_capability;
     support.available = mode != MmaMode::kHardware || support.sm >= 80;
     if (!support.available) {
       support.reason = support.sm == 0 ? "not an NVIDIA GPU"

@@ -30,23 +30,24 @@ struct Operand {
 
 // A kernel of kernels/elementwise.cl in the form the device runs: CPU devices the _lanes form
 // (ACL_LANES elements per work-item step in its own vector code; PoCL vectorises nothing else),
-// GPUs one element per work-item (on the H200 float8 GELU ran at 0.42x / 0.65x of a copy, one
-// element per item at 0.71x / 0.87x; docs/PERFORMANCE.md).
+// other devices the _vec4 form (one 16-byte access per operand and item: four loads in flight per
+// item where one element per item left a GPU's memory system short of requests).
 struct Form {
   const char* kernel_name;
-  std::uint64_t per_item;  // elements per vector step; 1 for the plain form
+  std::uint64_t per_item;  // elements per vector step
 };
 
 constexpr std::uint64_t kLanes = 16;  // ACL_LANES of kernels/fastmath.cl
+constexpr std::uint64_t kVec4 = 4;
 
-Form form(DeviceCall& call, const char* plain, const char* lanes) {
-  return cpu_kernel_forms(call.device()) ? Form{lanes, kLanes} : Form{plain, 1};
+Form form(DeviceCall& call, const char* vec4, const char* lanes) {
+  return cpu_kernel_forms(call.device()) ? Form{lanes, kLanes} : Form{vec4, kVec4};
 }
 
 // Work-items for `count` elements: a lanes kernel needs count / per_item for its vector part and
 // count % per_item for its scalar tail, which items 0 .. tail-1 take.
 std::uint64_t items_for(std::uint64_t count, std::uint64_t per_item) {
-  return per_item == 1 ? count : std::max(count / per_item, count % per_item);
+  return std::max(count / per_item, count % per_item);
 }
 
 // Validates the operands of an n-element op and launches the op's kernel over them.
@@ -70,12 +71,12 @@ void launch_over(DeviceCall& call, Form kernel_form, int n, const Operand (&oper
 }  // namespace
 
 void add(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, form(call, "elementwise_add", "elementwise_add_lanes"), n,
+  launch_over(call, form(call, "elementwise_add_vec4", "elementwise_add_lanes"), n,
               {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
 void mul(DeviceCall& call, void* a, void* b, void* c, int n) {
-  launch_over(call, form(call, "elementwise_mul", "elementwise_mul_lanes"), n,
+  launch_over(call, form(call, "elementwise_mul_vec4", "elementwise_mul_lanes"), n,
               {{a, "buffer_a"}, {b, "buffer_b"}, {c, "buffer_c"}});
 }
 
@@ -106,12 +107,12 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
   if (da_view && db_view) {
     // Both gradients in one launch: every item reads dC, A and B before writing dA and dB, so any
     // whole-buffer aliasing above is safe and the products are the ones two launches compute.
-    Form both = form(call, "elementwise_mul_backward", "elementwise_mul_backward_lanes");
+    Form both = form(call, "elementwise_mul_backward_vec4", "elementwise_mul_backward_lanes");
     launch_linear(call, both.kernel_name, count, items_for(count, both.per_item), dc_mem, a_mem,
                   b_mem, da_view->mem, db_view->mem);
     return;
   }
-  Form one = form(call, "elementwise_mul", "elementwise_mul_lanes");
+  Form one = form(call, "elementwise_mul_vec4", "elementwise_mul_lanes");
   const std::uint64_t items = items_for(count, one.per_item);
   auto launch_da = [&] {
     if (da_view) launch_linear(call, one.kernel_name, count, items, dc_mem, b_mem, da_view->mem);
@@ -129,12 +130,12 @@ void mul_backward(DeviceCall& call, void* dc, void* a, void* b, void* da, void* 
 }
 
 void gelu(DeviceCall& call, void* x, void* y, int n) {
-  launch_over(call, form(call, "elementwise_gelu", "elementwise_gelu_lanes"), n,
+  launch_over(call, form(call, "elementwise_gelu_vec4", "elementwise_gelu_lanes"), n,
               {{x, "buffer_input"}, {y, "buffer_output"}});
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  launch_over(call, form(call, "elementwise_gelu_backward", "elementwise_gelu_backward_lanes"), n,
+  launch_over(call, form(call, "elementwise_gelu_backward_vec4", "elementwise_gelu_backward_lanes"), n,
               {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 

@@ -55,6 +55,27 @@ const char* kind_name(DeviceKind kind) noexcept {
   return "other";
 }
 
+namespace {
+
+// NVIDIA's attribute query (cl_nv_device_attribute_query): compute capability major * 10 + minor,
+// 0 when the extension or either value is unavailable.
+int nv_compute_capability(const DeviceInfo& info) {
+  constexpr cl_device_info kComputeCapabilityMajorNv = 0x4000;
+  constexpr cl_device_info kComputeCapabilityMinorNv = 0x4001;
+  if (!info.has_extension("cl_nv_device_attribute_query")) return 0;
+  cl_uint major = 0;
+  cl_uint minor = 0;
+  if (clGetDeviceInfo(info.id, kComputeCapabilityMajorNv, sizeof(major), &major, nullptr) !=
+          CL_SUCCESS ||
+      clGetDeviceInfo(info.id, kComputeCapabilityMinorNv, sizeof(minor), &minor, nullptr) !=
+          CL_SUCCESS) {
+    return 0;
+  }
+  return static_cast<int>(major * 10 + minor);
+}
+
+}  // namespace
+
 DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device) {
   DeviceInfo info;
   info.platform = platform;
@@ -85,6 +106,7 @@ DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device) {
   info.fp16 = info.has_extension("cl_khr_fp16");
   info.subgroups = info.has_extension("cl_khr_subgroups") ||
                    info.has_extension("cl_intel_subgroups");
+  info.nv_compute_capability = nv_compute_capability(info);
   // 32-bit global atomics are core from OpenCL 1.1 on; 1.0 runtimes name the extension.
   info.int32_global_atomics = info.device_version.rfind("OpenCL 1.0", 0) != 0 ||
                               info.has_extension("cl_khr_global_int32_base_atomics");

@@ -30,6 +30,8 @@ struct DeviceInfo {
   bool fp64 = false;
   bool fp16 = false;
   bool subgroups = false;
+  // NVIDIA compute capability as major * 10 + minor (cl_nv_device_attribute_query), else 0.
+  int nv_compute_capability = 0;
   bool int32_global_atomics = false;  // core since 1.1; the extension names older runtimes
   bool int64_atomics = false;
   std::uint32_t address_bits = 64;

@@ -7,16 +7,36 @@
 #include "support/env.h"
 #include "support/log.h"
 
+#include <string_view>
+
 namespace aethercl {
+
+namespace {
+
+constexpr std::string_view kShuffleOn = "-DACL_WARP_SHUFFLE=1";
+
+// `options` with the warp-shuffle define turned off (unchanged where it is not on).
+std::string shuffle_off(std::string options) {
+  const auto at = options.find(kShuffleOn);
+  if (at != std::string::npos) options[at + kShuffleOn.size() - 1] = '0';
+  return options;
+}
+
+}  // namespace
 
 ProgramCache::ProgramCache(const DeviceInfo& info, cl_context context, BinaryCache disk)
     : info_(info), context_(context), disk_(std::move(disk)) {
   // The branch-free math of kernels/fastmath.cl measured faster than the built-ins on PoCL's CPU
   // device (docs/PERFORMANCE.md); GPUs keep their built-ins, which were not measured slower.
   bool fast_math = env::flag(env::kFastMath, info.kind == DeviceKind::kCpu);
-  base_options_ =
-      fmt::format("-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={} -DAETHERCL_FAST_MATH={}",
-                  info.fp64 ? 1 : 0, info.max_work_group_size, fast_math ? 1 : 0);
+  // Warp shuffles through inline PTX (shfl.sync, Volta and later) for the row reductions: the
+  // work-items of a group are numbered into warps of 32 in order on NVIDIA GPUs.
+  bool warp_shuffle = info.kind == DeviceKind::kGpu && info.nv_compute_capability >= 70 &&
+                      env::flag(env::kWarpShuffle, true);
+  base_options_ = fmt::format(
+      "-cl-std=CL1.2 -DAETHERCL_FP64={} -DAETHERCL_MAX_WG={} -DAETHERCL_FAST_MATH={}"
+      " -DACL_WARP_SHUFFLE={}",
+      info.fp64 ? 1 : 0, info.max_work_group_size, fast_math ? 1 : 0, warp_shuffle ? 1 : 0);
 }
 
 std::string ProgramCache::cache_key(const std::string& source, const std::string& options) const {
@@ -41,6 +61,13 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   cl::Program program(clCreateProgramWithSource(context_, 1, &text, &length, &status));
   cl::check(status, "clCreateProgramWithSource");
   status = clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr);
+  const std::string without_shuffle = shuffle_off(options);
+  if (status != CL_SUCCESS && without_shuffle != options) {
+    log().warn("kernel family '{}' failed to build with warp shuffles for {} ({}); building it "
+               "with local-memory reductions instead:\n{}",
+               family, info_.name, cl::error_name(status), build_log(program.get(), info_.id));
+    return build(family, without_shuffle);
+  }
   if (status != CL_SUCCESS) {
     fail(Status::kBuildFailed, "kernel family '{}' failed to build for {} ({}; options '{}'):\n{}",
          family, info_.name, cl::error_name(status), options, build_log(program.get(), info_.id));

@@ -56,6 +56,7 @@ inline constexpr const char* kRowGroup = "AETHERCL_ROW_GROUP";  // testing: row-
 inline constexpr const char* kGemmParams = "AETHERCL_GEMM_PARAMS";   // GEMM tile override
 inline constexpr const char* kSimHostMatmul = "AETHERCL_SIM_HOST_MATMUL";  // 1: host fallback
 inline constexpr const char* kFastMath = "AETHERCL_FAST_MATH";  // 0/1: force kernels' math
+inline constexpr const char* kWarpShuffle = "AETHERCL_WARP_SHUFFLE";  // 0: no PTX shuffles
 inline constexpr const char* kCpuKernels = "AETHERCL_CPU_KERNELS";  // 0: GPU forms on CPUs
 inline constexpr const char* kTuningFile = "AETHERCL_TUNING_FILE";   // GEMM tuning database
 inline constexpr const char* kSharedContext = "AETHERCL_SHARED_CONTEXT";  // 0: a context per device

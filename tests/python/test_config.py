@@ -112,7 +112,7 @@ print("exiting without shutdown_driver")
     assert "trace written" in result.stderr
     events = json.loads(path.read_text())["traceEvents"]
     # the plain form on GPUs, the lanes form on CPU devices
-    assert any(event.get("name") in ("elementwise_add", "elementwise_add_lanes") for event in events)
+    assert any(event.get("name") in ("elementwise_add_vec4", "elementwise_add_lanes") for event in events)
 
 
 def test_every_variable_the_driver_reads_is_in_the_readme_table():

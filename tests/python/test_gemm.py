@@ -219,6 +219,46 @@ def test_shapes_across_tiles(lib, device, rng, fp32_precision, mode, shape):
     run_gemm(lib, device, rng, mode=mode, ab=g.F32, m=m, n=n, k=k, layout="single")
 
 
+def kernels_run(lib, path, call):
+    """Names of the kernels call() launched, from a trace's per-kernel summary."""
+    import json
+    lib.check("aethercl_trace_start", str(path).encode())
+    try:
+        call()
+        lib.check("aethercl_synchronize", 0)
+        summary = json.loads(lib.json_call("aethercl_trace_summary"))
+    finally:
+        lib.check("aethercl_trace_stop")
+    return {kernel["name"] for kernel in summary["kernels"]}
+
+
+# Split-K (gemm/split_k.cpp: batch 1, beta 0, few output tiles, long k) runs wherever the GPU
+# kernel forms run; AETHERCL_CPU_KERNELS=0 gives them to PoCL too. Slices of a k that does not
+# divide (1000, 387) leave a tail product; padding and offsets test the slices' strides.
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("fp32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16")])
+@pytest.mark.parametrize("shape", [(16, 16, 1024), (5, 17, 1000), (33, 2, 387)])
+def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, ab, trans,
+                 shape):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    m, n, k = shape
+    names = kernels_run(lib, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
+        trans_b=int(trans[1] == "t"), m=m, n=n, k=k, layout="single", alpha=-1.5, pad=3,
+        offsets=(3, 5, 1)))
+    assert "gemm_fold_parts" in names
+
+
+def test_split_k_is_not_taken_where_it_does_not_apply(lib, device, rng, fp32_precision,
+                                                      monkeypatch, tmp_path):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    for kwargs in ({"k": 100}, {"k": 1024, "beta": 0.5, "c_init": 1.0},
+                   {"k": 1024, "layout": "batched"}):
+        names = kernels_run(lib, tmp_path / "trace.json", lambda: run_gemm(
+            lib, device, rng, mode="fp32", ab=g.F32, m=16, n=16, **kwargs))
+        assert "gemm_fold_parts" not in names, kwargs
+
+
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16"), ("tf32", "bf16"), ("bf16", "f32")])

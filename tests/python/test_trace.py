@@ -6,8 +6,8 @@ import numpy as np
 
 from helpers import run_child
 
-# execute_add_on_gpu's kernel: the plain form on GPUs, the lanes form on CPU devices.
-ADD_KERNELS = ("elementwise_add", "elementwise_add_lanes")
+# execute_add_on_gpu's kernel: the _vec4 form on GPUs, the _lanes form on CPU devices.
+ADD_KERNELS = ("elementwise_add_vec4", "elementwise_add_lanes")
 
 
 def _check_trace(path, expected_kernels):

@@ -1,6 +1,6 @@
-// Both forms of every elementwise kernel (_lanes for CPU devices, one element per item for GPUs)
+// Both forms of every elementwise kernel (_lanes for CPU devices, _vec4 for GPUs)
 // agree with float64 references on every device the tests run on, whichever the driver picks
-// there, for sizes around the lane width (vector part, scalar tail, both) and in place.
+// there, for sizes around the vector widths (vector part, scalar tail, both) and in place.
 #include "ops/launch.h"
 #include "runtime/device.h"
 #include "test_support.h"
@@ -39,7 +39,8 @@ template <typename... Mems>
 void run(Device& device, const std::string& name, std::size_t n, Mems... mems) {
   Kernel& kernel = device.programs().kernel("elementwise", name);
   const bool lanes = name.size() > 6 && name.compare(name.size() - 6, 6, "_lanes") == 0;
-  std::uint64_t items = lanes ? std::max<std::uint64_t>(n / kLanes, n % kLanes) : n;
+  const std::uint64_t width = lanes ? kLanes : 4;  // _lanes or _vec4
+  std::uint64_t items = std::max<std::uint64_t>(n / width, n % width);
   std::lock_guard lock(device.mutex());
   device.enqueue(device.default_stream(),
                  make_launch(kernel, ops::linear_geometry(device, kernel, items), mems...,
@@ -63,7 +64,7 @@ TEST_CASE("elementwise kernels, both forms, match float64 references") {
     for (std::size_t i = 0; i < n; ++i) {
       a[i] = normal(generator), b[i] = normal(generator), c[i] = normal(generator);
     }
-    for (const char* suffix : {"", "_lanes"}) {
+    for (const char* suffix : {"_vec4", "_lanes"}) {
       CAPTURE(n);
       CAPTURE(suffix);
       cl::Mem ma = device_copy(device, a), mb = device_copy(device, b), mc = device_copy(device, c);
