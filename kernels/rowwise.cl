@@ -122,7 +122,9 @@ DEFINE_GROUP_REDUCE(group_sum_acc, acc_t, COMBINE_SUM, warp_xor_acc)
 // Products of floats are exact in double, so the cancellation costs about 1e-16 of the sums
 // (a mean 1e6 times the spread still leaves 1e-4 relative in the variance). One tree of two or four
 // sums replaces two or four trees, each a chain of barriers on GPUs, and CPUs read the row once
-// for its statistics instead of two or three times. Float accumulation keeps the two-pass form.
+// for its statistics instead of two or three times. Rows held in registers then compute their
+// outputs in float from the double statistics (row_center): double conversions per element
+// measured as a cost on GPUs. Float accumulation keeps the two-pass form.
 #if ROWWISE_ACC_DOUBLE
 #define LN_FUSED 1
 // count sums in one tree: scratch holds count arrays of local-size doubles (scalar arrays: NVIDIA's
@@ -160,6 +162,23 @@ inline void group_sums(__local double* scratch, double* values, const int count)
   for (int c = 0; c < count; ++c) values[c] = scratch[c * size];
   barrier(CLK_LOCAL_MEM_FENCE);
 }
+
+// A row's mean and 1 / std for per-element float math: the mean as a float and the float of
+// its remainder, so (x - mean) keeps the double mean's accuracy (x - hi is exact where x is
+// near the mean, the case where its rounding would matter).
+typedef struct {
+  float hi, lo, inv_std;
+} row_center_t;
+
+inline row_center_t row_center(double mean, double inv_std) {
+  row_center_t c;
+  c.hi = (float)mean;
+  c.lo = (float)(mean - (double)c.hi);
+  c.inv_std = (float)inv_std;
+  return c;
+}
+
+inline float normalized(row_center_t c, float x) { return ((x - c.hi) - c.lo) * c.inv_std; }
 
 inline void moments_from_sums(double sum, double sum_sq, double n, float eps, double* mean,
                               double* inv_std) {
@@ -437,11 +456,33 @@ __kernel void rowwise_log_softmax(__global const float* x, __global float* out, 
   }
 }
 
-// dx = (dy - sum_j dy_j y_j) * y. Streams its two inputs twice instead of holding them in
-// registers: on the H200 that measured faster (0.67x of a copy against 0.50x, docs/PERFORMANCE.md).
+// dx = (dy - sum_j dy_j y_j) * y. Rows that fit the group's registers are read once: each item
+// sums its products (at most ROW_REGS) in float and the group adds the partial sums in acc_t;
+// longer rows stream their two inputs twice.
 __kernel void rowwise_softmax_backward(__global const float* dy, __global const float* y,
                                       __global float* dx, ulong rows, ulong cols,
                                       __local acc_t* scratch) {
+  if (ROW_IN_REGISTERS(cols)) {
+    FOR_EACH_ROW(row, rows) {
+      const ulong base = row * cols;
+      float g[ROW_REGS], p[ROW_REGS];
+      float partial = 0.0f;
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        g[i] = j < cols ? dy[base + j] : 0.0f;
+        p[i] = j < cols ? y[base + j] : 0.0f;
+        partial = fma(g[i], p[i], partial);
+      }
+      const float dot = (float)group_sum_acc(scratch, (acc_t)partial);
+      #pragma unroll
+      for (int i = 0; i < ROW_REGS; ++i) {
+        const ulong j = REG_COL(i);
+        if (j < cols) dx[base + j] = (g[i] - dot) * p[i];
+      }
+    }
+    return;
+  }
   FOR_EACH_ROW(row, rows) {
     const ulong base = row * cols;
     acc_t local_dot = 0;
@@ -483,10 +524,11 @@ __kernel void rowwise_layernorm(__global const float* x, __global float* y, ulon
     double mean, inv_std;
     moments_from_sums(total[0], total[1], n, eps, &mean, &inv_std);
     if (registers) {
+      const row_center_t center = row_center(mean, inv_std);
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
         const ulong j = REG_COL(i);
-        if (j < cols) y[base + j] = (float)(((double)v[i] - mean) * inv_std);
+        if (j < cols) y[base + j] = normalized(center, v[i]);
       }
     } else {
       FOR_EACH_COL(j, cols) y[base + j] = (float)(((double)x[base + j] - mean) * inv_std);
@@ -555,12 +597,15 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
     const double row_dy_xhat = inv_std * (total[3] - mean * total[2]);
     const double scale = inv_std / n;
     if (registers) {
+      // dx = inv * dy - (scale * sum(dy) + xhat * scale * sum(dy * xhat)), in float.
+      const row_center_t center = row_center(mean, inv_std);
+      const float dy_scale = (float)inv_std, shift = (float)(scale * row_dy);
+      const float slope = (float)(scale * row_dy_xhat);
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
         const ulong j = REG_COL(i);
         if (j < cols) {
-          const double xhat = ((double)v[i] - mean) * inv_std;
-          dx[base + j] = (float)(scale * (n * (double)g[i] - row_dy - xhat * row_dy_xhat));
+          dx[base + j] = fma(dy_scale, g[i], -fma(normalized(center, v[i]), slope, shift));
         }
       }
     } else {

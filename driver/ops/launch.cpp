@@ -66,7 +66,8 @@ bool row_kernels_use_registers() {
 bool row_kernel_has_register_path(const char* kernel_name) {
   std::string_view name(kernel_name);
   return name == "rowwise_softmax" || name == "rowwise_log_softmax" ||
-         name == "rowwise_layernorm" || name == "rowwise_layernorm_backward";
+         name == "rowwise_softmax_backward" || name == "rowwise_layernorm" ||
+         name == "rowwise_layernorm_backward";
 }
 
 RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64_t rows,

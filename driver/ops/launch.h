@@ -74,8 +74,8 @@ inline std::size_t accumulator_bytes(const Device& device) {
 // false when AETHERCL_ROW_KERNEL=loop: every row streams through global memory in several passes
 // (the kernels before the register path; kept for comparison in benchmarks).
 bool row_kernels_use_registers();
-// Whether the rowwise kernel holds rows in registers (softmax, log-softmax, LayerNorm and its
-// backward; softmax backward and cross-entropy stream, which measured faster or equal).
+// Whether the rowwise kernel holds rows in registers (softmax and its backward, log-softmax,
+// LayerNorm and its backward; cross-entropy streams its row).
 bool row_kernel_has_register_path(const char* kernel_name);
 
 // Launches kernel_name of the "rowwise" family over rows x cols with args bound in order; when
