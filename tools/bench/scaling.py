@@ -4,8 +4,10 @@ several (ocl_llm.DataParallel), same global batch, measured in the same run.
 Usage: tools/aethercl bench scaling [--devices 0,1] [--steps 8] [--preset gemm|tiny]
         [--embed_dim ...] [--json out.json]
 
-The gemm preset is a wide configuration (embed 1024, d_ff 4096, 4 layers, context 128, batch 128)
-whose step is dominated by device GEMMs, so a step is device-bound; tiny is for CPUs. tokens/s =
+The gemm preset is a wide configuration (embed 1024, d_ff 4096, 4 layers, context 128, batch 256)
+whose step is dominated by device GEMMs, so a step is device-bound on one GPU and on two (at
+batch 128 a two-GPU step was bound by the one host thread issuing both replicas' calls:
+docs/PERFORMANCE.md); tiny is for CPUs. tokens/s =
 batch x context x steps / seconds, after two warm-up steps, each step ending when its loss has
 been read (every device finished)."""
 from __future__ import annotations
@@ -23,7 +25,7 @@ import ocl_llm  # noqa: E402
 
 PRESETS = {
     "gemm": {"embed_dim": 1024, "num_heads": 16, "d_ff": 4096, "num_layers": 4, "max_len": 128,
-             "batch_size": 128},
+             "batch_size": 256},
     "tiny": {"embed_dim": 64, "num_heads": 4, "d_ff": 256, "num_layers": 2, "max_len": 32,
              "batch_size": 8},
 }
