@@ -214,14 +214,17 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
   check_extent("A", p.a, p.batch, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k);
   check_extent("B", p.b, p.batch, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n);
   check_extent("C", p.c, p.batch, p.m, p.n);
-  if (enqueue_split_k(call, p)) return;
   if (p.tensor_cores && enqueue_tensor_core_gemm(call, p)) return;
 
   Device& device = call.device();
+  auto [kernel, params] = choose_kernel(device, p);
+  if (const std::uint64_t slices = split_k_slices(device, p, params); slices > 1) {
+    enqueue_split_k(call, p, slices);
+    return;
+  }
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
-  auto [kernel, params] = choose_kernel(device, p);
   const std::uint64_t tiles_m = (p.m + params.tile_m - 1) / params.tile_m;
   const std::uint64_t tiles_n = (p.n + params.tile_n - 1) / params.tile_n;
   const std::size_t local[3] = {static_cast<std::size_t>(params.threads_n()),

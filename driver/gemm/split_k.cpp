@@ -12,7 +12,9 @@ namespace {
 // written and folded than their extra work-groups gain.
 constexpr std::uint64_t kMinSliceK = 64;
 constexpr std::uint64_t kMaxSlices = 64;
-constexpr std::uint64_t kTile = 64;
+// Work-items per compute unit a product should reach before it is left whole: half of what an
+// NVIDIA multiprocessor holds (2048), the occupancy the GEMM kernels run at.
+constexpr std::uint64_t kItemsPerUnit = 1024;
 
 // A block of scratch memory on the call's stream, back to the pool at scope exit (the pool is
 // stream-ordered: later work on the stream runs after the fold that reads it).
@@ -46,18 +48,25 @@ GemmOperand k_slice(const GemmOperand& operand, bool k_along_rows, std::uint64_t
 
 }  // namespace
 
-bool enqueue_split_k(DeviceCall& call, const GemmProblem& p) {
-  Device& device = call.device();
+std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmParams& params) {
   if (ops::cpu_kernel_forms(device) || p.batch != 1 || p.beta != 0.0f ||
       p.c.storage != GemmStorage::kF32) {
-    return false;
+    return 1;
   }
   const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
-  const std::uint64_t tiles = ((p.m + kTile - 1) / kTile) * ((p.n + kTile - 1) / kTile);
-  if (tiles >= units) return false;
-  const std::uint64_t slices =
-      std::min({(2 * units + tiles - 1) / tiles, p.k / kMinSliceK, kMaxSlices});
-  if (slices < 2) return false;
+  const std::uint64_t groups = ((p.m + params.tile_m - 1) / params.tile_m) *
+                               ((p.n + params.tile_n - 1) / params.tile_n);
+  const std::uint64_t items = groups * params.work_group_size();
+  const std::uint64_t wanted = units * kItemsPerUnit;
+  if (items >= wanted) return 1;
+  const std::uint64_t operand_elements = p.m * p.k + p.k * p.n;
+  const std::uint64_t slices = std::min({(wanted + items - 1) / items, p.k / kMinSliceK, kMaxSlices,
+                                         operand_elements / (p.m * p.n)});
+  return slices < 2 ? 1 : slices;
+}
+
+void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices) {
+  Device& device = call.device();
   const std::uint64_t slice_k = p.k / slices;
   const std::uint64_t tail = p.k - slices * slice_k;  // the rest, as one more product
   const std::uint64_t parts = slices + (tail > 0 ? 1 : 0);
@@ -86,7 +95,6 @@ bool enqueue_split_k(DeviceCall& call, const GemmProblem& p) {
               p.c.buffer.mem, static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
               static_cast<cl_ulong>(leading_dimension(p.c, p.n)),
               static_cast<cl_ulong>(p.c.offset), static_cast<cl_ulong>(parts));
-  return true;
 }
 
 }  // namespace aethercl::gemm

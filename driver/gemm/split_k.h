@@ -4,12 +4,18 @@
 #pragma once
 
 #include "gemm/gemm.h"
+#include "gemm/params.h"
 
 namespace aethercl::gemm {
 
-// Enqueues p as a split-K product and returns true where that pays: devices that run the GPU
-// kernel forms, batch 1, beta 0, float32 C, fewer 64 x 64 output tiles than compute units and
-// k of at least two slices of kMinSliceK. Returns false (nothing enqueued) otherwise.
-bool enqueue_split_k(DeviceCall& call, const GemmProblem& p);
+// How many k slices p should run as (1: none), given the parameters its kernel was chosen with:
+// on devices that run the GPU kernel forms, for batch-1, beta-0 products with a float32 C whose
+// work-groups hold fewer items than kItemsPerUnit per compute unit, enough slices to reach that,
+// each of at least kMinSliceK, with no more partial products than the operands hold elements.
+std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmParams& params);
+
+// Enqueues p as `slices` k slices (one batched product into scratch, plus one product for the
+// rest of k) and their fold into C in slice order.
+void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices);
 
 }  // namespace aethercl::gemm

@@ -232,15 +232,17 @@ def kernels_run(lib, path, call):
     return {kernel["name"] for kernel in summary["kernels"]}
 
 
-# Split-K (gemm/split_k.cpp: batch 1, beta 0, few output tiles, long k) runs wherever the GPU
-# kernel forms run; AETHERCL_CPU_KERNELS=0 gives them to PoCL too. Slices of a k that does not
-# divide (1000, 387) leave a tail product; padding and offsets test the slices' strides.
+# Split-K (gemm/split_k.cpp: batch 1, beta 0, few work-items, long k) runs wherever the GPU
+# kernel forms run; AETHERCL_CPU_KERNELS=0 gives them to PoCL too. It splits the portable kernel's
+# products, so tensor cores are off here. Slices of a k that does not divide (1000, 387) leave a
+# tail product; padding and offsets test the slices' strides.
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("fp32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16")])
 @pytest.mark.parametrize("shape", [(16, 16, 1024), (5, 17, 1000), (33, 2, 387)])
 def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, ab, trans,
                  shape):
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "0")
     m, n, k = shape
     names = kernels_run(lib, tmp_path / "trace.json", lambda: run_gemm(
         lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
