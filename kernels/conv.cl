@@ -186,17 +186,6 @@ __kernel void conv_nchw_to_matrix(__global const float* t, __global float* mat, 
   }
 }
 
-// out[i] = the sum of parts[0][i] .. parts[count - 1][i] in that order (the split-K weight
-// gradient's partial products).
-__kernel void conv_fold_parts(__global const float* parts, __global float* out, ulong count,
-                              ulong part_count) {
-  for (ulong i = get_global_id(0); i < count; i += get_global_size(0)) {
-    acc_t sum = 0;
-    for (ulong part = 0; part < part_count; ++part) sum += (acc_t)parts[part * count + i];
-    out[i] = (float)sum;
-  }
-}
-
 __kernel void conv_accumulate(__global float* dst, __global const float* src, ulong n) {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) dst[i] += src[i];
 }

@@ -201,44 +201,6 @@ GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
   return GemmOperand{BufferView{mem, bytes}, stride};
 }
 
-// dW (m x n) = dmat (m x width) . cols^T for one chunk, groups == 1. The product has a long K
-// (images x positions) and few output tiles, which leaves a GPU idle; off CPU devices K is cut
-// into slices, one batched GEMM writes a partial dW per slice and conv_fold_parts sums them in
-// slice order (fixed by the shape and the device: deterministic).
-bool weight_gradient_split_k(DeviceCall& call, const ConvShape& s, const GemmOperand& dmat,
-                             cl_mem cols, std::uint64_t cols_bytes, std::uint64_t width,
-                             const GemmOperand& out) {
-  const std::uint64_t m = s.out_group(), n = s.k_group();
-  const std::uint64_t units = std::max<std::uint32_t>(1, call.device().info().compute_units);
-  const std::uint64_t tiles = std::max<std::uint64_t>(1, ((m + 63) / 64) * ((n + 63) / 64));
-  if (row_forms(call) || s.groups != 1 || tiles >= 2 * units || width < 8192) return false;
-  const std::uint64_t slices = std::min<std::uint64_t>({(2 * units + tiles - 1) / tiles, 64,
-                                                        width / 2048});
-  if (slices < 2) return false;
-  const std::uint64_t ks = width / slices;                // full slices of ks
-  const std::uint64_t tail = width - slices * ks;         // the rest, in one more product
-  const std::uint64_t parts = slices + (tail > 0 ? 1 : 0);
-  Scratch partial(call, bytes_of(parts * m * n, 4));
-  auto slice_problem = [&](std::uint64_t first, std::uint64_t k, std::uint64_t batch,
-                           std::uint64_t part) {
-    GemmProblem p;
-    p.trans_b = true;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.batch = batch;
-    p.a = GemmOperand{dmat.buffer, k, first, width};
-    p.b = GemmOperand{BufferView{cols, cols_bytes}, k, first, width};
-    p.c = GemmOperand{partial.view(), m * n, part * m * n, 0};
-    enqueue_gemm(call, p, s.mode);
-  };
-  slice_problem(0, ks, slices, 0);
-  if (tail > 0) slice_problem(slices * ks, tail, 1, slices);
-  launch_linear(call, kFamily, "conv_fold_parts", m * n, partial.mem(), out.buffer.mem,
-                ul(m * n), ul(parts));
-  return true;
-}
-
 }  // namespace
 
 void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
@@ -351,9 +313,7 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       const bool first = n0 == 0;
       p.c = first ? GemmOperand{*dweight, m * k}
                   : operand(partial_dw->mem(), partial_dw->view().size, m * k);
-      if (!weight_gradient_split_k(call, s, dmat_op, cols.mem(), cols.view().size, width, p.c)) {
-        enqueue_gemm(call, p, s.mode);
-      }
+      enqueue_gemm(call, p, s.mode);  // long k (images x positions): split-K where it pays
       if (!first) {
         launch_linear(call, kFamily, "conv_accumulate", s.w_count, dweight->mem, partial_dw->mem(),
                       ul(s.w_count));
