@@ -36,25 +36,29 @@ std::string retarget(const std::string& binary) {
   return out;
 }
 
-// A transposed dense copy of an operand stored rows x cols (leading dimension padded to 16
-// bytes), in a pool block the caller releases. Broadcast operands are copied once.
-GemmOperand pack_transposed(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
-                            std::uint64_t cols, std::uint64_t batch, std::vector<PoolBlock>& temps) {
+// A dense copy of an operand stored rows x cols, transposed (cols x rows) or not, with its
+// leading dimension padded to 16 bytes and, for float32 with round_tf32, its values rounded to
+// TF32, in a pool block the caller releases. Broadcast operands are copied once.
+GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
+                         std::uint64_t cols, std::uint64_t batch, bool transpose, bool round_tf32,
+                         std::vector<PoolBlock>& temps) {
   Device& device = call.device();
   const std::uint64_t bytes = storage_bytes(op.storage);
   const std::uint64_t align = 16 / bytes;
-  const std::uint64_t out_ld = (rows + align - 1) / align * align;
+  const std::uint64_t out_cols = transpose ? rows : cols;
+  const std::uint64_t out_ld = (out_cols + align - 1) / align * align;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
-  const std::uint64_t out_stride = items > 1 ? cols * out_ld : 0;
+  const std::uint64_t out_stride = items > 1 ? (transpose ? cols : rows) * out_ld : 0;
   if ((rows + 31) / 32 > kMaxGroups) {
-    fail(Status::kDeviceError, "an operand of {} rows is too tall to transpose in one launch",
-         rows);
+    fail(Status::kDeviceError, "an operand of {} rows is too tall to pack in one launch", rows);
   }
-  temps.push_back(device.allocate(call.stream(),
-                                  std::max<std::uint64_t>(items * cols * out_ld * bytes, 16)));
+  temps.push_back(device.allocate(
+      call.stream(),
+      std::max<std::uint64_t>(items * (transpose ? cols : rows) * out_ld * bytes, 16)));
   const PoolBlock& block = temps.back();
-  Kernel& kernel = device.programs().kernel("gemm_pack", "gemm_pack_transpose",
-                                            fmt::format("-DPACK_ELEM={}", bytes));
+  Kernel& kernel = device.programs().kernel(
+      "gemm_pack", transpose ? "gemm_pack_transpose" : "gemm_pack_copy",
+      fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={}", bytes, round_tf32 ? 1 : 0));
   const std::uint64_t ld = leading_dimension(op, cols);
   for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
     const std::uint64_t groups = std::min(items - batch0, kMaxGroups);
@@ -93,20 +97,27 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
   std::vector<PoolBlock> temps;
   try {
     GemmProblem packed = p;
-    if (p.trans_a) {  // A stored k x m: a copy stored m x k
-      packed.a = pack_transposed(call, p.a, p.k, p.m, p.batch, temps);
+    // TF32 with the documented rounding: both operands are copied rounded, and the kernel leaves
+    // them as they are (rounding every staged tile in local memory cost a third of its speed).
+    const bool round_tf32 = kind == MmaKind::kTF32 && config.tf32_round == 1;
+    MmaConfig kernel_config = config;
+    if (round_tf32) kernel_config.tf32_round = 0;
+    if (p.trans_a || round_tf32) {  // A as m x k (from k x m when transposed)
+      packed.a = pack_operand(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch,
+                              p.trans_a, round_tf32, temps);
       packed.trans_a = false;
     }
-    if (!p.trans_b) {  // B stored k x n: a copy stored n x k
-      packed.b = pack_transposed(call, p.b, p.k, p.n, p.batch, temps);
+    if (!p.trans_b || round_tf32) {  // B as n x k (from k x n when not transposed)
+      packed.b = pack_operand(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.batch,
+                              !p.trans_b, round_tf32, temps);
       packed.trans_b = true;
     }
     const int chunk = mma_chunk_bytes(packed);
     if (chunk == 0) {
       fail(Status::kInternal, "warpgroup-MMA operands are not aligned to 4 bytes");
     }
-    const std::string options = mma_build_options(packed, kind, config, chunk, mode);
-    enqueue_mma_gemm(call, packed, config, options,
+    const std::string options = mma_build_options(packed, kind, kernel_config, chunk, mode);
+    enqueue_mma_gemm(call, packed, kernel_config, options,
                      mode == MmaMode::kHardware ? &sm90a_patch() : nullptr);
   } catch (...) {
     for (PoolBlock& block : temps) device.free_block(block, {});
