@@ -1,6 +1,7 @@
-// Split-K for products with few output tiles and a long k (weight gradients such as llm.py's
-// dW = A^T dC, 16 x 16 over k = 1024): k is cut into slices, one batched GEMM writes a partial
-// product per slice and a fold adds them in slice order.
+// Split-K for products whose work-groups would leave the device idle and that have a long k
+// (weight gradients such as llm.py's dW = A^T dC, 16 x 16 over k = 1024; decode-like 16 x 8192
+// x 8192): k is cut into slices, one batched GEMM writes a partial product per slice and a fold
+// adds them in slice order.
 #pragma once
 
 #include "gemm/gemm.h"

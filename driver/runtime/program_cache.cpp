@@ -61,8 +61,10 @@ cl::Program ProgramCache::build(const std::string& family, const std::string& op
   cl::Program program(clCreateProgramWithSource(context_, 1, &text, &length, &status));
   cl::check(status, "clCreateProgramWithSource");
   status = clBuildProgram(program.get(), 1, &info_.id, options.c_str(), nullptr, nullptr);
+  // A family that uses the shuffles and fails with them is built again without.
   const std::string without_shuffle = shuffle_off(options);
-  if (status != CL_SUCCESS && without_shuffle != options) {
+  if (status != CL_SUCCESS && without_shuffle != options &&
+      source.find("ACL_WARP_SHUFFLE") != std::string::npos) {
     log().warn("kernel family '{}' failed to build with warp shuffles for {} ({}); building it "
                "with local-memory reductions instead:\n{}",
                family, info_.name, cl::error_name(status), build_log(program.get(), info_.id));

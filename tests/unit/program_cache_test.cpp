@@ -133,6 +133,8 @@ TEST_CASE("warp shuffles: on for NVIDIA GPUs from Volta on; a family that fails 
     std::ofstream family(directory / "kernels" / "rowwise.cl");
     family << "#if ACL_WARP_SHUFFLE\n#error this compiler takes no shuffles\n#endif\n"
               "__kernel void rowwise_probe(__global float* a) { a[0] = ACL_WARP_SHUFFLE; }\n";
+    std::ofstream broken(directory / "kernels" / "elementwise.cl");
+    broken << "__kernel void elementwise_add_vec4(__global float* a) { not OpenCL C; }\n";
   }
   DeviceInfo volta = device.info();
   volta.kind = DeviceKind::kGpu;
@@ -147,6 +149,9 @@ TEST_CASE("warp shuffles: on for NVIDIA GPUs from Volta on; a family that fails 
   CHECK(cache.base_options().find("-DACL_WARP_SHUFFLE=1") != std::string::npos);
   CHECK_NOTHROW(cache.kernel("rowwise", "rowwise_probe"));
   CHECK(cache.stats().source_builds == 1);  // the build without shuffles
+  // A family that does not use the shuffles fails as it is, not built again without them.
+  CHECK_THROWS_WITH_AS(cache.kernel("elementwise", "elementwise_add_vec4"),
+                       doctest::Contains("-DACL_WARP_SHUFFLE=1"), Error);
   unsetenv("AETHERCL_KERNEL_DIR");
   std::filesystem::remove_all(directory);
 }
