@@ -599,13 +599,12 @@ __kernel void rowwise_layernorm_backward(__global const float* dy, __global cons
     if (registers) {
       // dx = inv * dy - (scale * sum(dy) + xhat * scale * sum(dy * xhat)), in float.
       const row_center_t center = row_center(mean, inv_std);
-      const float dy_scale = (float)inv_std, shift = (float)(scale * row_dy);
-      const float slope = (float)(scale * row_dy_xhat);
+      const float shift = (float)(scale * row_dy), slope = (float)(scale * row_dy_xhat);
       #pragma unroll
       for (int i = 0; i < ROW_REGS; ++i) {
         const ulong j = REG_COL(i);
         if (j < cols) {
-          dx[base + j] = fma(dy_scale, g[i], -fma(normalized(center, v[i]), slope, shift));
+          dx[base + j] = fma(center.inv_std, g[i], -fma(normalized(center, v[i]), slope, shift));
         }
       }
     } else {

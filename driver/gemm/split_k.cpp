@@ -2,6 +2,7 @@
 #include "gemm/split_k.h"
 
 #include "ops/launch.h"
+#include "runtime/scratch.h"
 
 #include <algorithm>
 
@@ -15,23 +16,6 @@ constexpr std::uint64_t kMaxSlices = 64;
 // Work-items per compute unit a product should reach before it is left whole: half of what an
 // NVIDIA multiprocessor holds (2048), the occupancy the GEMM kernels run at.
 constexpr std::uint64_t kItemsPerUnit = 1024;
-
-// A block of scratch memory on the call's stream, back to the pool at scope exit (the pool is
-// stream-ordered: later work on the stream runs after the fold that reads it).
-class Partials {
- public:
-  Partials(DeviceCall& call, std::uint64_t bytes)
-      : device_(call.device()), block_(device_.allocate(call.stream(), bytes)), bytes_(bytes) {}
-  Partials(const Partials&) = delete;
-  Partials& operator=(const Partials&) = delete;
-  ~Partials() { device_.pool().release(block_); }
-  BufferView view() const { return BufferView{block_.mem, bytes_}; }
-
- private:
-  Device& device_;
-  PoolBlock block_;
-  std::uint64_t bytes_;
-};
 
 // The operand's slice of k starting at k0: offset moved by k0 along k (one element per k when k
 // runs along the stored rows, ld per k when it runs down the columns), with an explicit leading
@@ -72,7 +56,7 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
   const std::uint64_t parts = slices + (tail > 0 ? 1 : 0);
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
-  Partials partials(call, parts * p.m * p.n * sizeof(float));
+  Scratch partials(call, parts * p.m * p.n * sizeof(float));
 
   auto enqueue_slices = [&](std::uint64_t k0, std::uint64_t k, std::uint64_t batch,
                             std::uint64_t first_part) {
@@ -91,7 +75,7 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
   if (tail > 0) enqueue_slices(slices * slice_k, tail, 1, slices);
 
   Kernel& fold = device.programs().literal_kernel("gemm_fold", "gemm_fold_parts");
-  call.launch(fold, ops::linear_geometry(device, fold, p.m * p.n), partials.view().mem,
+  call.launch(fold, ops::linear_geometry(device, fold, p.m * p.n), partials.mem(),
               p.c.buffer.mem, static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
               static_cast<cl_ulong>(leading_dimension(p.c, p.n)),
               static_cast<cl_ulong>(p.c.offset), static_cast<cl_ulong>(parts));

@@ -44,7 +44,7 @@ Form form(DeviceCall& call, const char* vec4, const char* lanes) {
   return cpu_kernel_forms(call.device()) ? Form{lanes, kLanes} : Form{vec4, kVec4};
 }
 
-// Work-items for `count` elements: a lanes kernel needs count / per_item for its vector part and
+// Work-items for `count` elements: a vector form needs count / per_item for its vector part and
 // count % per_item for its scalar tail, which items 0 .. tail-1 take.
 std::uint64_t items_for(std::uint64_t count, std::uint64_t per_item) {
   return std::max(count / per_item, count % per_item);
@@ -135,7 +135,8 @@ void gelu(DeviceCall& call, void* x, void* y, int n) {
 }
 
 void gelu_backward(DeviceCall& call, void* x, void* dy, void* dx, int n) {
-  launch_over(call, form(call, "elementwise_gelu_backward_vec4", "elementwise_gelu_backward_lanes"), n,
+  launch_over(call,
+              form(call, "elementwise_gelu_backward_vec4", "elementwise_gelu_backward_lanes"), n,
               {{x, "buffer_input"}, {dy, "buffer_grad_output"}, {dx, "buffer_grad_input"}});
 }
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -77,6 +78,19 @@ class Device:
 
     def alloc(self, nbytes: int) -> int:
         return self.lib.check_handle("allocate_gpu_memory", self.index, nbytes)
+
+
+def kernels_launched(lib, gpu: int, trace_path, call):
+    """Runs call() under a trace and returns (the names of the kernels it launched, from the
+    trace's per-kernel summary, and call()'s result)."""
+    lib.check("aethercl_trace_start", str(trace_path).encode())
+    try:
+        result = call()
+        lib.check("aethercl_synchronize", gpu)
+        summary = json.loads(lib.json_call("aethercl_trace_summary"))
+    finally:
+        lib.check("aethercl_trace_stop")
+    return {kernel["name"] for kernel in summary["kernels"]}, result
 
 
 def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from aethercl import gemm as g
-from helpers import run_child
+from helpers import kernels_launched, run_child
 
 RTOL = 16 * 2.0 ** -24
 EXTRA = {"3xtf32": 4 * 2.0 ** -22}
@@ -219,19 +219,6 @@ def test_shapes_across_tiles(lib, device, rng, fp32_precision, mode, shape):
     run_gemm(lib, device, rng, mode=mode, ab=g.F32, m=m, n=n, k=k, layout="single")
 
 
-def kernels_run(lib, path, call):
-    """Names of the kernels call() launched, from a trace's per-kernel summary."""
-    import json
-    lib.check("aethercl_trace_start", str(path).encode())
-    try:
-        call()
-        lib.check("aethercl_synchronize", 0)
-        summary = json.loads(lib.json_call("aethercl_trace_summary"))
-    finally:
-        lib.check("aethercl_trace_stop")
-    return {kernel["name"] for kernel in summary["kernels"]}
-
-
 # Split-K (gemm/split_k.cpp: batch 1, beta 0, few work-items, long k) runs wherever the GPU
 # kernel forms run; AETHERCL_CPU_KERNELS=0 gives them to PoCL too. It splits the portable kernel's
 # products, so tensor cores are off here. Slices of a k that does not divide (1000, 387) leave a
@@ -244,7 +231,7 @@ def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, 
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "0")
     m, n, k = shape
-    names = kernels_run(lib, tmp_path / "trace.json", lambda: run_gemm(
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
         lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
         trans_b=int(trans[1] == "t"), m=m, n=n, k=k, layout="single", alpha=-1.5, pad=3,
         offsets=(3, 5, 1)))
@@ -256,7 +243,7 @@ def test_split_k_is_not_taken_where_it_does_not_apply(lib, device, rng, fp32_pre
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     for kwargs in ({"k": 100}, {"k": 1024, "beta": 0.5, "c_init": 1.0},
                    {"k": 1024, "layout": "batched"}):
-        names = kernels_run(lib, tmp_path / "trace.json", lambda: run_gemm(
+        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
             lib, device, rng, mode="fp32", ab=g.F32, m=16, n=16, **kwargs))
         assert "gemm_fold_parts" not in names, kwargs
 

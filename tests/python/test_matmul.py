@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pytest
 
+from helpers import kernels_launched
+
 RTOL = 8 * 2.0 ** -24
 POISON_BITS = 0x7FC0DEAD
 INT_MAX = 2**31 - 1
@@ -142,26 +144,14 @@ BATCHED_BACKWARD_CASES = ([(shape, "both") for shape in BATCHED_SHAPES]
 def test_matmul_backward_split_k(lib, device, rng, monkeypatch, tmp_path, shape):
     # Weight gradients of one output tile (llm.py: dW over k = B*M = 1024) and an odd one (k = 1001)
     # through split-K, which runs with the GPU kernel forms (gemm/split_k.cpp).
-    import json
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     B, M, N, K = shape
     a, w, dc = randn(rng, (B, M, K)), randn(rng, (K, N)), randn(rng, (B, M, N))
-    ta, tw, tdc = device.upload(a), device.upload(w), device.upload(dc)
-    da, dw = device.empty((B, M, K)), device.empty((K, N))
-    lib.check("aethercl_trace_start", str(tmp_path / "trace.json").encode())
-    try:
-        lib.check("execute_matmul_backward_on_gpu", device.index, ta.handle, tw.handle,
-                  tdc.handle, da.handle, dw.handle, B, M, N, K)
-        lib.check("aethercl_synchronize", device.index)
-        names = {k["name"] for k in json.loads(lib.json_call("aethercl_trace_summary"))["kernels"]}
-    finally:
-        lib.check("aethercl_trace_stop")
+    names, (da, dw) = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: (
+        run_backward(lib, device, "execute_matmul_backward_on_gpu", a, w, dc, shape, "both")))
     assert "gemm_fold_parts" in names
-    assert_product(dw.numpy(), a.reshape(-1, K).T, dc.reshape(-1, N), B * M)
-    assert_product(da.numpy(), dc, w.T, N)
-    for t in (ta, tw, tdc, da, dw):
-        assert t.guard_intact()
-    free(ta, tw, tdc, da, dw)
+    assert_product(dw, a.reshape(-1, K).T, dc.reshape(-1, N), B * M)
+    assert_product(da, dc, w.T, N)
 
 
 @pytest.mark.parametrize("shape,outputs", BATCHED_BACKWARD_CASES, ids=str)

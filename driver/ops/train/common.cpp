@@ -54,11 +54,4 @@ std::uint64_t product(const char* what, std::initializer_list<std::uint64_t> dim
   return result;
 }
 
-Scratch::Scratch(DeviceCall& call, std::uint64_t bytes)
-    : device_(call.device()),
-      block_(call.device().allocate(call.stream(), std::max<std::uint64_t>(bytes, 4))),
-      bytes_(std::max<std::uint64_t>(bytes, 4)) {}
-
-Scratch::~Scratch() { device_.pool().release(block_); }
-
 }  // namespace aethercl::ops::train

@@ -4,6 +4,7 @@
 
 #include "ops/launch.h"
 #include "runtime/device_call.h"
+#include "runtime/scratch.h"
 #include "support/error.h"
 
 #include <cmath>
@@ -47,25 +48,6 @@ inline std::uint64_t bytes_of(std::uint64_t count, std::uint64_t element_size) {
 
 // Product of dimensions, overflow-checked (kInvalidArgument naming `what`).
 std::uint64_t product(const char* what, std::initializer_list<std::uint64_t> dims);
-
-// Device memory for intermediate results, from the device's pool on the call's stream; returned
-// to the pool when the op's scope ends. The block's home is that stream and only this op's
-// commands on it use the block, so a later allocation on the stream (whose commands run after
-// these) may reuse it at once (the pool's stream-ordered rule).
-class Scratch {
- public:
-  Scratch(DeviceCall& call, std::uint64_t bytes);
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch();
-  cl_mem mem() const { return block_.mem; }
-  BufferView view() const { return BufferView{block_.mem, bytes_}; }
-
- private:
-  Device& device_;
-  PoolBlock block_;
-  std::uint64_t bytes_;
-};
 
 // The kernel `name` of `family`, looked up by the strings' contents: names here are often built
 // at run time (unary_<op>_backward), which ops::family_kernel's address-keyed cache must not see.

@@ -1,0 +1,29 @@
+// Scratch device memory for the intermediate results of one op.
+#pragma once
+
+#include "runtime/device_call.h"
+
+#include <cstdint>
+
+namespace aethercl {
+
+// Device memory for intermediate results, from the device's pool on the call's stream; returned
+// to the pool when the op's scope ends. The block's home is that stream and only this op's
+// commands on it use the block, so a later allocation on the stream (whose commands run after
+// these) may reuse it at once (the pool's stream-ordered rule).
+class Scratch {
+ public:
+  Scratch(DeviceCall& call, std::uint64_t bytes);
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch();
+  cl_mem mem() const { return block_.mem; }
+  BufferView view() const { return BufferView{block_.mem, bytes_}; }
+
+ private:
+  Device& device_;
+  PoolBlock block_;
+  std::uint64_t bytes_;
+};
+
+}  // namespace aethercl
