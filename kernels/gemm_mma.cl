@@ -17,7 +17,13 @@
 //   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
 //                     nf_round_tf32 (nearest, ties away); 0 leaves the dropped bits to the
 //                     tensor core (truncation: faster, not the documented rounding)
-// Work-group: MMA_THREADS work-items in dimension 0; group (t, 0, z) computes output tile t of
+//   MMA_BULK          1 (warpgroup MMA only): A and B come packed by gemm_pack.cl's
+//                     gemm_pack_tiles, each K-tile of a block tile one contiguous image of its
+//                     local-memory stage, which one work-item copies with cp.async.bulk; full and
+//                     empty mbarriers per stage replace the work-group barrier (below)
+//   MMA_ROW_BYTES     bytes of k per row of a K-tile: 64 (32 with MMA_BULK: smaller stages, more
+//                     of them in the 48 KiB a work-group may have)
+// Work-group: MMA_GROUP_THREADS work-items in dimension 0; group (t, 0, z) computes output tile t of
 // batch batch0 + z, tiles ordered in column bands of MMA_GROUP_M tiles for L2 reuse.
 //
 // Local memory holds each K-tile of A and B as 16-byte units (4 floats or 8 halves), XOR-swizzled
@@ -26,8 +32,15 @@
 //       unit u of row r lives at unit u ^ ((r >> 1) & 3)
 //   MN-contiguous tiles (A transposed, or B: rows are k): unit u of row r lives at
 //       u ^ ((r & 3) << 1) (32-bit elements) or u ^ (r & 7) (16-bit elements)
-// Elements outside the operands are zero-filled by cp.async (src-size), so edges need no
-// branches in the math; stores are masked. beta == 0 never reads C.
+// with 32-byte rows (MMA_BULK), unit u of row r lives at u ^ ((r >> 2) & 1): PTX's 32-byte swizzle.
+// Elements outside the operands are zero-filled by cp.async (src-size), or by the packing copy
+// with MMA_BULK, so edges need no branches in the math; stores are masked. beta == 0 never reads C.
+//
+// MMA_BULK pipeline: the last warp's first lane fills stage kt % STAGES with K-tile kt (one bulk
+// copy of A's block and one of B's, completing the stage's full barrier by their byte count) once
+// the stage's empty barrier says every multiplying warp is done with K-tile kt - STAGES; the
+// warpgroups wait on the full barrier, issue their MMAs, and arrive on the empty barrier of
+// K-tile kt - 1 when its MMAs have ended. No barrier of the whole work-group in the loop.
 
 #include "numeric_formats.cl"
 
@@ -47,7 +60,13 @@
 #define MMA_ELEM 2
 #define MMA_KSTEP 16
 #endif
-#define MMA_BK (64 / MMA_ELEM)            // k per K-tile: 64 bytes per row
+#ifndef MMA_BULK
+#define MMA_BULK 0
+#endif
+#ifndef MMA_ROW_BYTES
+#define MMA_ROW_BYTES 64
+#endif
+#define MMA_BK (MMA_ROW_BYTES / MMA_ELEM) // k per K-tile: MMA_ROW_BYTES per row
 #define MMA_UNIT_ELEMS (16 / MMA_ELEM)    // elements per 16-byte unit
 #ifndef MMA_WGMMA
 #define MMA_WGMMA 0
@@ -67,27 +86,36 @@
 #define MMA_WARPS_M (MMA_BM / MMA_WM)
 #define MMA_WARPS_N (MMA_BN / MMA_WN)
 #endif
-#define MMA_THREADS (MMA_WARPS_M * MMA_WARPS_N * 32)
+#define MMA_THREADS (MMA_WARPS_M * MMA_WARPS_N * 32)  // the warps that multiply
+// The work-group: with MMA_BULK one more warp, whose first lane issues the bulk copies.
+#define MMA_GROUP_THREADS (MMA_THREADS + (MMA_BULK ? 32 : 0))
 #define MMA_MI (MMA_WM / 16)              // m16 tiles per warp
 #define MMA_NI (MMA_WN / 8)               // n8 tiles per warp
-#define MMA_A_BYTES (MMA_BM * 64)         // one stage of A (BM x BK elements)
-#define MMA_B_BYTES (MMA_BN * 64)
+#define MMA_A_BYTES (MMA_BM * MMA_ROW_BYTES)  // one stage of A (BM x BK elements)
+#define MMA_B_BYTES (MMA_BN * MMA_ROW_BYTES)
 #define MMA_STAGE_BYTES (MMA_A_BYTES + MMA_B_BYTES)
 #ifndef MMA_GROUP_M
 #define MMA_GROUP_M 8
 #endif
 
-#if MMA_WM % 16 || MMA_WN % 16 || MMA_BM % MMA_WM || MMA_BN % MMA_WN
+#if MMA_WM % 16 || (!MMA_WGMMA && MMA_WN % 16) || MMA_BM % MMA_WM || MMA_BN % MMA_WN
 #error "warp tiles must be multiples of 16 and divide the block tile"
 #endif
 #if MMA_WGMMA && (MMA_BM % 64 || MMA_TRANS_A || !MMA_TRANS_B || MMA_KIND == 1 || \
-                  (MMA_BN != 64 && MMA_BN != 128 && MMA_BN != 256))
-#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256, A and B K-contiguous, no 3xTF32"
+                  (MMA_BN != 64 && MMA_BN != 128 && MMA_BN != 256 &&                   \
+                   (!MMA_BULK || (MMA_BN != 120 && MMA_BN != 248))))
+#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256 (or 120, 248 with MMA_BULK), A and B K-contiguous, no 3xTF32"
 #endif
 #if MMA_BM < 64 || MMA_BN < 64
 #error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
 #endif
-#if (MMA_BM * 4) % MMA_THREADS || (MMA_BN * 4) % MMA_THREADS
+#if MMA_BULK && (!MMA_WGMMA || (MMA_ROW_BYTES != 32 && MMA_ROW_BYTES != 64))
+#error "bulk copies: warpgroup MMA only, with 32- or 64-byte K-tile rows"
+#endif
+#if !MMA_BULK && MMA_ROW_BYTES != 64
+#error "cp.async copies: 64-byte K-tile rows"
+#endif
+#if !MMA_BULK && ((MMA_BM * 4) % MMA_THREADS || (MMA_BN * 4) % MMA_THREADS)
 #error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / 4)"
 #endif
 #if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
@@ -106,6 +134,16 @@ typedef half mma_c_t;
 #else
 typedef ushort mma_c_t;
 #endif
+
+// Byte offset of 16-byte unit `unit` of row `row` in a warpgroup-MMA tile: K-contiguous rows of
+// MMA_ROW_BYTES with PTX's swizzle for that width, anchored at 512-byte (256-byte) boundaries.
+inline uint mma_wg_offset(uint row, uint unit) {
+#if MMA_ROW_BYTES == 64
+  return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4);
+#else
+  return row * 32u + ((unit ^ ((row >> 2) & 1u)) << 4);
+#endif
+}
 
 #if MMA_EMULATE
 // ---- emulated warp instructions (MMA_EMULATE=1) ---------------------------------------------------
@@ -195,11 +233,12 @@ inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH
 }
 #define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
 
-// Warpgroup MMA from local memory: both tiles K-contiguous with 64-byte rows and the swizzle of
-// mma_kc_offset (PTX's 64-byte swizzle mode); k-step ks starts ks * 32 bytes into each row.
+// Warpgroup MMA from local memory: both tiles K-contiguous with MMA_ROW_BYTES rows and the
+// swizzle of mma_wg_offset (PTX's 64- or 32-byte swizzle mode); k-step ks starts ks * 32 bytes
+// into each row.
 // Each work-item sums its own accumulators (no exchange needed: both operands are in memory).
 inline float mma_wg_input(__local const uchar* smem_bytes, uint tile, uint row, uint kbyte) {
-  const uint at = tile + row * 64u + ((((kbyte >> 4) ^ ((row >> 1) & 3u))) << 4) + (kbyte & 15u);
+  const uint at = tile + mma_wg_offset(row, kbyte >> 4) + (kbyte & 15u);
 #if MMA_KIND <= 1
   return as_float(*(__local const uint*)(smem_bytes + at) & 0xffffe000u);
 #else
@@ -311,68 +350,81 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 // program's PTX, removes that prefix, retargets it to sm_90a and loads it as a program binary.
 // The register operands are filled in by the compiler as for any inline PTX.
 #define MMA_SM90A "//AECL_SM90A "
-#define MMA_WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define MMA_WG_ACC64 \
-  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
-  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
-  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
-  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
-  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
-  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
-  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
-  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
-#define MMA_WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define MMA_WG_ACC128 \
-  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
-  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
-  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
-  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
-  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
-  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
-  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
-  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
-  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
-  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
-  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
-  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
-  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
-  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
-  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
-  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3])
-#define MMA_WG_D256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-#define MMA_WG_ACC256 \
-  "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]),  \
-  "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3]),  \
-  "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]),  \
-  "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3]),  \
-  "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]),  \
-  "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3]),  \
-  "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]),  \
-  "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3]),  \
-  "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]),  \
-  "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3]),  \
-  "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]),  \
-  "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3]),  \
-  "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]),  \
-  "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3]),  \
-  "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]),  \
-  "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3]),  \
-  "+f"(acc[0][16][0]), "+f"(acc[0][16][1]), "+f"(acc[0][16][2]), "+f"(acc[0][16][3]),  \
-  "+f"(acc[0][17][0]), "+f"(acc[0][17][1]), "+f"(acc[0][17][2]), "+f"(acc[0][17][3]),  \
-  "+f"(acc[0][18][0]), "+f"(acc[0][18][1]), "+f"(acc[0][18][2]), "+f"(acc[0][18][3]),  \
-  "+f"(acc[0][19][0]), "+f"(acc[0][19][1]), "+f"(acc[0][19][2]), "+f"(acc[0][19][3]),  \
-  "+f"(acc[0][20][0]), "+f"(acc[0][20][1]), "+f"(acc[0][20][2]), "+f"(acc[0][20][3]),  \
-  "+f"(acc[0][21][0]), "+f"(acc[0][21][1]), "+f"(acc[0][21][2]), "+f"(acc[0][21][3]),  \
-  "+f"(acc[0][22][0]), "+f"(acc[0][22][1]), "+f"(acc[0][22][2]), "+f"(acc[0][22][3]),  \
-  "+f"(acc[0][23][0]), "+f"(acc[0][23][1]), "+f"(acc[0][23][2]), "+f"(acc[0][23][3]),  \
-  "+f"(acc[0][24][0]), "+f"(acc[0][24][1]), "+f"(acc[0][24][2]), "+f"(acc[0][24][3]),  \
-  "+f"(acc[0][25][0]), "+f"(acc[0][25][1]), "+f"(acc[0][25][2]), "+f"(acc[0][25][3]),  \
-  "+f"(acc[0][26][0]), "+f"(acc[0][26][1]), "+f"(acc[0][26][2]), "+f"(acc[0][26][3]),  \
-  "+f"(acc[0][27][0]), "+f"(acc[0][27][1]), "+f"(acc[0][27][2]), "+f"(acc[0][27][3]),  \
-  "+f"(acc[0][28][0]), "+f"(acc[0][28][1]), "+f"(acc[0][28][2]), "+f"(acc[0][28][3]),  \
-  "+f"(acc[0][29][0]), "+f"(acc[0][29][1]), "+f"(acc[0][29][2]), "+f"(acc[0][29][3]),  \
-  "+f"(acc[0][30][0]), "+f"(acc[0][30][1]), "+f"(acc[0][30][2]), "+f"(acc[0][30][3]),  \
-  "+f"(acc[0][31][0]), "+f"(acc[0][31][1]), "+f"(acc[0][31][2]), "+f"(acc[0][31][3])
+// Asm operands of the accumulators (n8-tile j's four; eight tiles from j) and, per n8-tile j,
+// their operand numbers (MMA_WG_Rj); MMA_WG_Dn and MMA_WG_ACCn cover n columns.
+#define MMA_WG_J(j) "+f"(acc[0][j][0]), "+f"(acc[0][j][1]), "+f"(acc[0][j][2]), "+f"(acc[0][j][3])
+#define MMA_WG_J8(j) MMA_WG_J(j), MMA_WG_J(j + 1), MMA_WG_J(j + 2), MMA_WG_J(j + 3), \
+  MMA_WG_J(j + 4), MMA_WG_J(j + 5), MMA_WG_J(j + 6), MMA_WG_J(j + 7)
+#define MMA_WG_R0 "%0, %1, %2, %3"
+#define MMA_WG_R1 "%4, %5, %6, %7"
+#define MMA_WG_R2 "%8, %9, %10, %11"
+#define MMA_WG_R3 "%12, %13, %14, %15"
+#define MMA_WG_R4 "%16, %17, %18, %19"
+#define MMA_WG_R5 "%20, %21, %22, %23"
+#define MMA_WG_R6 "%24, %25, %26, %27"
+#define MMA_WG_R7 "%28, %29, %30, %31"
+#define MMA_WG_R8 "%32, %33, %34, %35"
+#define MMA_WG_R9 "%36, %37, %38, %39"
+#define MMA_WG_R10 "%40, %41, %42, %43"
+#define MMA_WG_R11 "%44, %45, %46, %47"
+#define MMA_WG_R12 "%48, %49, %50, %51"
+#define MMA_WG_R13 "%52, %53, %54, %55"
+#define MMA_WG_R14 "%56, %57, %58, %59"
+#define MMA_WG_R15 "%60, %61, %62, %63"
+#define MMA_WG_R16 "%64, %65, %66, %67"
+#define MMA_WG_R17 "%68, %69, %70, %71"
+#define MMA_WG_R18 "%72, %73, %74, %75"
+#define MMA_WG_R19 "%76, %77, %78, %79"
+#define MMA_WG_R20 "%80, %81, %82, %83"
+#define MMA_WG_R21 "%84, %85, %86, %87"
+#define MMA_WG_R22 "%88, %89, %90, %91"
+#define MMA_WG_R23 "%92, %93, %94, %95"
+#define MMA_WG_R24 "%96, %97, %98, %99"
+#define MMA_WG_R25 "%100, %101, %102, %103"
+#define MMA_WG_R26 "%104, %105, %106, %107"
+#define MMA_WG_R27 "%108, %109, %110, %111"
+#define MMA_WG_R28 "%112, %113, %114, %115"
+#define MMA_WG_R29 "%116, %117, %118, %119"
+#define MMA_WG_R30 "%120, %121, %122, %123"
+#define MMA_WG_R31 "%124, %125, %126, %127"
+#define MMA_WG_D64 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
+  ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 "}"
+#define MMA_WG_ACC64 MMA_WG_J8(0)
+#define MMA_WG_IN_AB64 "%32, %33"
+#define MMA_WG_LAST64 "34"
+#define MMA_WG_D120 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
+  ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
+  ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 "}"
+#define MMA_WG_ACC120 MMA_WG_J8(0), MMA_WG_J(8), MMA_WG_J(9), MMA_WG_J(10), MMA_WG_J(11), \
+  MMA_WG_J(12), MMA_WG_J(13), MMA_WG_J(14)
+#define MMA_WG_IN_AB120 "%60, %61"
+#define MMA_WG_LAST120 "62"
+#define MMA_WG_D128 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
+  ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
+  ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 ", " MMA_WG_R15 "}"
+#define MMA_WG_ACC128 MMA_WG_J8(0), MMA_WG_J8(8)
+#define MMA_WG_IN_AB128 "%64, %65"
+#define MMA_WG_LAST128 "66"
+#define MMA_WG_D248 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
+  ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
+  ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 ", " MMA_WG_R15 \
+  ", " MMA_WG_R16 ", " MMA_WG_R17 ", " MMA_WG_R18 ", " MMA_WG_R19 ", " MMA_WG_R20 \
+  ", " MMA_WG_R21 ", " MMA_WG_R22 ", " MMA_WG_R23 ", " MMA_WG_R24 ", " MMA_WG_R25 \
+  ", " MMA_WG_R26 ", " MMA_WG_R27 ", " MMA_WG_R28 ", " MMA_WG_R29 ", " MMA_WG_R30 "}"
+#define MMA_WG_ACC248 MMA_WG_J8(0), MMA_WG_J8(8), MMA_WG_J8(16), MMA_WG_J(24), MMA_WG_J(25), \
+  MMA_WG_J(26), MMA_WG_J(27), MMA_WG_J(28), MMA_WG_J(29), MMA_WG_J(30)
+#define MMA_WG_IN_AB248 "%124, %125"
+#define MMA_WG_LAST248 "126"
+#define MMA_WG_D256 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
+  ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
+  ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 ", " MMA_WG_R15 \
+  ", " MMA_WG_R16 ", " MMA_WG_R17 ", " MMA_WG_R18 ", " MMA_WG_R19 ", " MMA_WG_R20 \
+  ", " MMA_WG_R21 ", " MMA_WG_R22 ", " MMA_WG_R23 ", " MMA_WG_R24 ", " MMA_WG_R25 \
+  ", " MMA_WG_R26 ", " MMA_WG_R27 ", " MMA_WG_R28 ", " MMA_WG_R29 ", " MMA_WG_R30 \
+  ", " MMA_WG_R31 "}"
+#define MMA_WG_ACC256 MMA_WG_J8(0), MMA_WG_J8(8), MMA_WG_J8(16), MMA_WG_J8(24)
+#define MMA_WG_IN_AB256 "%128, %129"
+#define MMA_WG_LAST256 "130"
 
 #define MMA_WG_STR_(x) #x
 #define MMA_WG_STR(x) MMA_WG_STR_(x)
@@ -392,11 +444,54 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 #define MMA_WG_ACC(n) MMA_WG_ACC_(n)
 
 // Shared-memory matrix descriptor: start address, leading byte offset 16 (unused with
-// swizzling), stride byte offset 512 (8 rows of 64 bytes), 64-byte swizzle.
+// swizzling), stride byte offset of 8 rows, the swizzle mode of the row width (2: 64 bytes,
+// 3: 32 bytes).
 inline ulong mma_wg_desc(uint address) {
-  return (ulong)((address & 0x3ffffu) >> 4) | ((ulong)1 << 16) | ((ulong)(512 >> 4) << 32) |
-         ((ulong)2 << 62);
+  return (ulong)((address & 0x3ffffu) >> 4) | ((ulong)1 << 16) |
+         ((ulong)(8 * MMA_ROW_BYTES >> 4) << 32) | ((ulong)(MMA_ROW_BYTES == 64 ? 2 : 3) << 62);
 }
+
+#if MMA_BULK
+// mbarriers (64-bit words in local memory, by shared-window address) and 1-D bulk copies.
+inline void mma_bar_init(uint bar, uint count) {
+  __asm__ __volatile__(MMA_SM90A "mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar),
+                       "r"(count) : "memory");
+}
+
+// Makes the initialised barriers visible to the asynchronous copies (before the work-group
+// barrier that publishes them).
+inline void mma_bar_init_fence(void) {
+  __asm__ __volatile__(MMA_SM90A "fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Returns when the barrier's phase of the given parity has completed.
+inline void mma_bar_wait(uint bar, uint parity) {
+  uint done = 0;
+  do {
+    __asm__ __volatile__(MMA_SM90A "{\n" MMA_SM90A ".reg .pred p;\n" MMA_SM90A
+                         "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n" MMA_SM90A
+                         "selp.u32 %0, 1, 0, p;\n" MMA_SM90A "}\n"
+                         : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+
+inline void mma_bar_arrive(uint bar) {
+  __asm__ __volatile__(MMA_SM90A "mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar)
+                       : "memory");
+}
+
+// The producer's arrival: the phase completes when `bytes` more have landed too.
+inline void mma_bar_expect(uint bar, uint bytes) {
+  __asm__ __volatile__(MMA_SM90A "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                       ::"r"(bar), "r"(bytes) : "memory");
+}
+
+inline void mma_bulk_copy(uint dst, __global const mma_elem_t* src, uint bytes, uint bar) {
+  __asm__ __volatile__(MMA_SM90A "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+                       "bytes [%0], [%1], %2, [%3];\n" ::"r"(dst), "l"(src), "r"(bytes),
+                       "r"(bar) : "memory");
+}
+#endif
 
 inline void mma_fence_proxy_async(void) {
   __asm__ __volatile__("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -424,16 +519,13 @@ inline void mma_fence_proxy_async(void) {
                        : MMA_WG_ACC(MMA_BN)                                                   \
                        : "l"(mma_wg_desc((a_tile) + (ks) * 32u)),                               \
                          "l"(mma_wg_desc((b_tile) + (ks) * 32u)), "r"(1))
-#if MMA_BN == 64
-#define MMA_WG_IN_AB "%32, %33"
-#define MMA_WG_LAST "34"
-#elif MMA_BN == 128
-#define MMA_WG_IN_AB "%64, %65"
-#define MMA_WG_LAST "66"
-#else
-#define MMA_WG_IN_AB "%128, %129"
-#define MMA_WG_LAST "130"
-#endif
+// The operand numbers of the descriptors and of the scale-d flag, after the accumulators.
+#define MMA_WG_IN_AB_(n) MMA_WG_IN_AB##n
+#define MMA_WG_IN_AB_N(n) MMA_WG_IN_AB_(n)
+#define MMA_WG_IN_AB MMA_WG_IN_AB_N(MMA_BN)
+#define MMA_WG_LAST_(n) MMA_WG_LAST##n
+#define MMA_WG_LAST_N(n) MMA_WG_LAST_(n)
+#define MMA_WG_LAST MMA_WG_LAST_N(MMA_BN)
 #endif  // MMA_WGMMA && !MMA_EMULATE
 
 // ---- TF32 rounding (the tensor core reads the upper 19 bits and drops the low 13) --------------
@@ -618,7 +710,7 @@ inline float mma_load_c(__global const mma_c_t* c, ulong at) {
 #endif
 }
 
-__kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void gemm_mma_product(
+__kernel __attribute__((reqd_work_group_size(MMA_GROUP_THREADS, 1, 1))) void gemm_mma_product(
     __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
     __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
     ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
@@ -629,8 +721,11 @@ __kernel __attribute__((reqd_work_group_size(MMA_THREADS, 1, 1))) void gemm_mma_
 #if MMA_EMULATE || MMA_WGMMA
   __local uchar* smem_bytes = (__local uchar*)smem;
 #endif
+#if MMA_BULK && !MMA_EMULATE
+  __local ulong stage_barriers[2 * MMA_STAGES];  // full ones, then empty ones
+#endif
 #if MMA_EMULATE
-  __local uint emulation_scratch[MMA_THREADS * 6];
+  __local uint emulation_scratch[MMA_GROUP_THREADS * 6];
   __local uint* scratch = emulation_scratch;
 #endif
 
@@ -667,6 +762,79 @@ MMA_UNROLL
 
   const uint k_tiles = (K + MMA_BK - 1) / MMA_BK;
 
+#if MMA_BULK
+  // Packed operands: block tile t of A is k_tiles contiguous stage images of MMA_A_BYTES, one per
+  // K-tile (B's likewise); the host's batch strides step between items.
+  const uint wg_row = (tid >> 7) * 64u;  // the warpgroup's first row of the block tile
+  __global const mma_elem_t* a_tiles = a + (ulong)tile_m * k_tiles * (MMA_A_BYTES / MMA_ELEM);
+  __global const mma_elem_t* b_tiles = b + (ulong)tile_n * k_tiles * (MMA_B_BYTES / MMA_ELEM);
+#if MMA_EMULATE
+  // One stage, filled by every work-item between two work-group barriers.
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global const uint* a_words =
+        (__global const uint*)(a_tiles + (ulong)kt * (MMA_A_BYTES / MMA_ELEM));
+    __global const uint* b_words =
+        (__global const uint*)(b_tiles + (ulong)kt * (MMA_B_BYTES / MMA_ELEM));
+    __local uint* words = (__local uint*)smem_bytes;
+    for (uint i = tid; i < MMA_A_BYTES / 4; i += MMA_GROUP_THREADS) words[i] = a_words[i];
+    for (uint i = tid; i < MMA_B_BYTES / 4; i += MMA_GROUP_THREADS) {
+      words[MMA_A_BYTES / 4 + i] = b_words[i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < MMA_THREADS) {
+      for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {
+        MMA_WG_STEP(wg_row * MMA_ROW_BYTES, MMA_A_BYTES, ks);
+      }
+    }
+  }
+  if (tid >= MMA_THREADS) return;
+#else
+  const uint full = MMA_SHARED(stage_barriers);
+  const uint empty = full + 8u * MMA_STAGES;
+  if (tid == 0) {
+    for (uint s = 0; s < MMA_STAGES; ++s) {
+      mma_bar_init(full + 8u * s, 1u);
+      mma_bar_init(empty + 8u * s, MMA_THREADS / 32u);  // one arrival per multiplying warp
+    }
+    mma_bar_init_fence();
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (tid >= MMA_THREADS) {  // the copying warp: its first lane
+    if (lane != 0) return;
+    for (uint kt = 0; kt < k_tiles; ++kt) {
+      const uint s = kt % MMA_STAGES;
+      if (kt >= MMA_STAGES) mma_bar_wait(empty + 8u * s, (kt / MMA_STAGES - 1u) & 1u);
+      const uint tile = smem_base + s * MMA_STAGE_BYTES;
+      mma_bar_expect(full + 8u * s, MMA_STAGE_BYTES);
+      mma_bulk_copy(tile, a_tiles + (ulong)kt * (MMA_A_BYTES / MMA_ELEM), MMA_A_BYTES,
+                    full + 8u * s);
+      mma_bulk_copy(tile + MMA_A_BYTES, b_tiles + (ulong)kt * (MMA_B_BYTES / MMA_ELEM),
+                    MMA_B_BYTES, full + 8u * s);
+    }
+    return;
+  }
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    const uint s = kt % MMA_STAGES;
+    mma_bar_wait(full + 8u * s, (kt / MMA_STAGES) & 1u);
+    const uint a_tile = smem_base + s * MMA_STAGE_BYTES + wg_row * MMA_ROW_BYTES;
+    const uint b_tile = smem_base + s * MMA_STAGE_BYTES + MMA_A_BYTES;
+    MMA_WG_FENCE();
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) MMA_WG_STEP(a_tile, b_tile, ks);
+#if MMA_WG_INFLIGHT
+    MMA_WG_COMMIT_WAIT_ONE();  // this warp's MMAs of K-tile kt - 1 have ended
+    if (kt > 0 && lane == 0) mma_bar_arrive(empty + 8u * ((kt - 1u) % MMA_STAGES));
+#else
+    MMA_WG_COMMIT_WAIT();      // those of K-tile kt: its stage is released at once
+    if (lane == 0) mma_bar_arrive(empty + 8u * s);
+#endif
+  }
+#if MMA_WG_INFLIGHT
+  MMA_WG_COMMIT_WAIT();
+#endif
+#endif  // MMA_EMULATE
+#else
   // A tile: BM rows of 4 units (K-contiguous), or BK rows of BM / UNIT_ELEMS units; B likewise.
 #if MMA_TRANS_A
 #define MMA_A_SHAPE MMA_BK, MMA_BM / MMA_UNIT_ELEMS, 0
@@ -808,6 +976,7 @@ MMA_UNROLL
   }
 #endif  // MMA_WGMMA
 #undef MMA_LOAD_STAGE
+#endif  // MMA_BULK
 
   // Epilogue: each work-item holds rows g and g + 8, columns 2t and 2t + 1 of every mma tile.
   const uint g = lane >> 2;

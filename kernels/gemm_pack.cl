@@ -65,3 +65,112 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
     if (r < rows && c < cols) out[(ulong)r * out_ld + c] = pack_value(in[(ulong)r * ld + c]);
   }
 }
+
+// The packed layout of gemm_mma.cl's MMA_BULK kernels: the operand as `rows` x `depth` (its k),
+// cut into tiles of PACK_TILE_ROWS rows and K-tiles of PACK_ROW_BYTES bytes of k, each (tile t,
+// K-tile kt) one contiguous image of a local-memory stage at ((t * k_tiles) + kt) *
+// PACK_TILE_ROWS * PACK_ROW_BYTES bytes, its rows swizzled as gemm_mma.cl's mma_wg_offset;
+// elements beyond rows or depth are zero. in: row-major rows x depth with leading dimension ld, or
+// (PACK_K_MAJOR=1) depth x rows; item b at offset + b * stride. out: item b at b * out_stride.
+// gemm_pack_tiles: group (x, y, z) packs k PACK_KW * x .. + PACK_KW - 1 of rows 32y .. 32y + 31
+// of item batch0 + z (those within the padded tiles) through local memory, every work-item one
+// 16-byte unit.
+#ifdef PACK_TILE_ROWS
+#define PACK_UNIT (16 / PACK_ELEM)          // elements per 16-byte unit
+#define PACK_KW (8 * PACK_UNIT)             // k per group: 8 units of each of 32 rows
+#define PACK_BK (PACK_ROW_BYTES / PACK_ELEM)  // k per K-tile
+
+inline uint pack_swizzled(uint row, uint unit) {
+#if PACK_ROW_BYTES == 64
+  return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4);
+#else
+  return row * 32u + ((unit ^ ((row >> 2) & 1u)) << 4);
+#endif
+}
+
+inline uint4 pack_round_unit(uint4 v) {
+#if PACK_ELEM == 4
+  return (uint4)(pack_value(v.x), pack_value(v.y), pack_value(v.z), pack_value(v.w));
+#else
+  return v;
+#endif
+}
+
+// The same layout from a row-major operand (PACK_K_MAJOR=0) whose rows start at 16-byte
+// multiples (ld, offset and stride): a permutation of 16-byte units, work-item (u, r, z) moving
+// unit u (k = u * PACK_UNIT ..) of row r of item batch0 + z without local memory.
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_rows(
+    __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
+    ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {
+  const uint u = get_global_id(0);
+  const uint r = get_global_id(1);
+  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
+  if (u >= k_tiles * (PACK_BK / PACK_UNIT) || r >= padded_rows) return;
+  const ulong item = batch0 + get_group_id(2);
+  in += offset + item * stride + (ulong)r * ld;
+  const uint k = u * PACK_UNIT;
+  uint4 v = (uint4)(0u);
+  if (r < rows && k + PACK_UNIT <= depth) {
+    v = pack_round_unit(*(__global const uint4*)(in + k));
+  } else if (r < rows && k < depth) {  // the row's last, partial unit
+    uint words[4] = {0u, 0u, 0u, 0u};
+    for (uint e = 0; k + e < depth; ++e) {
+      words[e * PACK_ELEM / 4] |= (uint)in[k + e] << (e * PACK_ELEM % 4 * 8);
+    }
+    v = pack_round_unit((uint4)(words[0], words[1], words[2], words[3]));
+  }
+  const uint kt = u / (PACK_BK / PACK_UNIT);
+  const uint unit = u % (PACK_BK / PACK_UNIT);
+  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * (PACK_TILE_ROWS * PACK_ROW_BYTES) +
+                   pack_swizzled(r % PACK_TILE_ROWS, unit);
+  *(__global uint4*)((__global uchar*)(out + item * out_stride) + at) = v;
+}
+
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
+    __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
+    ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {
+  __local pack_t tile[32][PACK_KW + 1];  // [row][k]
+  const ulong item = batch0 + get_group_id(2);
+  in += offset + item * stride;
+  __global uchar* out_bytes = (__global uchar*)(out + item * out_stride);
+  const uint k0 = get_group_id(0) * PACK_KW;
+  const uint r0 = get_group_id(1) * 32;
+  const uint tx = get_local_id(0);
+  const uint ty = get_local_id(1);
+#if PACK_K_MAJOR
+  for (uint i = ty; i < PACK_KW; i += 8) {
+    const uint r = r0 + tx;
+    const uint k = k0 + i;
+    tile[tx][i] = r < rows && k < depth ? in[(ulong)k * ld + r] : (pack_t)0;
+  }
+#else
+  for (uint i = ty; i < 32; i += 8) {
+    for (uint j = tx; j < PACK_KW; j += 32) {
+      const uint r = r0 + i;
+      const uint k = k0 + j;
+      tile[i][j] = r < rows && k < depth ? in[(ulong)r * ld + k] : (pack_t)0;
+    }
+  }
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint id = ty * 32 + tx;
+  const uint row = id / 8;
+  const uint k = id % 8 * PACK_UNIT;
+  const uint r = r0 + row;
+  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
+  if (r >= padded_rows || k0 + k >= k_tiles * PACK_BK) return;
+  const uint kt = (k0 + k) / PACK_BK;
+  const uint unit = (k0 + k) % PACK_BK / PACK_UNIT;
+  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * (PACK_TILE_ROWS * PACK_ROW_BYTES) +
+                   pack_swizzled(r % PACK_TILE_ROWS, unit);
+  uint words[4];
+  for (uint w = 0; w < 4; ++w) {
+#if PACK_ELEM == 4
+    words[w] = pack_value(tile[row][k + w]);
+#else
+    words[w] = (uint)tile[row][k + 2 * w] | ((uint)tile[row][k + 2 * w + 1] << 16);
+#endif
+  }
+  *(__global uint4*)(out_bytes + at) = (uint4)(words[0], words[1], words[2], words[3]);
+}
+#endif

@@ -29,7 +29,9 @@ void apply_override(MmaConfig& config, const std::string& text) {
                                {"stages", &MmaConfig::stages},
                                {"tf32_round", &MmaConfig::tf32_round},
                                {"wgmma", &MmaConfig::wgmma},
-                               {"inflight", &MmaConfig::inflight}};
+                               {"inflight", &MmaConfig::inflight},
+                               {"bulk", &MmaConfig::bulk},
+                               {"row_bytes", &MmaConfig::row_bytes}};
   std::string_view rest(text);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -48,13 +50,14 @@ void apply_override(MmaConfig& config, const std::string& text) {
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (field == nullptr || error != std::errc() || end != digits.data() + digits.size()) {
       fail(Status::kInvalidArgument, "{}='{}': '{}' is not one of bm, bn, wm, wn, stages, "
-           "tf32_round, wgmma, inflight = integer", kParamsVariable, text, item);
+           "tf32_round, wgmma, inflight, bulk, row_bytes = integer", kParamsVariable, text, item);
     }
     config.*field->member = value;
   }
   const bool warp_ok = config.wgmma
-                           ? config.bm % 64 == 0 && (config.bn == 64 || config.bn == 128 ||
-                                                     config.bn == 256)
+                           ? config.bm % 64 == 0 &&
+                                 (config.bn == 64 || config.bn == 128 || config.bn == 256 ||
+                                  (config.bulk && (config.bn == 120 || config.bn == 248)))
                            : config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
                                  config.wn % 16 == 0 && config.bm % config.wm == 0 &&
                                  config.bn % config.wn == 0;
@@ -62,16 +65,32 @@ void apply_override(MmaConfig& config, const std::string& text) {
                         config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8 &&
                         (config.wgmma == 0 || config.wgmma == 1) &&
                         (config.inflight == 0 || config.inflight == 1) &&
-                        (config.tf32_round == 0 || config.tf32_round == 1);
+                        (config.tf32_round == 0 || config.tf32_round == 1) &&
+                        (config.bulk == 0 || (config.bulk == 1 && config.wgmma == 1)) &&
+                        (config.row_bytes == 64 || (config.row_bytes == 32 && config.bulk));
   if (!shape_ok) {
     fail(Status::kInvalidArgument, "{}='{}' is not a valid tile configuration (warp tiles of "
          "multiples of 16 dividing block tiles of at least 64, or wgmma=1 with bm a multiple of "
-         "64 and bn 64, 128 or 256; at most 32 warps, 2-8 stages)", kParamsVariable, text);
+         "64 and bn 64, 128 or 256, or 120 or 248 with bulk=1; at most 32 warps, 2-8 stages; "
+         "bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1)", kParamsVariable, text);
   }
 }
 
 bool aligned(std::uint64_t elements, std::uint64_t element_bytes, int chunk) {
   return (elements * element_bytes) % static_cast<std::uint64_t>(chunk) == 0;
+}
+
+// mma_chunk_bytes for one operand stored with `cols` columns.
+int operand_chunk_bytes(const GemmOperand& op, std::uint64_t cols) {
+  const std::uint64_t bytes = storage_bytes(op.storage);
+  const std::uint64_t ld = leading_dimension(op, cols);
+  for (int chunk : {16, 8, 4}) {
+    if (aligned(ld, bytes, chunk) && aligned(op.offset, bytes, chunk) &&
+        aligned(op.batch_stride, bytes, chunk)) {
+      return chunk;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -103,12 +122,15 @@ std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
 }
 
 std::uint64_t MmaConfig::local_bytes() const {
-  return static_cast<std::uint64_t>(stages) * static_cast<std::uint64_t>(bm + bn) * 64;
+  const auto stages64 = static_cast<std::uint64_t>(stages);
+  return stages64 * static_cast<std::uint64_t>(bm + bn) * static_cast<std::uint64_t>(row_bytes) +
+         (bulk ? stages64 * 16 : 0);  // a full and an empty barrier per stage
 }
 
 std::string MmaConfig::to_string() const {
-  return fmt::format("bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={}", bm,
-                     bn, wm, wn, stages, tf32_round, wgmma, inflight);
+  return fmt::format(
+      "bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={},bulk={},row_bytes={}",
+      bm, bn, wm, wn, stages, tf32_round, wgmma, inflight, bulk, row_bytes);
 }
 
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
@@ -122,28 +144,23 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
     config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
     if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
   } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
-    config = {128, 128, 16, 128, 3, 1, 1};
+    config = warpgroup_config();
   } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
     config = {64, 64, 32, 32, 4, 1, 0};
   }
   if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
   if (config.wgmma && kind == MmaKind::k3xTF32) config.wgmma = 0;  // mma.sync only
+  if (!config.wgmma) {
+    config.bulk = 0;
+    config.row_bytes = 64;
+  }
   return config;
 }
 
 int mma_chunk_bytes(const GemmProblem& p) {
-  const std::uint64_t bytes = storage_bytes(p.a.storage);
-  const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
-  const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
-  for (int chunk : {16, 8, 4}) {
-    if (aligned(lda, bytes, chunk) && aligned(ldb, bytes, chunk) &&
-        aligned(p.a.offset, bytes, chunk) && aligned(p.b.offset, bytes, chunk) &&
-        aligned(p.a.batch_stride, bytes, chunk) && aligned(p.b.batch_stride, bytes, chunk)) {
-      return chunk;
-    }
-  }
-  return 0;
+  return std::min(operand_chunk_bytes(p.a, p.trans_a ? p.m : p.k),
+                  operand_chunk_bytes(p.b, p.trans_b ? p.k : p.n));
 }
 
 std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
@@ -154,11 +171,12 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
   return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
-      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={}",
+      "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={} -DMMA_BULK={} "
+      "-DMMA_ROW_BYTES={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma,
-      config.wgmma ? config.inflight : 0);
+      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes);
 }
 
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,

@@ -29,19 +29,34 @@ struct MmaConfig {
   int tf32_round = 1;  // 1: round TF32 inputs to nearest (the documented rounding)
   int wgmma = 0;       // 1: the warpgroup-MMA kernel (sm_90a)
   int inflight = 1;    // warpgroup MMA: 1 keeps a K-tile's MMAs running across the next barrier
-  int threads() const { return wgmma ? (bm / 64) * 128 : (bm / wm) * (bn / wn) * 32; }
+  int bulk = 0;        // warpgroup MMA: 1 packs A and B into stage images and bulk-copies them
+  int row_bytes = 64;  // bytes of k per K-tile row: 64, or 32 with bulk
+  int threads() const {
+    return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
+  }
   std::uint64_t local_bytes() const;
   std::string to_string() const;
 };
+
+// The warpgroup-MMA kernel of products that fill the device: 128 x 128 tiles of two warpgroups,
+// operands packed into stage images and bulk-copied into five stages of 32-byte rows, each
+// K-tile's MMAs ended before its stage is released (measured in docs/PERFORMANCE.md).
+inline MmaConfig warpgroup_config() {
+  MmaConfig config{128, 128, 16, 128, 5, 1, 1};
+  config.inflight = 0;
+  config.bulk = 1;
+  config.row_bytes = 32;
+  return config;
+}
 
 // Where the tensor-core kernels run.
 enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 
 // The configuration for p on a device with `compute_units` that supports warpgroup MMA or not:
-// warpgroup MMA for kinds it has (not 3xTF32) when the product fills the device with 128 x 128
+// warpgroup_config() for kinds it has (not 3xTF32) when the product fills the device with 128 x 128
 // tiles, else mma.sync with 128 x 128 tiles, or 64 x 64 ones for products with fewer tiles than
 // compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,stages=3,tf32_round=1,wgmma=0,
-// inflight=1", any subset) overrides it (tuning). Emulation uses small tiles. Throws kInvalidArgument for a
+// inflight=1,bulk=0,row_bytes=64", any subset) overrides it (tuning). Emulation uses small tiles. Throws kInvalidArgument for a
 // malformed override.
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
                      bool warpgroup, MmaMode mode);

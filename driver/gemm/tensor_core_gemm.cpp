@@ -97,7 +97,7 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
     p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
     if (warpgroup) {  // the production tiles: the instructions and the PTX rewrite
-      const MmaConfig config = mode == MmaMode::kHardware ? MmaConfig{128, 128, 16, 128, 3, 1, 1}
+      const MmaConfig config = mode == MmaMode::kHardware ? warpgroup_config()
                                                           : MmaConfig{64, 64, 16, 64, 2, 1, 1};
       enqueue_wgmma_gemm(call, p, kind, config, mode);
     } else {  // small tiles: the instructions, not a tuning
@@ -120,14 +120,17 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
   return problem;
 }
 
-// What the device has: tensor cores at all (compute capability 8.0+, or emulation) and
-// warpgroup MMA (9.0), decided at the first call.
+// What the device has: tensor cores at all (compute capability 8.0+) and warpgroup MMA (9.0),
+// decided at the first hardware call. Emulation runs on every device, whatever a hardware call
+// decided before.
 const TensorCoreSupport& device_support(Device& device, MmaMode mode) {
+  static const TensorCoreSupport emulated{true, true, 0, ""};
+  if (mode != MmaMode::kHardware) return emulated;
   TensorCoreSupport& support = device_state(device).tensor_cores;
   if (!support.probed) {
     support.probed = true;
     support.sm = device.info().nv_compute_capability;
-    support.available = mode != MmaMode::kHardware || support.sm >= 80;
+    support.available = support.sm >= 80;
     if (!support.available) {
       support.reason = support.sm == 0 ? "not an NVIDIA GPU"
                                        : fmt::format("compute capability {}.{} is below 8.0",
@@ -208,11 +211,12 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
                          (*mode == MmaMode::kHardware && support.sm == 90);
 
   MmaConfig config = mma_config(p, *kind, units, warpgroup, *mode);
-  if (config.wgmma && warpgroup && wgmma_operands_aligned(p) && fits(device, p, config, *mode) &&
+  if (config.wgmma && warpgroup && (config.bulk || wgmma_operands_aligned(p)) &&
+      fits(device, p, config, *mode) &&
       kind_available(call, *kind, *mode, true)) {
     const std::string variant = "wgmma " + config.to_string() + fmt::format(
-        " kind {} trans {}{} c {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
-        static_cast<int>(p.c.storage));
+        " kind {} trans {}{} c {} chunk {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
+        static_cast<int>(p.c.storage), mma_chunk_bytes(p));
     if (run_variant(device, *kind, variant,
                     [&] { enqueue_wgmma_gemm(call, p, *kind, config, *mode); })) {
       return true;
@@ -220,6 +224,8 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   }
   if (config.wgmma) config = mma_config(p, *kind, units, false, *mode);
   config.wgmma = 0;
+  config.bulk = 0;
+  config.row_bytes = 64;
   const int chunk = mma_chunk_bytes(p);
   if (chunk == 0 || !fits(device, p, config, *mode) ||
       !kind_available(call, *kind, *mode, false)) {

@@ -75,6 +75,55 @@ GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t 
   return {{block.mem, block.capacity}, out_stride, 0, out_ld, op.storage};
 }
 
+// The operand as `rows` x `depth` (its k; stored depth x rows when k_major) in the bulk kernels'
+// stage images (kernels/gemm_pack.cl's gemm_pack_tiles), zero-padded to whole tiles of
+// tile_rows x row_bytes, in a pool block the caller releases. Broadcast operands are packed once.
+GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
+                       std::uint64_t depth, std::uint64_t batch, bool k_major, int tile_rows,
+                       int row_bytes, bool round_tf32, std::vector<PoolBlock>& temps) {
+  Device& device = call.device();
+  const std::uint64_t bytes = storage_bytes(op.storage);
+  const std::uint64_t tk = static_cast<std::uint64_t>(row_bytes) / bytes;  // k per K-tile
+  const std::uint64_t k_tiles = (depth + tk - 1) / tk;
+  const std::uint64_t padded_rows = (rows + tile_rows - 1) / tile_rows * tile_rows;
+  const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
+  const std::uint64_t item_elems = padded_rows * k_tiles * tk;
+  const std::uint64_t group_k = 8 * 16 / bytes;  // k per work-group (gemm_pack.cl's PACK_KW)
+  const std::uint64_t groups_k = (k_tiles * tk + group_k - 1) / group_k;
+  if ((padded_rows + 7) / 8 > kMaxGroups || k_tiles > 0xffffffffull) {
+    fail(Status::kDeviceError, "an operand of {} x {} is too large to pack in one launch", rows,
+         depth);
+  }
+  temps.push_back(device.allocate(call.stream(),
+                                  std::max<std::uint64_t>(items * item_elems * bytes, 16)));
+  const PoolBlock& block = temps.back();
+  const std::uint64_t ld = leading_dimension(op, k_major ? rows : depth);
+  // Rows starting at 16-byte multiples are moved as whole units, without local memory.
+  const bool unit_rows = !k_major && (ld * bytes) % 16 == 0 && (op.offset * bytes) % 16 == 0 &&
+                         (items == 1 || (op.batch_stride * bytes) % 16 == 0);
+  Kernel& kernel = device.programs().kernel(
+      "gemm_pack", unit_rows ? "gemm_pack_tiles_rows" : "gemm_pack_tiles",
+      fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={} -DPACK_TILE_ROWS={} -DPACK_ROW_BYTES={} "
+                  "-DPACK_K_MAJOR={}", bytes, round_tf32 ? 1 : 0, tile_rows, row_bytes,
+                  k_major ? 1 : 0));
+  const std::uint64_t k_units = k_tiles * tk * bytes / 16;
+  for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
+    const std::uint64_t groups = std::min(items - batch0, kMaxGroups);
+    const std::size_t global[3] = {
+        static_cast<std::size_t>(unit_rows ? (k_units + 31) / 32 * 32 : groups_k * 32),
+        static_cast<std::size_t>(unit_rows ? (padded_rows + 7) / 8 * 8
+                                           : (padded_rows + 31) / 32 * 8),
+        static_cast<std::size_t>(groups)};
+    const std::size_t local[3] = {32, 8, 1};
+    call.launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem, block.mem,
+                static_cast<cl_uint>(rows), static_cast<cl_uint>(depth), static_cast<cl_ulong>(ld),
+                static_cast<cl_ulong>(op.offset), static_cast<cl_ulong>(op.batch_stride),
+                static_cast<cl_uint>(k_tiles), static_cast<cl_ulong>(items > 1 ? item_elems : 0),
+                static_cast<cl_ulong>(batch0));
+  }
+  return {{block.mem, block.capacity}, items > 1 ? item_elems : 0, 0, tk, op.storage};
+}
+
 }  // namespace
 
 bool wgmma_operands_aligned(const GemmProblem& p) {
@@ -102,12 +151,19 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
     const bool round_tf32 = kind == MmaKind::kTF32 && config.tf32_round == 1;
     MmaConfig kernel_config = config;
     if (round_tf32) kernel_config.tf32_round = 0;
-    if (p.trans_a || round_tf32) {  // A as m x k (from k x m when transposed)
+    if (config.bulk) {  // both as stage images: A as m x k, B as n x k
+      packed.a = pack_tiles(call, p.a, p.m, p.k, p.batch, p.trans_a, config.bm, config.row_bytes,
+                            round_tf32, temps);
+      packed.b = pack_tiles(call, p.b, p.n, p.k, p.batch, !p.trans_b, config.bn, config.row_bytes,
+                            round_tf32, temps);
+      packed.trans_a = false;
+      packed.trans_b = true;
+    } else if (p.trans_a || round_tf32) {  // A as m x k (from k x m when transposed)
       packed.a = pack_operand(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch,
                               p.trans_a, round_tf32, temps);
       packed.trans_a = false;
     }
-    if (!p.trans_b || round_tf32) {  // B as n x k (from k x n when not transposed)
+    if (!config.bulk && (!p.trans_b || round_tf32)) {  // B as n x k (from k x n, not transposed)
       packed.b = pack_operand(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.batch,
                               !p.trans_b, round_tf32, temps);
       packed.trans_b = true;

@@ -392,18 +392,51 @@ EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16"
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
 @pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
-def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypatch, mode, ab,
-                                      trans, instructions):
+def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                                      mode, ab, trans, instructions):
     """kernels/gemm_mma.cl with MMA_EMULATE=1, mma.sync and warpgroup-MMA kernels (with the
     transposed operand copies of kernels/gemm_pack.cl): the fragment and accumulator layouts,
     swizzles, zero-filled edges and the pipeline, checked on the device under test (on NVIDIA the
-    real instructions run in the other tests)."""
+    real instructions run in the other tests). The first product's rows are 8-byte multiples,
+    as cp.async needs (the second one's 16-bit rows are not: those fall back to the portable
+    kernel)."""
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=68, k=44,
+        layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2)))
+    assert "gemm_mma_product" in names, names
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
+             trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+
+
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")])
+@pytest.mark.parametrize("params", ["bulk=1,row_bytes=32", "bulk=1,row_bytes=64,bm=128,stages=3",
+                                    "bulk=1,row_bytes=32,bn=120,inflight=0"])
+def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                                        params, mode, ab, trans):
+    """The warpgroup kernel fed by bulk copies (MMA_BULK), emulated: gemm_pack_tiles's stage
+    images (both swizzles, zero-padded edges of rows and k, broadcast and batched items) read back
+    through the descriptors' addressing, whatever the alignment of the operands."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", params)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67,
              k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
-             trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+             trans_b=tb, m=9, n=130, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+    # Rows at 16-byte multiples (whole units moved; the last one in part for k = 45), then at
+    # 4-byte ones (through local memory).
+    for k, pad, layout, offsets in [(40, 8, "batched", (8, 8, 0)), (45, 3, "single", (8, 8, 0)),
+                                    (40, 2, "batched", (2, 2, 0))]:
+        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67, k=k,
+            layout=layout, pad=pad, offsets=offsets))
+        assert "gemm_mma_product" in names, names
+        # A untransposed or B transposed: an operand is stored with k along its rows.
+        whole_units = pad != 2 and (trans[0] == "n" or trans[1] == "t")
+        assert ("gemm_pack_tiles_rows" in names) == whole_units, names
 
 
 def test_same_shape_in_every_mode_and_dtype_back_to_back(lib, device, rng, fp32_precision):

@@ -254,7 +254,7 @@ def main() -> int:
                 rows.append(row)
                 cb = row["cublas_tflops"]
                 cl = row.get("clblast_tflops")
-                print(f"{f'{m}x{n}x{k}':<20} {mode:>7} {(config or 'default')[:32]:>32} "
+                print(f"{f'{m}x{n}x{k}':<20} {mode:>7} {(config or 'default'):>32} "
                       f"{row['ours_tflops']:>10.1f} {cb or float('nan'):>8.1f} "
                       f"{row['ours_tflops'] / cb if cb else float('nan'):>6.2f} "
                       f"{cl or float('nan'):>8.1f} "
