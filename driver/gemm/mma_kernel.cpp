@@ -144,7 +144,11 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
     config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
     if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
   } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
-    config = warpgroup_config();
+    // Packing both operands costs (m + n) * k element moves, which the bulk kernel's speed repays
+    // once m * n / (m + n) reaches about 2048 (measured: docs/PERFORMANCE.md). TF32 packs both
+    // operands to round them either way.
+    const bool repaid = kind == MmaKind::kTF32 || p.m * p.n >= 2048 * (p.m + p.n);
+    config = repaid ? warpgroup_config() : MmaConfig{128, 128, 16, 128, 3, 1, 1};
   } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
     config = {64, 64, 32, 32, 4, 1, 0};
