@@ -91,9 +91,13 @@
 #define MMA_GROUP_THREADS (MMA_THREADS + (MMA_BULK ? 32 : 0))
 #define MMA_MI (MMA_WM / 16)              // m16 tiles per warp
 #define MMA_NI (MMA_WN / 8)               // n8 tiles per warp
-#define MMA_A_BYTES (MMA_BM * MMA_ROW_BYTES)  // one stage of A (BM x BK elements)
+#define MMA_A_BYTES (MMA_BM * MMA_ROW_BYTES)  // one K-tile of A (BM x BK elements)
 #define MMA_B_BYTES (MMA_BN * MMA_ROW_BYTES)
-#define MMA_STAGE_BYTES (MMA_A_BYTES + MMA_B_BYTES)
+// 3xTF32 on the bulk pipeline: each operand's K-tile comes as its TF32 part, then its residual.
+#define MMA_SPLIT (MMA_KIND == 1 && MMA_BULK)
+#define MMA_A_STAGE (MMA_A_BYTES * (MMA_SPLIT ? 2 : 1))
+#define MMA_B_STAGE (MMA_B_BYTES * (MMA_SPLIT ? 2 : 1))
+#define MMA_STAGE_BYTES (MMA_A_STAGE + MMA_B_STAGE)
 #ifndef MMA_GROUP_M
 #define MMA_GROUP_M 8
 #endif
@@ -101,10 +105,10 @@
 #if MMA_WM % 16 || (!MMA_WGMMA && MMA_WN % 16) || MMA_BM % MMA_WM || MMA_BN % MMA_WN
 #error "warp tiles must be multiples of 16 and divide the block tile"
 #endif
-#if MMA_WGMMA && (MMA_BM % 64 || MMA_TRANS_A || !MMA_TRANS_B || MMA_KIND == 1 || \
+#if MMA_WGMMA && (MMA_BM % 64 || MMA_TRANS_A || !MMA_TRANS_B || (MMA_KIND == 1 && !MMA_BULK) || \
                   (MMA_BN != 64 && MMA_BN != 128 && MMA_BN != 256 &&                   \
                    (!MMA_BULK || (MMA_BN != 120 && MMA_BN != 248))))
-#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256 (or 120, 248 with MMA_BULK), A and B K-contiguous, no 3xTF32"
+#error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256 (or 120, 248 with MMA_BULK), A and B K-contiguous, 3xTF32 only with MMA_BULK"
 #endif
 #if MMA_BM < 64 || MMA_BN < 64
 #error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
@@ -253,22 +257,25 @@ inline float mma_wg_input(__local const uchar* smem_bytes, uint tile, uint row, 
 #define MMA_WG_FENCE()
 #define MMA_WG_COMMIT_WAIT()
 #define MMA_WG_COMMIT_WAIT_ONE()
+#define MMA_WG_FENCE_ON(x)
+#define MMA_WG_COMMIT_WAIT_ON(x)
 #define mma_fence_proxy_async()
-// acc += A (64 rows at a_tile) x B^T (BN rows at b_tile) over one k-step.
-#define MMA_WG_STEP(a_tile, b_tile, ks)                                                       \
+// x = A (64 rows at a_tile) x B^T (BN rows at b_tile) over one k-step, plus x unless scale is 0.
+#define MMA_WG_STEP(a_tile, b_tile, ks) MMA_WG_PRODUCT(acc, a_tile, b_tile, ks, 1)
+#define MMA_WG_PRODUCT(x, a_tile, b_tile, ks, scale)                                          \
   {                                                                                           \
     const uint q_ = (tid & 127u) >> 5;                                                        \
     for (uint j_ = 0; j_ < MMA_NI; ++j_)                                                      \
       for (uint e_ = 0; e_ < 4; ++e_) {                                                       \
         const uint row_ = q_ * 16u + (lane >> 2) + (e_ >> 1) * 8u;                            \
         const uint col_ = j_ * 8u + 2u * (lane & 3u) + (e_ & 1u);                             \
-        float sum_ = acc[0][j_][e_];                                                          \
+        float sum_ = (scale) ? x[0][j_][e_] : 0.0f;                                           \
         for (uint k_ = 0; k_ < MMA_KSTEP; ++k_) {                                             \
           const uint kbyte_ = (ks) * 32u + k_ * MMA_ELEM;                                     \
           sum_ += mma_wg_input(smem_bytes, (a_tile), row_, kbyte_) *                          \
                   mma_wg_input(smem_bytes, (b_tile), col_, kbyte_);                           \
         }                                                                                     \
-        acc[0][j_][e_] = sum_;                                                                \
+        x[0][j_][e_] = sum_;                                                                  \
       }                                                                                       \
   }
 
@@ -350,11 +357,11 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 // program's PTX, removes that prefix, retargets it to sm_90a and loads it as a program binary.
 // The register operands are filled in by the compiler as for any inline PTX.
 #define MMA_SM90A "//AECL_SM90A "
-// Asm operands of the accumulators (n8-tile j's four; eight tiles from j) and, per n8-tile j,
-// their operand numbers (MMA_WG_Rj); MMA_WG_Dn and MMA_WG_ACCn cover n columns.
-#define MMA_WG_J(j) "+f"(acc[0][j][0]), "+f"(acc[0][j][1]), "+f"(acc[0][j][2]), "+f"(acc[0][j][3])
-#define MMA_WG_J8(j) MMA_WG_J(j), MMA_WG_J(j + 1), MMA_WG_J(j + 2), MMA_WG_J(j + 3), \
-  MMA_WG_J(j + 4), MMA_WG_J(j + 5), MMA_WG_J(j + 6), MMA_WG_J(j + 7)
+// Asm operands of the accumulator array x (n8-tile j's four; eight tiles from j) and, per n8-tile
+// j, their operand numbers (MMA_WG_Rj); MMA_WG_Dn and MMA_WG_ACCn(x) cover n columns.
+#define MMA_WG_J(x, j) "+f"(x[0][j][0]), "+f"(x[0][j][1]), "+f"(x[0][j][2]), "+f"(x[0][j][3])
+#define MMA_WG_J8(x, j) MMA_WG_J(x, j), MMA_WG_J(x, j + 1), MMA_WG_J(x, j + 2), \
+  MMA_WG_J(x, j + 3), MMA_WG_J(x, j + 4), MMA_WG_J(x, j + 5), MMA_WG_J(x, j + 6), MMA_WG_J(x, j + 7)
 #define MMA_WG_R0 "%0, %1, %2, %3"
 #define MMA_WG_R1 "%4, %5, %6, %7"
 #define MMA_WG_R2 "%8, %9, %10, %11"
@@ -389,20 +396,20 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 #define MMA_WG_R31 "%124, %125, %126, %127"
 #define MMA_WG_D64 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
   ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 "}"
-#define MMA_WG_ACC64 MMA_WG_J8(0)
+#define MMA_WG_ACC64(x) MMA_WG_J8(x, 0)
 #define MMA_WG_IN_AB64 "%32, %33"
 #define MMA_WG_LAST64 "34"
 #define MMA_WG_D120 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
   ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
   ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 "}"
-#define MMA_WG_ACC120 MMA_WG_J8(0), MMA_WG_J(8), MMA_WG_J(9), MMA_WG_J(10), MMA_WG_J(11), \
-  MMA_WG_J(12), MMA_WG_J(13), MMA_WG_J(14)
+#define MMA_WG_ACC120(x) MMA_WG_J8(x, 0), MMA_WG_J(x, 8), MMA_WG_J(x, 9), MMA_WG_J(x, 10), \
+  MMA_WG_J(x, 11), MMA_WG_J(x, 12), MMA_WG_J(x, 13), MMA_WG_J(x, 14)
 #define MMA_WG_IN_AB120 "%60, %61"
 #define MMA_WG_LAST120 "62"
 #define MMA_WG_D128 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
   ", " MMA_WG_R5 ", " MMA_WG_R6 ", " MMA_WG_R7 ", " MMA_WG_R8 ", " MMA_WG_R9 ", " MMA_WG_R10 \
   ", " MMA_WG_R11 ", " MMA_WG_R12 ", " MMA_WG_R13 ", " MMA_WG_R14 ", " MMA_WG_R15 "}"
-#define MMA_WG_ACC128 MMA_WG_J8(0), MMA_WG_J8(8)
+#define MMA_WG_ACC128(x) MMA_WG_J8(x, 0), MMA_WG_J8(x, 8)
 #define MMA_WG_IN_AB128 "%64, %65"
 #define MMA_WG_LAST128 "66"
 #define MMA_WG_D248 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
@@ -411,8 +418,9 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
   ", " MMA_WG_R16 ", " MMA_WG_R17 ", " MMA_WG_R18 ", " MMA_WG_R19 ", " MMA_WG_R20 \
   ", " MMA_WG_R21 ", " MMA_WG_R22 ", " MMA_WG_R23 ", " MMA_WG_R24 ", " MMA_WG_R25 \
   ", " MMA_WG_R26 ", " MMA_WG_R27 ", " MMA_WG_R28 ", " MMA_WG_R29 ", " MMA_WG_R30 "}"
-#define MMA_WG_ACC248 MMA_WG_J8(0), MMA_WG_J8(8), MMA_WG_J8(16), MMA_WG_J(24), MMA_WG_J(25), \
-  MMA_WG_J(26), MMA_WG_J(27), MMA_WG_J(28), MMA_WG_J(29), MMA_WG_J(30)
+#define MMA_WG_ACC248(x) MMA_WG_J8(x, 0), MMA_WG_J8(x, 8), MMA_WG_J8(x, 16), MMA_WG_J(x, 24), \
+  MMA_WG_J(x, 25), MMA_WG_J(x, 26), MMA_WG_J(x, 27), MMA_WG_J(x, 28), MMA_WG_J(x, 29), \
+  MMA_WG_J(x, 30)
 #define MMA_WG_IN_AB248 "%124, %125"
 #define MMA_WG_LAST248 "126"
 #define MMA_WG_D256 "{" MMA_WG_R0 ", " MMA_WG_R1 ", " MMA_WG_R2 ", " MMA_WG_R3 ", " MMA_WG_R4 \
@@ -422,13 +430,13 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
   ", " MMA_WG_R21 ", " MMA_WG_R22 ", " MMA_WG_R23 ", " MMA_WG_R24 ", " MMA_WG_R25 \
   ", " MMA_WG_R26 ", " MMA_WG_R27 ", " MMA_WG_R28 ", " MMA_WG_R29 ", " MMA_WG_R30 \
   ", " MMA_WG_R31 "}"
-#define MMA_WG_ACC256 MMA_WG_J8(0), MMA_WG_J8(8), MMA_WG_J8(16), MMA_WG_J8(24)
+#define MMA_WG_ACC256(x) MMA_WG_J8(x, 0), MMA_WG_J8(x, 8), MMA_WG_J8(x, 16), MMA_WG_J8(x, 24)
 #define MMA_WG_IN_AB256 "%128, %129"
 #define MMA_WG_LAST256 "130"
 
 #define MMA_WG_STR_(x) #x
 #define MMA_WG_STR(x) MMA_WG_STR_(x)
-#if MMA_KIND == 0
+#if MMA_KIND <= 1
 #define MMA_WG_SHAPE(n) "wgmma.mma_async.sync.aligned.m64n" MMA_WG_STR(n) "k8.f32.tf32.tf32 "
 #define MMA_WG_IMM ", p, 1, 1;\n"
 #elif MMA_KIND == 2
@@ -440,8 +448,9 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 #endif
 #define MMA_WG_D_(n) MMA_WG_D##n
 #define MMA_WG_D(n) MMA_WG_D_(n)
-#define MMA_WG_ACC_(n) MMA_WG_ACC##n
-#define MMA_WG_ACC(n) MMA_WG_ACC_(n)
+#define MMA_WG_ACC_(x, n) MMA_WG_ACC##n(x)
+#define MMA_WG_ACC_N(x, n) MMA_WG_ACC_(x, n)
+#define MMA_WG_ACC_OF(x) MMA_WG_ACC_N(x, MMA_BN)  // array x's accumulators as asm operands
 
 // Shared-memory matrix descriptor: start address, leading byte offset 16 (unused with
 // swizzling), stride byte offset of 8 rows, the swizzle mode of the row width (2: 64 bytes,
@@ -499,26 +508,30 @@ inline void mma_fence_proxy_async(void) {
 
 // The accumulators are operands of the fence and the wait too, so the compiler keeps every
 // other access to them outside the asynchronous window.
-#define MMA_WG_FENCE() \
-  __asm__ __volatile__(MMA_SM90A "wgmma.fence.sync.aligned;\n" : MMA_WG_ACC(MMA_BN) :: "memory")
-#define MMA_WG_COMMIT_WAIT()                                                              \
+#define MMA_WG_FENCE_ON(x) \
+  __asm__ __volatile__(MMA_SM90A "wgmma.fence.sync.aligned;\n" : MMA_WG_ACC_OF(x) :: "memory")
+#define MMA_WG_COMMIT_WAIT_ON(x)                                                          \
   __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
                        "wgmma.wait_group.sync.aligned 0;\n"                               \
-                       : MMA_WG_ACC(MMA_BN)::"memory")
+                       : MMA_WG_ACC_OF(x)::"memory")
+#define MMA_WG_FENCE() MMA_WG_FENCE_ON(acc)
+#define MMA_WG_COMMIT_WAIT() MMA_WG_COMMIT_WAIT_ON(acc)
 // Commits the k-steps just issued and waits for all but them: the previous K-tile's MMAs.
 #define MMA_WG_COMMIT_WAIT_ONE()                                                          \
   __asm__ __volatile__(MMA_SM90A "wgmma.commit_group.sync.aligned;\n" MMA_SM90A           \
                        "wgmma.wait_group.sync.aligned 1;\n"                               \
-                       : MMA_WG_ACC(MMA_BN)::"memory")
-// acc += A (64 rows at shared address a_tile) x B^T (BN rows at b_tile) over k-step ks.
-#define MMA_WG_STEP(a_tile, b_tile, ks)                                                        \
+                       : MMA_WG_ACC_OF(acc)::"memory")
+// x = A (64 rows at shared address a_tile) x B^T (BN rows at b_tile) over k-step ks, plus x
+// unless scale is 0.
+#define MMA_WG_PRODUCT(x, a_tile, b_tile, ks, scale)                                            \
   __asm__ __volatile__(MMA_SM90A "{\n" MMA_SM90A ".reg .pred p;\n" MMA_SM90A               \
                        "setp.ne.b32 p, %" MMA_WG_LAST ", 0;\n" MMA_SM90A                      \
                        MMA_WG_SHAPE(MMA_BN) MMA_WG_D(MMA_BN) ", " MMA_WG_IN_AB MMA_WG_IMM     \
                        MMA_SM90A "}\n"                                                         \
-                       : MMA_WG_ACC(MMA_BN)                                                   \
+                       : MMA_WG_ACC_OF(x)                                                     \
                        : "l"(mma_wg_desc((a_tile) + (ks) * 32u)),                               \
-                         "l"(mma_wg_desc((b_tile) + (ks) * 32u)), "r"(1))
+                         "l"(mma_wg_desc((b_tile) + (ks) * 32u)), "r"(scale))
+#define MMA_WG_STEP(a_tile, b_tile, ks) MMA_WG_PRODUCT(acc, a_tile, b_tile, ks, 1)
 // The operand numbers of the descriptors and of the scale-d flag, after the accumulators.
 #define MMA_WG_IN_AB_(n) MMA_WG_IN_AB##n
 #define MMA_WG_IN_AB_N(n) MMA_WG_IN_AB_(n)
@@ -763,29 +776,53 @@ MMA_UNROLL
   const uint k_tiles = (K + MMA_BK - 1) / MMA_BK;
 
 #if MMA_BULK
-  // Packed operands: block tile t of A is k_tiles contiguous stage images of MMA_A_BYTES, one per
+  // Packed operands: block tile t of A is k_tiles contiguous stage images of MMA_A_STAGE, one per
   // K-tile (B's likewise); the host's batch strides step between items.
   const uint wg_row = (tid >> 7) * 64u;  // the warpgroup's first row of the block tile
-  __global const mma_elem_t* a_tiles = a + (ulong)tile_m * k_tiles * (MMA_A_BYTES / MMA_ELEM);
-  __global const mma_elem_t* b_tiles = b + (ulong)tile_n * k_tiles * (MMA_B_BYTES / MMA_ELEM);
+  __global const mma_elem_t* a_tiles = a + (ulong)tile_m * k_tiles * (MMA_A_STAGE / MMA_ELEM);
+  __global const mma_elem_t* b_tiles = b + (ulong)tile_n * k_tiles * (MMA_B_STAGE / MMA_ELEM);
+#if MMA_SPLIT
+  // 3xTF32: each K-tile's three products (residuals first) are summed on the tensor cores from
+  // zero into part, then added to acc with a rounding float32 addition: the tensor cores' own
+  // float32 sums drop low bits, an error that would otherwise grow with k.
+  float part[1][MMA_NI][4];
+#define MMA_K_TILE(a_tile, b_tile)                                                              \
+  {                                                                                             \
+    MMA_WG_FENCE_ON(part);                                                                      \
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {                                          \
+      MMA_WG_PRODUCT(part, (a_tile) + MMA_A_BYTES, (b_tile), ks, ks == 0 ? 0 : 1);              \
+      MMA_WG_PRODUCT(part, (a_tile), (b_tile) + MMA_B_BYTES, ks, 1);                            \
+      MMA_WG_PRODUCT(part, (a_tile), (b_tile), ks, 1);                                          \
+    }                                                                                           \
+    MMA_WG_COMMIT_WAIT_ON(part);                                                                \
+  }
+#define MMA_ADD_PART()                                                                          \
+  for (int j = 0; j < MMA_NI; ++j)                                                              \
+    for (int e = 0; e < 4; ++e) acc[0][j][e] += part[0][j][e];
+#endif
 #if MMA_EMULATE
   // One stage, filled by every work-item between two work-group barriers.
   for (uint kt = 0; kt < k_tiles; ++kt) {
     barrier(CLK_LOCAL_MEM_FENCE);
     __global const uint* a_words =
-        (__global const uint*)(a_tiles + (ulong)kt * (MMA_A_BYTES / MMA_ELEM));
+        (__global const uint*)(a_tiles + (ulong)kt * (MMA_A_STAGE / MMA_ELEM));
     __global const uint* b_words =
-        (__global const uint*)(b_tiles + (ulong)kt * (MMA_B_BYTES / MMA_ELEM));
+        (__global const uint*)(b_tiles + (ulong)kt * (MMA_B_STAGE / MMA_ELEM));
     __local uint* words = (__local uint*)smem_bytes;
-    for (uint i = tid; i < MMA_A_BYTES / 4; i += MMA_GROUP_THREADS) words[i] = a_words[i];
-    for (uint i = tid; i < MMA_B_BYTES / 4; i += MMA_GROUP_THREADS) {
-      words[MMA_A_BYTES / 4 + i] = b_words[i];
+    for (uint i = tid; i < MMA_A_STAGE / 4; i += MMA_GROUP_THREADS) words[i] = a_words[i];
+    for (uint i = tid; i < MMA_B_STAGE / 4; i += MMA_GROUP_THREADS) {
+      words[MMA_A_STAGE / 4 + i] = b_words[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (tid < MMA_THREADS) {
+#if MMA_SPLIT
+      MMA_K_TILE(wg_row * MMA_ROW_BYTES, MMA_A_STAGE)
+      MMA_ADD_PART()
+#else
       for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {
         MMA_WG_STEP(wg_row * MMA_ROW_BYTES, MMA_A_BYTES, ks);
       }
+#endif
     }
   }
   if (tid >= MMA_THREADS) return;
@@ -807,10 +844,10 @@ MMA_UNROLL
       if (kt >= MMA_STAGES) mma_bar_wait(empty + 8u * s, (kt / MMA_STAGES - 1u) & 1u);
       const uint tile = smem_base + s * MMA_STAGE_BYTES;
       mma_bar_expect(full + 8u * s, MMA_STAGE_BYTES);
-      mma_bulk_copy(tile, a_tiles + (ulong)kt * (MMA_A_BYTES / MMA_ELEM), MMA_A_BYTES,
+      mma_bulk_copy(tile, a_tiles + (ulong)kt * (MMA_A_STAGE / MMA_ELEM), MMA_A_STAGE,
                     full + 8u * s);
-      mma_bulk_copy(tile + MMA_A_BYTES, b_tiles + (ulong)kt * (MMA_B_BYTES / MMA_ELEM),
-                    MMA_B_BYTES, full + 8u * s);
+      mma_bulk_copy(tile + MMA_A_STAGE, b_tiles + (ulong)kt * (MMA_B_STAGE / MMA_ELEM),
+                    MMA_B_STAGE, full + 8u * s);
     }
     return;
   }
@@ -818,7 +855,12 @@ MMA_UNROLL
     const uint s = kt % MMA_STAGES;
     mma_bar_wait(full + 8u * s, (kt / MMA_STAGES) & 1u);
     const uint a_tile = smem_base + s * MMA_STAGE_BYTES + wg_row * MMA_ROW_BYTES;
-    const uint b_tile = smem_base + s * MMA_STAGE_BYTES + MMA_A_BYTES;
+    const uint b_tile = smem_base + s * MMA_STAGE_BYTES + MMA_A_STAGE;
+#if MMA_SPLIT
+    MMA_K_TILE(a_tile, b_tile)
+    if (lane == 0) mma_bar_arrive(empty + 8u * s);
+    MMA_ADD_PART()
+#else
     MMA_WG_FENCE();
 MMA_UNROLL
     for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) MMA_WG_STEP(a_tile, b_tile, ks);
@@ -829,8 +871,9 @@ MMA_UNROLL
     MMA_WG_COMMIT_WAIT();      // those of K-tile kt: its stage is released at once
     if (lane == 0) mma_bar_arrive(empty + 8u * s);
 #endif
+#endif  // MMA_SPLIT
   }
-#if MMA_WG_INFLIGHT
+#if MMA_WG_INFLIGHT && !MMA_SPLIT
   MMA_WG_COMMIT_WAIT();
 #endif
 #endif  // MMA_EMULATE

@@ -70,13 +70,20 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
 // cut into tiles of PACK_TILE_ROWS rows and K-tiles of PACK_ROW_BYTES bytes of k, each (tile t,
 // K-tile kt) one contiguous image of a local-memory stage at ((t * k_tiles) + kt) *
 // PACK_TILE_ROWS * PACK_ROW_BYTES bytes, its rows swizzled as gemm_mma.cl's mma_wg_offset;
-// elements beyond rows or depth are zero. in: row-major rows x depth with leading dimension ld, or
+// elements beyond rows or depth are zero. With PACK_SPLIT_TF32=1 (float32, for 3xTF32) an image
+// holds the values' TF32 parts, then their residuals rounded to TF32, each a part of that size.
+// in: row-major rows x depth with leading dimension ld, or
 // (PACK_K_MAJOR=1) depth x rows; item b at offset + b * stride. out: item b at b * out_stride.
 // gemm_pack_tiles: group (x, y, z) packs k PACK_KW * x .. + PACK_KW - 1 of rows 32y .. 32y + 31
 // of item batch0 + z (those within the padded tiles) through local memory, every work-item one
 // 16-byte unit.
 #ifdef PACK_TILE_ROWS
+#ifndef PACK_SPLIT_TF32
+#define PACK_SPLIT_TF32 0
+#endif
 #define PACK_UNIT (16 / PACK_ELEM)          // elements per 16-byte unit
+#define PACK_PART_BYTES (PACK_TILE_ROWS * PACK_ROW_BYTES)
+#define PACK_IMAGE_BYTES (PACK_PART_BYTES * (PACK_SPLIT_TF32 ? 2 : 1))
 #define PACK_KW (8 * PACK_UNIT)             // k per group: 8 units of each of 32 rows
 #define PACK_BK (PACK_ROW_BYTES / PACK_ELEM)  // k per K-tile
 
@@ -96,6 +103,32 @@ inline uint4 pack_round_unit(uint4 v) {
 #endif
 }
 
+#if PACK_SPLIT_TF32
+// The TF32 part of a float32 (to nearest, ties away; NaN canonical) and its residual rounded the
+// same way (zero where the part is infinite or NaN: no inf - inf).
+inline uint pack_tf32_high(uint u) {
+  return as_float(u) == as_float(u) ? (u + 0x1000u) & 0xffffe000u : 0x7fffffffu;
+}
+
+inline uint pack_tf32_low(uint u) {
+  const uint high = pack_tf32_high(u);
+  if ((high & 0x7f800000u) == 0x7f800000u) return 0u;
+  return (as_uint(as_float(u) - as_float(high)) + 0x1000u) & 0xffffe000u;
+}
+#endif
+
+// Writes one unit of values (rounded as the build options say) at byte `at` of an image.
+inline void pack_store_unit(__global uchar* out_bytes, ulong at, uint4 v) {
+#if PACK_SPLIT_TF32
+  *(__global uint4*)(out_bytes + at) = (uint4)(pack_tf32_high(v.x), pack_tf32_high(v.y),
+                                               pack_tf32_high(v.z), pack_tf32_high(v.w));
+  *(__global uint4*)(out_bytes + at + PACK_PART_BYTES) = (uint4)(
+      pack_tf32_low(v.x), pack_tf32_low(v.y), pack_tf32_low(v.z), pack_tf32_low(v.w));
+#else
+  *(__global uint4*)(out_bytes + at) = pack_round_unit(v);
+#endif
+}
+
 // The same layout from a row-major operand (PACK_K_MAJOR=0) whose rows start at 16-byte
 // multiples (ld, offset and stride): a permutation of 16-byte units, work-item (u, r, z) moving
 // unit u (k = u * PACK_UNIT ..) of row r of item batch0 + z without local memory.
@@ -111,19 +144,19 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_ro
   const uint k = u * PACK_UNIT;
   uint4 v = (uint4)(0u);
   if (r < rows && k + PACK_UNIT <= depth) {
-    v = pack_round_unit(*(__global const uint4*)(in + k));
+    v = *(__global const uint4*)(in + k);
   } else if (r < rows && k < depth) {  // the row's last, partial unit
     uint words[4] = {0u, 0u, 0u, 0u};
     for (uint e = 0; k + e < depth; ++e) {
       words[e * PACK_ELEM / 4] |= (uint)in[k + e] << (e * PACK_ELEM % 4 * 8);
     }
-    v = pack_round_unit((uint4)(words[0], words[1], words[2], words[3]));
+    v = (uint4)(words[0], words[1], words[2], words[3]);
   }
   const uint kt = u / (PACK_BK / PACK_UNIT);
   const uint unit = u % (PACK_BK / PACK_UNIT);
-  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * (PACK_TILE_ROWS * PACK_ROW_BYTES) +
+  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
                    pack_swizzled(r % PACK_TILE_ROWS, unit);
-  *(__global uint4*)((__global uchar*)(out + item * out_stride) + at) = v;
+  pack_store_unit((__global uchar*)(out + item * out_stride), at, v);
 }
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
@@ -161,16 +194,16 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
   if (r >= padded_rows || k0 + k >= k_tiles * PACK_BK) return;
   const uint kt = (k0 + k) / PACK_BK;
   const uint unit = (k0 + k) % PACK_BK / PACK_UNIT;
-  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * (PACK_TILE_ROWS * PACK_ROW_BYTES) +
+  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
                    pack_swizzled(r % PACK_TILE_ROWS, unit);
   uint words[4];
   for (uint w = 0; w < 4; ++w) {
 #if PACK_ELEM == 4
-    words[w] = pack_value(tile[row][k + w]);
+    words[w] = tile[row][k + w];
 #else
     words[w] = (uint)tile[row][k + 2 * w] | ((uint)tile[row][k + 2 * w + 1] << 16);
 #endif
   }
-  *(__global uint4*)(out_bytes + at) = (uint4)(words[0], words[1], words[2], words[3]);
+  pack_store_unit(out_bytes, at, (uint4)(words[0], words[1], words[2], words[3]));
 }
 #endif

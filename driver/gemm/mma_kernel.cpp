@@ -121,9 +121,10 @@ std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
   return std::nullopt;
 }
 
-std::uint64_t MmaConfig::local_bytes() const {
+std::uint64_t MmaConfig::local_bytes(bool split) const {
   const auto stages64 = static_cast<std::uint64_t>(stages);
-  return stages64 * static_cast<std::uint64_t>(bm + bn) * static_cast<std::uint64_t>(row_bytes) +
+  return stages64 * static_cast<std::uint64_t>(bm + bn) * static_cast<std::uint64_t>(row_bytes) *
+             (split ? 2 : 1) +
          (bulk ? stages64 * 16 : 0);  // a full and an empty barrier per stage
 }
 
@@ -143,18 +144,20 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   } else if (mode == MmaMode::kEmulatedWarpgroup) {
     config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
     if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
-  } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
+  } else if (warpgroup && big) {
     // Packing both operands costs (m + n) * k element moves, which the bulk kernel's speed repays
-    // once m * n / (m + n) reaches about 2048 (measured: docs/PERFORMANCE.md). TF32 packs both
-    // operands to round them either way.
-    const bool repaid = kind == MmaKind::kTF32 || p.m * p.n >= 2048 * (p.m + p.n);
-    config = repaid ? warpgroup_config() : MmaConfig{128, 128, 16, 128, 3, 1, 1};
+    // once m * n / (m + n) reaches about 2048 (measured: docs/PERFORMANCE.md). TF32 and 3xTF32
+    // pack both operands to round or split them either way.
+    const bool repaid = kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32 ||
+                        p.m * p.n >= 2048 * (p.m + p.n);
+    config = repaid ? warpgroup_config(kind) : MmaConfig{128, 128, 16, 128, 3, 1, 1};
   } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
     config = {64, 64, 32, 32, 4, 1, 0};
   }
   if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
-  if (config.wgmma && kind == MmaKind::k3xTF32) config.wgmma = 0;  // mma.sync only
+  // 3xTF32 splits its operands only in the bulk kernel's packing: mma.sync elsewhere.
+  if (config.wgmma && !config.bulk && kind == MmaKind::k3xTF32) config.wgmma = 0;
   if (!config.wgmma) {
     config.bulk = 0;
     config.row_bytes = 64;

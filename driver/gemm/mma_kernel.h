@@ -34,15 +34,18 @@ struct MmaConfig {
   int threads() const {
     return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
   }
-  std::uint64_t local_bytes() const;
+  // Local memory of one work-group; split: 3xTF32 on the bulk kernel (two parts per operand).
+  std::uint64_t local_bytes(bool split = false) const;
   std::string to_string() const;
 };
 
 // The warpgroup-MMA kernel of products that fill the device: 128 x 128 tiles of two warpgroups,
 // operands packed into stage images and bulk-copied into five stages of 32-byte rows, each
-// K-tile's MMAs ended before its stage is released (measured in docs/PERFORMANCE.md).
-inline MmaConfig warpgroup_config() {
+// K-tile's MMAs ended before its stage is released; 3xTF32, whose stages hold two parts of each
+// operand, in 128 x 64 tiles and three stages (measured in docs/PERFORMANCE.md).
+inline MmaConfig warpgroup_config(MmaKind kind) {
   MmaConfig config{128, 128, 16, 128, 5, 1, 1};
+  if (kind == MmaKind::k3xTF32) config = {128, 64, 16, 64, 3, 1, 1};
   config.inflight = 0;
   config.bulk = 1;
   config.row_bytes = 32;

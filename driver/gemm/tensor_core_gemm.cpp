@@ -97,8 +97,12 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
     p.b = {{blocks[1].mem, b_bytes.size()}, 0, 0, 0, storage};
     p.c = {{blocks[2].mem, expected.size() * 4}, 0, 0, 0, GemmStorage::kF32};
     if (warpgroup) {  // the production tiles: the instructions and the PTX rewrite
-      const MmaConfig config = mode == MmaMode::kHardware ? warpgroup_config()
-                                                          : MmaConfig{64, 64, 16, 64, 2, 1, 1};
+      MmaConfig config = warpgroup_config(kind);
+      if (mode != MmaMode::kHardware) {  // small tiles; the bulk form only where it is the only one
+        config = {64, 64, 16, 64, 2, 1, 1};
+        config.bulk = kind == MmaKind::k3xTF32 ? 1 : 0;
+        config.row_bytes = config.bulk ? 32 : 64;
+      }
       enqueue_wgmma_gemm(call, p, kind, config, mode);
     } else {  // small tiles: the instructions, not a tuning
       const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
@@ -168,7 +172,7 @@ bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup
 
 bool fits(const Device& device, const GemmProblem& p, const MmaConfig& config, MmaMode mode) {
   const std::uint64_t local_bytes =
-      config.local_bytes() +
+      config.local_bytes(config.bulk && mma_kind_for(p) == MmaKind::k3xTF32) +
       (mode != MmaMode::kHardware ? static_cast<std::uint64_t>(config.threads()) * 24 : 0);
   const std::uint64_t tiles = ((p.m + config.bm - 1) / config.bm) *
                               ((p.n + config.bn - 1) / config.bn);

@@ -75,19 +75,24 @@ GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t 
   return {{block.mem, block.capacity}, out_stride, 0, out_ld, op.storage};
 }
 
+// What the bulk kernels' packing does to float32 values.
+enum class PackValues { kAsStored, kRoundTF32, kSplitTF32 };
+
 // The operand as `rows` x `depth` (its k; stored depth x rows when k_major) in the bulk kernels'
 // stage images (kernels/gemm_pack.cl's gemm_pack_tiles), zero-padded to whole tiles of
-// tile_rows x row_bytes, in a pool block the caller releases. Broadcast operands are packed once.
+// tile_rows x row_bytes (two such parts with kSplitTF32), in a pool block the caller releases.
+// Broadcast operands are packed once.
 GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
                        std::uint64_t depth, std::uint64_t batch, bool k_major, int tile_rows,
-                       int row_bytes, bool round_tf32, std::vector<PoolBlock>& temps) {
+                       int row_bytes, PackValues values, std::vector<PoolBlock>& temps) {
   Device& device = call.device();
   const std::uint64_t bytes = storage_bytes(op.storage);
   const std::uint64_t tk = static_cast<std::uint64_t>(row_bytes) / bytes;  // k per K-tile
   const std::uint64_t k_tiles = (depth + tk - 1) / tk;
   const std::uint64_t padded_rows = (rows + tile_rows - 1) / tile_rows * tile_rows;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
-  const std::uint64_t item_elems = padded_rows * k_tiles * tk;
+  const std::uint64_t parts = values == PackValues::kSplitTF32 ? 2 : 1;
+  const std::uint64_t item_elems = padded_rows * k_tiles * tk * parts;
   const std::uint64_t group_k = 8 * 16 / bytes;  // k per work-group (gemm_pack.cl's PACK_KW)
   const std::uint64_t groups_k = (k_tiles * tk + group_k - 1) / group_k;
   if ((padded_rows + 7) / 8 > kMaxGroups || k_tiles > 0xffffffffull) {
@@ -103,8 +108,10 @@ GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t ro
                          (items == 1 || (op.batch_stride * bytes) % 16 == 0);
   Kernel& kernel = device.programs().kernel(
       "gemm_pack", unit_rows ? "gemm_pack_tiles_rows" : "gemm_pack_tiles",
-      fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={} -DPACK_TILE_ROWS={} -DPACK_ROW_BYTES={} "
-                  "-DPACK_K_MAJOR={}", bytes, round_tf32 ? 1 : 0, tile_rows, row_bytes,
+      fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={} -DPACK_SPLIT_TF32={} -DPACK_TILE_ROWS={} "
+                  "-DPACK_ROW_BYTES={} -DPACK_K_MAJOR={}", bytes,
+                  values == PackValues::kRoundTF32 ? 1 : 0,
+                  values == PackValues::kSplitTF32 ? 1 : 0, tile_rows, row_bytes,
                   k_major ? 1 : 0));
   const std::uint64_t k_units = k_tiles * tk * bytes / 16;
   for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
@@ -152,10 +159,13 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
     MmaConfig kernel_config = config;
     if (round_tf32) kernel_config.tf32_round = 0;
     if (config.bulk) {  // both as stage images: A as m x k, B as n x k
+      const PackValues values = kind == MmaKind::k3xTF32 ? PackValues::kSplitTF32
+                                : round_tf32             ? PackValues::kRoundTF32
+                                                         : PackValues::kAsStored;
       packed.a = pack_tiles(call, p.a, p.m, p.k, p.batch, p.trans_a, config.bm, config.row_bytes,
-                            round_tf32, temps);
+                            values, temps);
       packed.b = pack_tiles(call, p.b, p.n, p.k, p.batch, !p.trans_b, config.bn, config.row_bytes,
-                            round_tf32, temps);
+                            values, temps);
       packed.trans_a = false;
       packed.trans_b = true;
     } else if (p.trans_a || round_tf32) {  // A as m x k (from k x m when transposed)

@@ -411,14 +411,17 @@ def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypa
 
 
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
-@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")])
-@pytest.mark.parametrize("params", ["bulk=1,row_bytes=32", "bulk=1,row_bytes=64,bm=128,stages=3",
-                                    "bulk=1,row_bytes=32,bn=120,inflight=0"])
+@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
+                                     ("fp16", "f16")])
+@pytest.mark.parametrize("params", ["wgmma=1,bulk=1,row_bytes=32",
+                                    "wgmma=1,bulk=1,row_bytes=64,bm=128,stages=3",
+                                    "wgmma=1,bulk=1,row_bytes=32,bn=120,inflight=0"])
 def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
                                         params, mode, ab, trans):
     """The warpgroup kernel fed by bulk copies (MMA_BULK), emulated: gemm_pack_tiles's stage
-    images (both swizzles, zero-padded edges of rows and k, broadcast and batched items) read back
-    through the descriptors' addressing, whatever the alignment of the operands."""
+    images (both swizzles, zero-padded edges of rows and k, broadcast and batched items, 3xTF32's
+    TF32 parts and residuals) read back through the descriptors' addressing, whatever the
+    alignment of the operands."""
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
     monkeypatch.setenv("AETHERCL_MMA_PARAMS", params)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
