@@ -259,6 +259,25 @@ def test_tensor_core_friendly_shapes(lib, device, rng, fp32_precision, mode, ab,
              offsets=(16, 8, 4), alpha=0.5)
 
 
+# The warpgroup kernel's forms forced whatever the product's size: the bulk-copy kernel (the
+# default tiles, and 3xTF32's), the cp.async one. On compute capability 9.0 the real instructions
+# run them; other devices run the portable kernel on the same checks.
+@pytest.mark.parametrize("params", ["wgmma=1,bulk=1,row_bytes=32,stages=5,inflight=0",
+                                    "wgmma=1,bulk=1,row_bytes=32,bn=64,stages=3,inflight=0",
+                                    "wgmma=1"])
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
+                                     ("fp16", "f16")])
+def test_warpgroup_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, params, mode, ab,
+                                trans):
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", params)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=136, n=72,
+             k=200, layout="batched", pad=8, offsets=(16, 8, 4), alpha=0.5)
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
+             trans_b=tb, m=70, n=131, k=45, layout="broadcast_b", pad=4, beta=0.5, c_init=1.0)
+
+
 def test_k_zero_scales_c(lib, device, rng, fp32_precision):
     run_gemm(lib, device, rng, mode="fp32", ab=g.F32, m=5, n=6, k=0, layout="batched",
              beta=-3.0, pad=1, c_init=1.0)
@@ -413,8 +432,9 @@ def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypa
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16")])
-@pytest.mark.parametrize("params", ["wgmma=1,bulk=1,row_bytes=32",
-                                    "wgmma=1,bulk=1,row_bytes=64,bm=128,stages=3",
+# Each within 48 KiB of local memory (NVIDIA's) for every kind, with the emulation's scratch.
+@pytest.mark.parametrize("params", ["wgmma=1,bulk=1,row_bytes=32,bm=128",
+                                    "wgmma=1,bulk=1,row_bytes=64,stages=2",
                                     "wgmma=1,bulk=1,row_bytes=32,bn=120,inflight=0"])
 def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
                                         params, mode, ab, trans):
