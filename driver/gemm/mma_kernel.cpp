@@ -139,17 +139,21 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   MmaConfig config;
   const std::uint64_t tiles = ((p.m + 127) / 128) * ((p.n + 127) / 128) * p.batch;
   const bool big = tiles * 2 >= compute_units && p.k >= 64;
+  // 3xTF32's warpgroup tiles are 128 x 64; rows of fewer than 64 waste most of them.
+  const std::uint64_t split_tiles = ((p.m + 127) / 128) * ((p.n + 63) / 64) * p.batch;
+  const bool split_fills = split_tiles * 2 >= compute_units && p.k >= 64 && p.m >= 64;
   if (mode == MmaMode::kEmulated) {
     config = {64, 64, 32, 32, 2, 1, 0};
   } else if (mode == MmaMode::kEmulatedWarpgroup) {
     config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
     if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
-  } else if (warpgroup && big) {
+  } else if (warpgroup && kind == MmaKind::k3xTF32 && split_fills) {
+    config = warpgroup_config(kind);
+  } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
     // Packing both operands costs (m + n) * k element moves, which the bulk kernel's speed repays
-    // once m * n / (m + n) reaches about 2048 (measured: docs/PERFORMANCE.md). TF32 and 3xTF32
-    // pack both operands to round or split them either way.
-    const bool repaid = kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32 ||
-                        p.m * p.n >= 2048 * (p.m + p.n);
+    // once m * n / (m + n) reaches about 2048 (measured: docs/PERFORMANCE.md). TF32 packs both
+    // operands to round them either way.
+    const bool repaid = kind == MmaKind::kTF32 || p.m * p.n >= 2048 * (p.m + p.n);
     config = repaid ? warpgroup_config(kind) : MmaConfig{128, 128, 16, 128, 3, 1, 1};
   } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.

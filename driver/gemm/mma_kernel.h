@@ -56,10 +56,11 @@ inline MmaConfig warpgroup_config(MmaKind kind) {
 enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 
 // The configuration for p on a device with `compute_units` that supports warpgroup MMA or not:
-// warpgroup MMA for kinds it has (not 3xTF32) when the product fills the device with 128 x 128
-// tiles (warpgroup_config() for TF32 and for 16-bit products large enough to repay packing both
-// operands, else the cp.async form), else mma.sync with 128 x 128 tiles, or 64 x 64 ones for
-// products with fewer tiles than compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
+// warpgroup MMA when the product fills the device with 128 x 128 tiles (warpgroup_config() for
+// TF32 and for 16-bit products large enough to repay packing both operands, else the cp.async
+// form) or, for 3xTF32, with 128 x 64 tiles of at least 64 rows (warpgroup_config()), else
+// mma.sync with 128 x 128 tiles, or 64 x 64 ones for products with fewer tiles than compute
+// units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
 // stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64", any subset) overrides it
 // (tuning). Emulation uses small tiles. Throws kInvalidArgument for a malformed override.
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
