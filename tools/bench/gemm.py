@@ -2,7 +2,8 @@
 CLBlast SGEMM (tools/bench/gemm_bench.cpp), all in the same run, plus accuracy against float64.
 
 Usage: tools/aethercl bench gemm [--modes fp32 tf32 3xtf32 bf16 fp16] [--sizes 1024 2048 ...]
-          [--skinny] [--accuracy 4096] [--mma-configs "bm=128,bn=128;..."] [--out DIR]
+          [--skinny] [--accuracy 4096] [--mma-configs "bm=128,bn=128;..."] [--trans-b]
+          [--kernel-times] [--out DIR]
 
 Per mode, A and B are stored as the mode's natural type (float32 for fp32/tf32/3xtf32, bf16 for
 bf16, f16 for fp16) and C like them, as torch.matmul does; cuBLAS runs the same product: FP32
@@ -22,6 +23,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,18 +94,23 @@ class Ours:
         return handle
 
     def product(self, mode: str, a: np.ndarray, b: np.ndarray, m: int, n: int, k: int,
-                want_result: bool = False):
+                want_result: bool = False, trans_b: bool = False, kernel_times: bool = False):
+        """Seconds per product (or its result); B stored n x k when trans_b. With kernel_times,
+        self.kernels holds each kernel's device microseconds per product, from a trace."""
         dtype = STORAGE[mode]
-        ha, hb = self.upload(encode(a, dtype)), self.upload(encode(b, dtype))
+        stored_b = np.ascontiguousarray(b.T) if trans_b else b
+        ha, hb = self.upload(encode(a, dtype)), self.upload(encode(stored_b, dtype))
         c_bytes = m * n * g.DTYPE_BYTES[dtype]
         hc = self.lib.check_handle("allocate_gpu_memory", self.gpu, c_bytes)
         desc = g.gemm_desc(ha, hb, hc, m, n, k, dtype_a=dtype, dtype_c=dtype,
-                           compute=g.COMPUTE_MODES[mode])
+                           compute=g.COMPUTE_MODES[mode], trans_b=int(trans_b))
         run = lambda: g.gemm(self.lib, self.gpu, desc)  # noqa: E731
         sync = lambda: self.lib.check("aethercl_synchronize", self.gpu)  # noqa: E731
         result = None
         try:
             seconds = timed(run, sync) if not want_result else None
+            if kernel_times:
+                self.kernels = self.kernel_split(run, sync)
             if want_result:
                 run()
                 raw = np.empty(m * n, np.float32 if dtype == g.F32 else np.uint16)
@@ -114,6 +121,21 @@ class Ours:
             for handle in (ha, hb, hc):
                 self.lib.free_gpu_memory(self.gpu, handle)
         return result if want_result else seconds
+
+
+    def kernel_split(self, run, sync, reps: int = 10) -> dict:
+        """Device microseconds per call of each kernel run() launches (aethercl_trace_summary)."""
+        with tempfile.TemporaryDirectory() as folder:
+            self.lib.check("aethercl_trace_start", str(Path(folder) / "trace.json").encode())
+            try:
+                for _ in range(reps):
+                    run()
+                sync()
+                summary = json.loads(self.lib.json_call("aethercl_trace_summary"))
+            finally:
+                self.lib.check("aethercl_trace_stop")
+        return {kernel["name"]: kernel["total_ns"] / reps / 1e3 for kernel in summary["kernels"]
+                if kernel["calls"] and "copy" not in kernel["name"]}
 
 
 class Cublas:
@@ -200,6 +222,9 @@ def main() -> int:
     parser.add_argument("--no-clblast", action="store_true")
     parser.add_argument("--mma-configs", default="",
                         help="';'-separated AETHERCL_MMA_PARAMS values to compare (tuning)")
+    parser.add_argument("--trans-b", action="store_true", help="B stored transposed (n x k)")
+    parser.add_argument("--kernel-times", action="store_true",
+                        help="each kernel's device time per product, from a trace")
     parser.add_argument("--out", default=None, help="folder for gemm.json and gemm.png")
     args = parser.parse_args()
     build = Path(args.build).resolve()
@@ -239,13 +264,16 @@ def main() -> int:
                 else:
                     os.environ.pop("AETHERCL_MMA_PARAMS", None)
                 try:
-                    rate = flops / ours.product(mode, a, b, m, n, k)
+                    rate = flops / ours.product(mode, a, b, m, n, k, trans_b=args.trans_b,
+                                                kernel_times=args.kernel_times)
                 except Exception as error:
                     print(f"{m}x{n}x{k} {mode}: {error}", file=sys.stderr)
                     continue
                 row = {"device": ours.device, "m": m, "n": n, "k": k, "mode": mode,
                        "config": config or "default", "ours_tflops": rate / 1e12,
                        "cublas_tflops": reference / 1e12 if reference else None}
+                if args.kernel_times:
+                    row["kernel_us"] = ours.kernels
                 if mode == "fp32" and (m, n, k) in clblast:
                     row["clblast_tflops"], row["ours_seed_fp32_tflops"] = clblast[(m, n, k)]
                 if mode == "fp32" and ours.is_cpu and config is None:
@@ -260,7 +288,10 @@ def main() -> int:
                       f"{cl or float('nan'):>8.1f} "
                       f"{row['ours_tflops'] / cl if cl else float('nan'):>6.2f}"
                       + (f"  NumPy {row['numpy_tflops'] * 1e3:.1f} GF/s" if "numpy_tflops" in row
-                         else ""), flush=True)
+                         else "")
+                      + ("  device µs: " + ", ".join(f"{name} {us:.0f}" for name, us in
+                                                     row["kernel_us"].items())
+                         if "kernel_us" in row else ""), flush=True)
     os.environ.pop("AETHERCL_MMA_PARAMS", None)
     result = {"rows": rows}
     if args.accuracy:
