@@ -11,6 +11,7 @@
 #include "gemm/mma_kernel.h"
 #include "gemm/wgmma.h"
 #include "support/env.h"
+#include "support/error.h"
 #include "support/log.h"
 
 #include <cmath>
@@ -221,9 +222,17 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     const std::string variant = "wgmma " + config.to_string() + fmt::format(
         " kind {} trans {}{} c {} chunk {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
         static_cast<int>(p.c.storage), mma_chunk_bytes(p));
-    if (run_variant(device, *kind, variant,
-                    [&] { enqueue_wgmma_gemm(call, p, *kind, config, *mode); })) {
-      return true;
+    try {
+      if (run_variant(device, *kind, variant,
+                      [&] { enqueue_wgmma_gemm(call, p, *kind, config, *mode); })) {
+        return true;
+      }
+    } catch (const Error& error) {
+      // The bulk kernel's packed copies of A and B may not fit where the operands did; the
+      // mma.sync kernel reads them in place.
+      if (error.status() != Status::kOutOfMemory || !config.bulk) throw;
+      log().debug("device {}: no room to pack a {}x{}x{} product for the warpgroup kernel; "
+                  "mma.sync takes it: {}", device.index(), p.m, p.n, p.k, error.what());
     }
   }
   if (config.wgmma) config = mma_config(p, *kind, units, false, *mode);
