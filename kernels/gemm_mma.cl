@@ -39,8 +39,10 @@
 // MMA_BULK pipeline: the last warp's first lane fills stage kt % STAGES with K-tile kt (one bulk
 // copy of A's block and one of B's, completing the stage's full barrier by their byte count) once
 // the stage's empty barrier says every multiplying warp is done with K-tile kt - STAGES; the
-// warpgroups wait on the full barrier, issue their MMAs, and arrive on the empty barrier of
-// K-tile kt - 1 when its MMAs have ended. No barrier of the whole work-group in the loop.
+// warpgroups wait on the full barrier, issue their MMAs, and arrive on the empty barrier of a
+// stage once its MMAs have ended: K-tile kt's at once (MMA_WG_INFLIGHT=0), or kt - 1's while kt's
+// run (1). No barrier of the whole work-group in the loop. 3xTF32 (MMA_KIND 1) runs only here:
+// the packing splits each operand into its TF32 part and residual, both in the stage.
 
 #include "numeric_formats.cl"
 
