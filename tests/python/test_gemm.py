@@ -462,6 +462,31 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
         assert ("gemm_pack_tiles_rows" in names) == whole_units, names
 
 
+def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32_precision,
+                                                          monkeypatch):
+    # Malformed AETHERCL_MMA_PARAMS (the bulk kernel's keys among them) fail the product with a
+    # message naming the variable and write nothing; emulation makes every device read it.
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
+    a = make_values(rng, (20, 24), g.BF16)
+    b = make_values(rng, (24, 18), g.BF16)
+    ta, tb = device.upload(encode(a, g.BF16)), device.upload(encode(b, g.BF16))
+    tc = device.upload(np.full((20, 18), np.nan, np.float32))
+    desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 20, 18, 24, dtype_a=g.BF16,
+                       compute=g.COMPUTE_MODES["bf16"])
+    for text in ("bulk=1,wgmma=0", "row_bytes=32", "wgmma=1,bn=120", "wgmma=1,bulk=1,bn=96",
+                 "wgmma=1,bulk=1,row_bytes=16", "bulk=2,wgmma=1", "wgmma=1,bulk=1,rows=3"):
+        monkeypatch.setenv("AETHERCL_MMA_PARAMS", text)
+        assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0, text
+        assert "AETHERCL_MMA_PARAMS" in lib.last_error(), text
+        assert np.isnan(tc.numpy()).all(), text
+    monkeypatch.delenv("AETHERCL_MMA_PARAMS")
+    g.gemm(lib, device.index, desc)
+    assert np.abs(tc.numpy() - a.astype(np.float64) @ b).max() < 1e-3
+    for t in (ta, tb, tc):
+        assert t.guard_intact()
+        t.free()
+
+
 def test_same_shape_in_every_mode_and_dtype_back_to_back(lib, device, rng, fp32_precision):
     # One shape through every mode, dtype and layout in a row: a kernel chosen for one product
     # must never serve another that differs only in storage, rounding, ld or offset.
