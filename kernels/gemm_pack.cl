@@ -159,6 +159,63 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_ro
   pack_store_unit((__global uchar*)(out + item * out_stride), at, v);
 }
 
+// The same layout from a k-major operand (PACK_K_MAJOR=1: depth x rows) whose rows of k start at
+// 16-byte multiples: every work-item loads PACK_UNIT consecutive operand rows at one k as one
+// 16-byte unit, and group (x, y, z) transposes rows PACK_COLUMN_ROWS * y .. and k 32x .. 32x + 31
+// through local memory.
+#define PACK_COLUMN_ROWS (8 * PACK_UNIT)
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_columns(
+    __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
+    ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {
+  __local pack_t tile[PACK_COLUMN_ROWS][32 + PACK_UNIT];  // [row][k]
+  const ulong item = batch0 + get_group_id(2);
+  in += offset + item * stride;
+  const uint k0 = get_group_id(0) * 32;
+  const uint r0 = get_group_id(1) * PACK_COLUMN_ROWS;
+  const uint id = get_local_id(1) * 32 + get_local_id(0);
+  {
+    const uint kl = id / 8;
+    const uint r = r0 + id % 8 * PACK_UNIT;
+    const uint k = k0 + kl;
+    uint words[4] = {0u, 0u, 0u, 0u};
+    if (k < depth && r + PACK_UNIT <= rows) {
+      const uint4 v = *(__global const uint4*)(in + (ulong)k * ld + r);
+      words[0] = v.x;
+      words[1] = v.y;
+      words[2] = v.z;
+      words[3] = v.w;
+    } else if (k < depth) {  // the operand's last, partial unit of rows
+      for (uint e = 0; r + e < rows; ++e) {
+        words[e * PACK_ELEM / 4] |= (uint)in[(ulong)k * ld + r + e] << (e * PACK_ELEM % 4 * 8);
+      }
+    }
+    for (uint e = 0; e < PACK_UNIT; ++e) {
+      tile[id % 8 * PACK_UNIT + e][kl] =
+          (pack_t)(words[e * PACK_ELEM / 4] >> (e * PACK_ELEM % 4 * 8));
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint row = id / (32 / PACK_UNIT);
+  const uint k = id % (32 / PACK_UNIT) * PACK_UNIT;
+  const uint r = r0 + row;
+  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
+  if (r >= padded_rows || k0 + k >= k_tiles * PACK_BK) return;
+  const uint kt = (k0 + k) / PACK_BK;
+  const uint unit = (k0 + k) % PACK_BK / PACK_UNIT;
+  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
+                   pack_swizzled(r % PACK_TILE_ROWS, unit);
+  uint words[4];
+  for (uint w = 0; w < 4; ++w) {
+#if PACK_ELEM == 4
+    words[w] = tile[row][k + w];
+#else
+    words[w] = (uint)tile[row][k + 2 * w] | ((uint)tile[row][k + 2 * w + 1] << 16);
+#endif
+  }
+  pack_store_unit((__global uchar*)(out + item * out_stride), at,
+                  (uint4)(words[0], words[1], words[2], words[3]));
+}
+
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
     __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
     ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {

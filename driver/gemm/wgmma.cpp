@@ -103,11 +103,16 @@ GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t ro
                                   std::max<std::uint64_t>(items * item_elems * bytes, 16)));
   const PoolBlock& block = temps.back();
   const std::uint64_t ld = leading_dimension(op, k_major ? rows : depth);
-  // Rows starting at 16-byte multiples are moved as whole units, without local memory.
-  const bool unit_rows = !k_major && (ld * bytes) % 16 == 0 && (op.offset * bytes) % 16 == 0 &&
-                         (items == 1 || (op.batch_stride * bytes) % 16 == 0);
+  // Stored rows starting at 16-byte multiples are read as whole units: moved as they are when
+  // they run along k, transposed through local memory when they run along the operand's rows.
+  const bool units = (ld * bytes) % 16 == 0 && (op.offset * bytes) % 16 == 0 &&
+                     (items == 1 || (op.batch_stride * bytes) % 16 == 0);
+  const bool unit_rows = units && !k_major;
+  const bool unit_columns = units && k_major;
+  const std::uint64_t column_rows = 8 * 16 / bytes;  // gemm_pack.cl's PACK_COLUMN_ROWS
   Kernel& kernel = device.programs().kernel(
-      "gemm_pack", unit_rows ? "gemm_pack_tiles_rows" : "gemm_pack_tiles",
+      "gemm_pack",
+      unit_rows ? "gemm_pack_tiles_rows" : unit_columns ? "gemm_pack_tiles_columns" : "gemm_pack_tiles",
       fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={} -DPACK_SPLIT_TF32={} -DPACK_TILE_ROWS={} "
                   "-DPACK_ROW_BYTES={} -DPACK_K_MAJOR={}", bytes,
                   values == PackValues::kRoundTF32 ? 1 : 0,
@@ -117,9 +122,12 @@ GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t ro
   for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
     const std::uint64_t groups = std::min(items - batch0, kMaxGroups);
     const std::size_t global[3] = {
-        static_cast<std::size_t>(unit_rows ? (k_units + 31) / 32 * 32 : groups_k * 32),
-        static_cast<std::size_t>(unit_rows ? (padded_rows + 7) / 8 * 8
-                                           : (padded_rows + 31) / 32 * 8),
+        static_cast<std::size_t>(unit_rows      ? (k_units + 31) / 32 * 32
+                                 : unit_columns ? (k_tiles * tk + 31) / 32 * 32
+                                                : groups_k * 32),
+        static_cast<std::size_t>(unit_rows      ? (padded_rows + 7) / 8 * 8
+                                 : unit_columns ? (padded_rows + column_rows - 1) / column_rows * 8
+                                                : (padded_rows + 31) / 32 * 8),
         static_cast<std::size_t>(groups)};
     const std::size_t local[3] = {32, 8, 1};
     call.launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem, block.mem,

@@ -449,17 +449,30 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
              k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
              trans_b=tb, m=9, n=130, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
-    # Rows at 16-byte multiples (whole units moved; the last one in part for k = 45), then at
-    # 4-byte ones (through local memory).
-    for k, pad, layout, offsets in [(40, 8, "batched", (8, 8, 0)), (45, 3, "single", (8, 8, 0)),
-                                    (40, 2, "batched", (2, 2, 0))]:
+    # Stored rows at 16-byte multiples are read as whole units (the last one in part where k or
+    # the rows end inside it): moved as they are when k runs along them, transposed otherwise;
+    # other operands go through gemm_pack_tiles.
+    elem = 4 if ab == "f32" else 2
+    for m, n, k, pad, layout, offsets in [(70, 67, 40, 8, "batched", (8, 8, 0)),
+                                          (70, 67, 45, 3, "single", (8, 8, 0)),
+                                          (70, 67, 40, 2, "batched", (2, 2, 0)),
+                                          (72, 72, 40, 8, "batched", (8, 8, 0)),
+                                          (70, 70, 40, 10, "single", (8, 8, 0))]:
         names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
-            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67, k=k,
+            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=m, n=n, k=k,
             layout=layout, pad=pad, offsets=offsets))
         assert "gemm_mma_product" in names, names
-        # A untransposed or B transposed: an operand is stored with k along its rows.
-        whole_units = pad != 2 and (trans[0] == "n" or trans[1] == "t")
-        assert ("gemm_pack_tiles_rows" in names) == whole_units, names
+        expected = set()
+        for k_along, cols, stored_rows, offset in [(not ta, m if ta else k, k if ta else m,
+                                                    offsets[0]),
+                                                   (tb, k if tb else n, n if tb else k,
+                                                    offsets[1])]:
+            ld = cols + pad
+            aligned = (ld * elem % 16 == 0 and offset * elem % 16 == 0 and
+                       (layout == "single" or (stored_rows * ld + pad) * elem % 16 == 0))
+            expected.add("gemm_pack_tiles" if not aligned else
+                         "gemm_pack_tiles_rows" if k_along else "gemm_pack_tiles_columns")
+        assert {name for name in names if name.startswith("gemm_pack_tiles")} == expected, names
 
 
 def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32_precision,
