@@ -167,7 +167,9 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_ro
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_columns(
     __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
     ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {
-  __local pack_t tile[PACK_COLUMN_ROWS][32 + PACK_UNIT];  // [row][k]
+  // [row][k]; 33 columns put the eight rows a warp's stores reach (PACK_UNIT apart) in
+  // different banks
+  __local pack_t tile[PACK_COLUMN_ROWS][33];
   const ulong item = batch0 + get_group_id(2);
   in += offset + item * stride;
   const uint k0 = get_group_id(0) * 32;
