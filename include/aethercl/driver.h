@@ -563,7 +563,11 @@ typedef struct aethercl_gemm_desc {
  * overflowing sizes, and a C that overlaps A or B in the same buffer. Every mode runs on every
  * device (portable kernels where there are no tensor cores), so no mode is refused as
  * unsupported. Tensor cores are probed at the first reduced-precision product of a device; a
- * failed probe logs one warning and leaves the portable kernels in charge. */
+ * failed probe logs one warning and leaves the portable kernels in charge. On compute capability
+ * 9.0 a large reduced-precision product first copies A and B into a packed layout taken from the
+ * device's memory pool (about their size; twice that for 3XTF32) and returns it when the product
+ * has run; where that memory is not available, a kernel that reads the operands in place runs
+ * instead. */
 AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream);
 
 /* Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
