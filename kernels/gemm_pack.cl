@@ -1,5 +1,6 @@
-// Dense copies of GEMM operands for the warpgroup-MMA kernels (kernels/gemm_mma.cl with
-// MMA_WGMMA=1), which read A and B with k contiguous: gemm_pack_transpose writes
+// Copies of GEMM operands for the warpgroup-MMA kernels (kernels/gemm_mma.cl with MMA_WGMMA=1):
+// dense ones for the cp.async form, stage images for the bulk-copy form (gemm_pack_tiles*, at the
+// end of this file). The warpgroup kernels read A and B with k contiguous: gemm_pack_transpose writes
 // out[b][c][r] = in[b][r][c] for each rows x cols matrix, gemm_pack_copy out[b][r][c] = in[b][r][c].
 // Elements are moved as bit patterns of PACK_ELEM bytes (4: float32, 2: f16 or bf16); with
 // PACK_ROUND_TF32=1 float32 values are rounded to TF32 on the way (the tensor cores then read
