@@ -45,6 +45,7 @@
 // the packing splits each operand into its TF32 part and residual, both in the stage.
 
 #include "numeric_formats.cl"
+#include "wgmma_layout.cl"
 
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
@@ -141,14 +142,9 @@ typedef half mma_c_t;
 typedef ushort mma_c_t;
 #endif
 
-// Byte offset of 16-byte unit `unit` of row `row` in a warpgroup-MMA tile: K-contiguous rows of
-// MMA_ROW_BYTES with PTX's swizzle for that width, anchored at 512-byte (256-byte) boundaries.
+// Byte offset of 16-byte unit `unit` of row `row` in a warpgroup-MMA tile (wgmma_layout.cl).
 inline uint mma_wg_offset(uint row, uint unit) {
-#if MMA_ROW_BYTES == 64
-  return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4);
-#else
-  return row * 32u + ((unit ^ ((row >> 2) & 1u)) << 4);
-#endif
+  return wgmma_tile_offset(row, unit, MMA_ROW_BYTES);
 }
 
 #if MMA_EMULATE

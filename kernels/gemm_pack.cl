@@ -15,11 +15,16 @@ typedef ushort pack_t;
 #define PACK_ROUND_TF32 0
 #endif
 
-// To nearest with ties away from zero (numeric_formats.cl's TF32 rule); a NaN becomes the
-// canonical NaN.
+// float32 bits rounded to TF32: to nearest with ties away from zero (numeric_formats.cl's TF32
+// rule); a NaN becomes the canonical NaN.
+inline uint pack_round_tf32(uint u) {
+  return as_float(u) == as_float(u) ? (u + 0x1000u) & 0xffffe000u : 0x7fffffffu;
+}
+
+// An element as the build options say: rounded to TF32 with PACK_ROUND_TF32=1, else as it is.
 inline pack_t pack_value(pack_t u) {
 #if PACK_ROUND_TF32
-  return as_float(u) == as_float(u) ? (u + 0x1000u) & 0xffffe000u : 0x7fffffffu;
+  return pack_round_tf32(u);
 #else
   return u;
 #endif
@@ -79,6 +84,7 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
 // of item batch0 + z (those within the padded tiles) through local memory, every work-item one
 // 16-byte unit.
 #ifdef PACK_TILE_ROWS
+#include "wgmma_layout.cl"
 #ifndef PACK_SPLIT_TF32
 #define PACK_SPLIT_TF32 0
 #endif
@@ -88,12 +94,40 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
 #define PACK_KW (8 * PACK_UNIT)             // k per group: 8 units of each of 32 rows
 #define PACK_BK (PACK_ROW_BYTES / PACK_ELEM)  // k per K-tile
 
-inline uint pack_swizzled(uint row, uint unit) {
-#if PACK_ROW_BYTES == 64
-  return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4);
+// Whether the unit of row r starting at k (a multiple of PACK_UNIT) lies in the padded tiles,
+// and its byte offset in the item's images.
+inline bool pack_in_images(uint r, uint k, uint rows, uint k_tiles) {
+  return r < (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS &&
+         k < k_tiles * PACK_BK;
+}
+
+inline ulong pack_image_offset(uint r, uint k, uint k_tiles) {
+  return ((ulong)(r / PACK_TILE_ROWS) * k_tiles + k / PACK_BK) * PACK_IMAGE_BYTES +
+         wgmma_tile_offset(r % PACK_TILE_ROWS, k % PACK_BK / PACK_UNIT, PACK_ROW_BYTES);
+}
+
+// The unit of `count` stored elements from `from` (contiguous), zero beyond count: one 16-byte
+// load when it is whole (the caller guarantees 16-byte alignment then).
+inline uint4 pack_load_unit(__global const pack_t* from, uint count) {
+  if (count >= PACK_UNIT) return *(__global const uint4*)from;
+  uint words[4] = {0u, 0u, 0u, 0u};
+  for (uint e = 0; e < count; ++e) {
+    words[e * PACK_ELEM / 4] |= (uint)from[e] << (e * PACK_ELEM % 4 * 8);
+  }
+  return (uint4)(words[0], words[1], words[2], words[3]);
+}
+
+// The unit of PACK_UNIT consecutive elements of a local-memory row.
+inline uint4 pack_local_unit(__local const pack_t* from) {
+  uint words[4];
+  for (uint w = 0; w < 4; ++w) {
+#if PACK_ELEM == 4
+    words[w] = from[w];
 #else
-  return row * 32u + ((unit ^ ((row >> 2) & 1u)) << 4);
+    words[w] = (uint)from[2 * w] | ((uint)from[2 * w + 1] << 16);
 #endif
+  }
+  return (uint4)(words[0], words[1], words[2], words[3]);
 }
 
 inline uint4 pack_round_unit(uint4 v) {
@@ -105,16 +139,14 @@ inline uint4 pack_round_unit(uint4 v) {
 }
 
 #if PACK_SPLIT_TF32
-// The TF32 part of a float32 (to nearest, ties away; NaN canonical) and its residual rounded the
-// same way (zero where the part is infinite or NaN: no inf - inf).
-inline uint pack_tf32_high(uint u) {
-  return as_float(u) == as_float(u) ? (u + 0x1000u) & 0xffffe000u : 0x7fffffffu;
-}
+// The TF32 part of a float32 (pack_round_tf32) and its residual rounded the same way (zero where
+// the part is infinite or NaN: no inf - inf).
+inline uint pack_tf32_high(uint u) { return pack_round_tf32(u); }
 
 inline uint pack_tf32_low(uint u) {
-  const uint high = pack_tf32_high(u);
+  const uint high = pack_round_tf32(u);
   if ((high & 0x7f800000u) == 0x7f800000u) return 0u;
-  return (as_uint(as_float(u) - as_float(high)) + 0x1000u) & 0xffffe000u;
+  return pack_round_tf32(as_uint(as_float(u) - as_float(high)));
 }
 #endif
 
@@ -136,28 +168,13 @@ inline void pack_store_unit(__global uchar* out_bytes, ulong at, uint4 v) {
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_rows(
     __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint depth,
     ulong ld, ulong offset, ulong stride, uint k_tiles, ulong out_stride, ulong batch0) {
-  const uint u = get_global_id(0);
+  const uint k = get_global_id(0) * PACK_UNIT;
   const uint r = get_global_id(1);
-  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
-  if (u >= k_tiles * (PACK_BK / PACK_UNIT) || r >= padded_rows) return;
+  if (!pack_in_images(r, k, rows, k_tiles)) return;
   const ulong item = batch0 + get_group_id(2);
   in += offset + item * stride + (ulong)r * ld;
-  const uint k = u * PACK_UNIT;
-  uint4 v = (uint4)(0u);
-  if (r < rows && k + PACK_UNIT <= depth) {
-    v = *(__global const uint4*)(in + k);
-  } else if (r < rows && k < depth) {  // the row's last, partial unit
-    uint words[4] = {0u, 0u, 0u, 0u};
-    for (uint e = 0; k + e < depth; ++e) {
-      words[e * PACK_ELEM / 4] |= (uint)in[k + e] << (e * PACK_ELEM % 4 * 8);
-    }
-    v = (uint4)(words[0], words[1], words[2], words[3]);
-  }
-  const uint kt = u / (PACK_BK / PACK_UNIT);
-  const uint unit = u % (PACK_BK / PACK_UNIT);
-  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
-                   pack_swizzled(r % PACK_TILE_ROWS, unit);
-  pack_store_unit((__global uchar*)(out + item * out_stride), at, v);
+  const uint4 v = r < rows ? pack_load_unit(in + k, k < depth ? depth - k : 0u) : (uint4)(0u);
+  pack_store_unit((__global uchar*)(out + item * out_stride), pack_image_offset(r, k, k_tiles), v);
 }
 
 // The same layout from a k-major operand (PACK_K_MAJOR=1: depth x rows) whose rows of k start at
@@ -180,18 +197,9 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_co
     const uint kl = id / 8;
     const uint r = r0 + id % 8 * PACK_UNIT;
     const uint k = k0 + kl;
-    uint words[4] = {0u, 0u, 0u, 0u};
-    if (k < depth && r + PACK_UNIT <= rows) {
-      const uint4 v = *(__global const uint4*)(in + (ulong)k * ld + r);
-      words[0] = v.x;
-      words[1] = v.y;
-      words[2] = v.z;
-      words[3] = v.w;
-    } else if (k < depth) {  // the operand's last, partial unit of rows
-      for (uint e = 0; r + e < rows; ++e) {
-        words[e * PACK_ELEM / 4] |= (uint)in[(ulong)k * ld + r + e] << (e * PACK_ELEM % 4 * 8);
-      }
-    }
+    const uint4 v = k < depth ? pack_load_unit(in + (ulong)k * ld + r, r < rows ? rows - r : 0u)
+                              : (uint4)(0u);
+    const uint words[4] = {v.x, v.y, v.z, v.w};
     for (uint e = 0; e < PACK_UNIT; ++e) {
       tile[id % 8 * PACK_UNIT + e][kl] =
           (pack_t)(words[e * PACK_ELEM / 4] >> (e * PACK_ELEM % 4 * 8));
@@ -200,23 +208,9 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles_co
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint row = id / (32 / PACK_UNIT);
   const uint k = id % (32 / PACK_UNIT) * PACK_UNIT;
-  const uint r = r0 + row;
-  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
-  if (r >= padded_rows || k0 + k >= k_tiles * PACK_BK) return;
-  const uint kt = (k0 + k) / PACK_BK;
-  const uint unit = (k0 + k) % PACK_BK / PACK_UNIT;
-  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
-                   pack_swizzled(r % PACK_TILE_ROWS, unit);
-  uint words[4];
-  for (uint w = 0; w < 4; ++w) {
-#if PACK_ELEM == 4
-    words[w] = tile[row][k + w];
-#else
-    words[w] = (uint)tile[row][k + 2 * w] | ((uint)tile[row][k + 2 * w + 1] << 16);
-#endif
-  }
-  pack_store_unit((__global uchar*)(out + item * out_stride), at,
-                  (uint4)(words[0], words[1], words[2], words[3]));
+  if (!pack_in_images(r0 + row, k0 + k, rows, k_tiles)) return;
+  pack_store_unit((__global uchar*)(out + item * out_stride),
+                  pack_image_offset(r0 + row, k0 + k, k_tiles), pack_local_unit(&tile[row][k]));
 }
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
@@ -249,21 +243,8 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
   const uint id = ty * 32 + tx;
   const uint row = id / 8;
   const uint k = id % 8 * PACK_UNIT;
-  const uint r = r0 + row;
-  const uint padded_rows = (rows + PACK_TILE_ROWS - 1) / PACK_TILE_ROWS * PACK_TILE_ROWS;
-  if (r >= padded_rows || k0 + k >= k_tiles * PACK_BK) return;
-  const uint kt = (k0 + k) / PACK_BK;
-  const uint unit = (k0 + k) % PACK_BK / PACK_UNIT;
-  const ulong at = ((ulong)(r / PACK_TILE_ROWS) * k_tiles + kt) * PACK_IMAGE_BYTES +
-                   pack_swizzled(r % PACK_TILE_ROWS, unit);
-  uint words[4];
-  for (uint w = 0; w < 4; ++w) {
-#if PACK_ELEM == 4
-    words[w] = tile[row][k + w];
-#else
-    words[w] = (uint)tile[row][k + 2 * w] | ((uint)tile[row][k + 2 * w + 1] << 16);
-#endif
-  }
-  pack_store_unit(out_bytes, at, (uint4)(words[0], words[1], words[2], words[3]));
+  if (!pack_in_images(r0 + row, k0 + k, rows, k_tiles)) return;
+  pack_store_unit(out_bytes, pack_image_offset(r0 + row, k0 + k, k_tiles),
+                  pack_local_unit(&tile[row][k]));
 }
 #endif

@@ -161,11 +161,7 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   }
   if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
   // 3xTF32 splits its operands only in the bulk kernel's packing: mma.sync elsewhere.
-  if (config.wgmma && !config.bulk && kind == MmaKind::k3xTF32) config.wgmma = 0;
-  if (!config.wgmma) {
-    config.bulk = 0;
-    config.row_bytes = 64;
-  }
+  if (!config.wgmma || (!config.bulk && kind == MmaKind::k3xTF32)) config.drop_warpgroup();
   return config;
 }
 

@@ -34,6 +34,12 @@ struct MmaConfig {
   int threads() const {
     return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
   }
+  // The mma.sync form of this configuration: no warpgroup MMA, hence no bulk copies either.
+  void drop_warpgroup() {
+    wgmma = 0;
+    bulk = 0;
+    row_bytes = 64;
+  }
   // Local memory of one work-group; split: 3xTF32 on the bulk kernel (two parts per operand).
   std::uint64_t local_bytes(bool split = false) const;
   std::string to_string() const;

@@ -236,9 +236,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     }
   }
   if (config.wgmma) config = mma_config(p, *kind, units, false, *mode);
-  config.wgmma = 0;
-  config.bulk = 0;
-  config.row_bytes = 64;
+  config.drop_warpgroup();
   const int chunk = mma_chunk_bytes(p);
   if (chunk == 0 || !fits(device, p, config, *mode) ||
       !kind_available(call, *kind, *mode, false)) {
