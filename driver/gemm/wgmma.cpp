@@ -93,8 +93,6 @@ GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t ro
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   const std::uint64_t parts = values == PackValues::kSplitTF32 ? 2 : 1;
   const std::uint64_t item_elems = padded_rows * k_tiles * tk * parts;
-  const std::uint64_t group_k = 8 * 16 / bytes;  // k per work-group (gemm_pack.cl's PACK_KW)
-  const std::uint64_t groups_k = (k_tiles * tk + group_k - 1) / group_k;
   if ((padded_rows + 7) / 8 > kMaxGroups || k_tiles > 0xffffffffull) {
     fail(Status::kDeviceError, "an operand of {} x {} is too large to pack in one launch", rows,
          depth);
@@ -105,30 +103,32 @@ GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t ro
   const std::uint64_t ld = leading_dimension(op, k_major ? rows : depth);
   // Stored rows starting at 16-byte multiples are read as whole units: moved as they are when
   // they run along k, transposed through local memory when they run along the operand's rows.
+  // Each form's work-groups of (32, 8) cover (x elements of k, y rows), as gemm_pack.cl says.
+  struct Form {
+    const char* kernel;
+    std::uint64_t k_per_group;
+    std::uint64_t rows_per_group;
+  };
+  const std::uint64_t unit = 16 / bytes;  // elements per 16-byte unit
   const bool units = (ld * bytes) % 16 == 0 && (op.offset * bytes) % 16 == 0 &&
                      (items == 1 || (op.batch_stride * bytes) % 16 == 0);
-  const bool unit_rows = units && !k_major;
-  const bool unit_columns = units && k_major;
-  const std::uint64_t column_rows = 8 * 16 / bytes;  // gemm_pack.cl's PACK_COLUMN_ROWS
+  const Form form = !units    ? Form{"gemm_pack_tiles", 8 * unit, 32}
+                    : k_major ? Form{"gemm_pack_tiles_columns", 32, 8 * unit}
+                              : Form{"gemm_pack_tiles_rows", 32 * unit, 8};
   Kernel& kernel = device.programs().kernel(
-      "gemm_pack",
-      unit_rows ? "gemm_pack_tiles_rows" : unit_columns ? "gemm_pack_tiles_columns" : "gemm_pack_tiles",
+      "gemm_pack", form.kernel,
       fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={} -DPACK_SPLIT_TF32={} -DPACK_TILE_ROWS={} "
                   "-DPACK_ROW_BYTES={} -DPACK_K_MAJOR={}", bytes,
                   values == PackValues::kRoundTF32 ? 1 : 0,
                   values == PackValues::kSplitTF32 ? 1 : 0, tile_rows, row_bytes,
                   k_major ? 1 : 0));
-  const std::uint64_t k_units = k_tiles * tk * bytes / 16;
+  const std::uint64_t groups_k = (k_tiles * tk + form.k_per_group - 1) / form.k_per_group;
+  const std::uint64_t groups_rows = (padded_rows + form.rows_per_group - 1) / form.rows_per_group;
   for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
     const std::uint64_t groups = std::min(items - batch0, kMaxGroups);
-    const std::size_t global[3] = {
-        static_cast<std::size_t>(unit_rows      ? (k_units + 31) / 32 * 32
-                                 : unit_columns ? (k_tiles * tk + 31) / 32 * 32
-                                                : groups_k * 32),
-        static_cast<std::size_t>(unit_rows      ? (padded_rows + 7) / 8 * 8
-                                 : unit_columns ? (padded_rows + column_rows - 1) / column_rows * 8
-                                                : (padded_rows + 31) / 32 * 8),
-        static_cast<std::size_t>(groups)};
+    const std::size_t global[3] = {static_cast<std::size_t>(groups_k * 32),
+                                   static_cast<std::size_t>(groups_rows * 8),
+                                   static_cast<std::size_t>(groups)};
     const std::size_t local[3] = {32, 8, 1};
     call.launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem, block.mem,
                 static_cast<cl_uint>(rows), static_cast<cl_uint>(depth), static_cast<cl_ulong>(ld),
