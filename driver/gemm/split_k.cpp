@@ -32,26 +32,33 @@ GemmOperand k_slice(const GemmOperand& operand, bool k_along_rows, std::uint64_t
 
 }  // namespace
 
-std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmParams& params) {
+std::uint64_t split_k_slices(Device& device, const GemmProblem& p, std::uint64_t groups,
+                             std::uint64_t group_items, std::uint64_t k_multiple) {
   if (ops::cpu_kernel_forms(device) || p.batch != 1 || p.beta != 0.0f ||
       p.c.storage != GemmStorage::kF32) {
     return 1;
   }
   const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
-  const std::uint64_t groups = ((p.m + params.tile_m - 1) / params.tile_m) *
-                               ((p.n + params.tile_n - 1) / params.tile_n);
-  const std::uint64_t items = groups * params.work_group_size();
+  const std::uint64_t items = groups * group_items;
   const std::uint64_t wanted = units * kItemsPerUnit;
   if (items >= wanted) return 1;
   const std::uint64_t operand_elements = p.m * p.k + p.k * p.n;
-  const std::uint64_t slices = std::min({(wanted + items - 1) / items, p.k / kMinSliceK, kMaxSlices,
-                                         operand_elements / (p.m * p.n)});
+  const std::uint64_t min_slice_k = std::max(kMinSliceK, k_multiple);
+  const std::uint64_t slices = std::min({(wanted + items - 1) / items, p.k / min_slice_k,
+                                         kMaxSlices, operand_elements / (p.m * p.n)});
   return slices < 2 ? 1 : slices;
 }
 
-void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices) {
+std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmParams& params) {
+  const std::uint64_t groups = ((p.m + params.tile_m - 1) / params.tile_m) *
+                               ((p.n + params.tile_n - 1) / params.tile_n);
+  return split_k_slices(device, p, groups, params.work_group_size());
+}
+
+void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
+                     std::uint64_t k_multiple, const SliceProduct& product) {
   Device& device = call.device();
-  const std::uint64_t slice_k = p.k / slices;
+  const std::uint64_t slice_k = p.k / slices / k_multiple * k_multiple;
   const std::uint64_t tail = p.k - slices * slice_k;  // the rest, as one more product
   const std::uint64_t parts = slices + (tail > 0 ? 1 : 0);
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
@@ -69,7 +76,11 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
     slice.b = k_slice(p.b, p.trans_b, ldb, k0, k);
     slice.c = GemmOperand{partials.view(), p.m * p.n, first_part * p.m * p.n, 0,
                           GemmStorage::kF32};
-    enqueue_gemm(call, slice);
+    if (product) {
+      product(call, slice);
+    } else {
+      enqueue_gemm(call, slice);
+    }
   };
   enqueue_slices(0, slice_k, slices, 0);
   if (tail > 0) enqueue_slices(slices * slice_k, tail, 1, slices);

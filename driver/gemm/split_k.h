@@ -7,16 +7,27 @@
 #include "gemm/gemm.h"
 #include "gemm/params.h"
 
+#include <functional>
+
 namespace aethercl::gemm {
 
-// How many k slices p should run as (1: none), given the parameters its kernel was chosen with:
-// on devices that run the GPU kernel forms, for batch-1, beta-0 products with a float32 C whose
-// work-groups hold fewer items than kItemsPerUnit per compute unit, enough slices to reach that,
-// each of at least kMinSliceK, with no more partial products than the operands hold elements.
+// How many k slices p should run as (1: none) when whole it would run as `groups` work-groups of
+// `group_items` work-items: on devices that run the GPU kernel forms, for batch-1, beta-0 products
+// with a float32 C whose work-groups hold fewer items than kItemsPerUnit per compute unit, enough
+// slices to reach that, each of at least kMinSliceK (and of k_multiple) elements of k, with no
+// more partial products than the operands hold elements.
+std::uint64_t split_k_slices(Device& device, const GemmProblem& p, std::uint64_t groups,
+                             std::uint64_t group_items, std::uint64_t k_multiple = 1);
+// The same for the portable kernel with the parameters it was chosen with.
 std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmParams& params);
 
-// Enqueues p as `slices` k slices (one batched product into scratch, plus one product for the
-// rest of k) and their fold into C in slice order.
-void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices);
+// Runs one product of slices (a batch of them into scratch) for enqueue_split_k.
+using SliceProduct = std::function<void(DeviceCall& call, const GemmProblem& slice)>;
+
+// Enqueues p as `slices` k slices of k / slices rounded down to k_multiple (one batched product
+// into scratch, through `product` or else enqueue_gemm, plus one product for the rest of k) and
+// their fold into C in slice order.
+void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
+                     std::uint64_t k_multiple = 1, const SliceProduct& product = {});
 
 }  // namespace aethercl::gemm

@@ -238,6 +238,32 @@ def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, 
     assert "gemm_fold_parts" in names
 
 
+# Split-K on the tensor-core kernels (gemm/tensor_core_gemm.cpp): products of fewer tiles than
+# compute units (each shape here is one 64 x 64 tile) run as the same slices, of whole K-tiles,
+# each slice product on the mma.sync kernel, emulated here so that PoCL runs its layouts; NVIDIA
+# GPUs take decode-like products (16 x 8192 x 8192) this way. Dimensions, offsets and
+# leading dimensions keep 16-byte alignment (tensor cores need 4 bytes; 16 keeps every cp.async
+# width in play); k = 1000 and 392 leave a tail product after the slices of whole 32-element steps.
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
+                                     ("fp16", "f16")])
+@pytest.mark.parametrize("shape", [(16, 16, 1024), (8, 24, 1000), (40, 56, 392)])
+@pytest.mark.parametrize("tensor_cores", ["emulate", "auto"])
+def test_tensor_core_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, ab,
+                             trans, shape, tensor_cores):
+    # "auto": the hardware kernel where the device has tensor cores, else the portable split.
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", tensor_cores)
+    m, n, k = shape
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
+        trans_b=int(trans[1] == "t"), m=m, n=n, k=k, layout="single", alpha=-1.5, pad=8,
+        offsets=(8, 16, 1)))
+    assert "gemm_fold_parts" in names, names
+    if tensor_cores == "emulate":
+        assert "gemm_mma_product" in names, names
+
+
 def test_split_k_is_not_taken_where_it_does_not_apply(lib, device, rng, fp32_precision,
                                                       monkeypatch, tmp_path):
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
