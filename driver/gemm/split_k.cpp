@@ -5,6 +5,7 @@
 #include "runtime/scratch.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace aethercl::gemm {
 namespace {
@@ -34,10 +35,7 @@ GemmOperand k_slice(const GemmOperand& operand, bool k_along_rows, std::uint64_t
 
 std::uint64_t split_k_slices(Device& device, const GemmProblem& p, std::uint64_t groups,
                              std::uint64_t group_items, std::uint64_t k_multiple) {
-  if (ops::cpu_kernel_forms(device) || p.batch != 1 || p.beta != 0.0f ||
-      p.c.storage != GemmStorage::kF32) {
-    return 1;
-  }
+  if (ops::cpu_kernel_forms(device) || p.batch != 1 || p.beta != 0.0f) return 1;
   const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
   const std::uint64_t items = groups * group_items;
   const std::uint64_t wanted = units * kItemsPerUnit;
@@ -85,7 +83,9 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
   enqueue_slices(0, slice_k, slices, 0);
   if (tail > 0) enqueue_slices(slices * slice_k, tail, 1, slices);
 
-  Kernel& fold = device.programs().literal_kernel("gemm_fold", "gemm_fold_parts");
+  Kernel& fold = device.programs().kernel(
+      "gemm_fold", "gemm_fold_parts",
+      fmt::format("-DFOLD_C_TYPE={}", static_cast<int>(p.c.storage)));
   call.launch(fold, ops::linear_geometry(device, fold, p.m * p.n), partials.mem(),
               p.c.buffer.mem, static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
               static_cast<cl_ulong>(leading_dimension(p.c, p.n)),

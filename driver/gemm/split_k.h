@@ -13,7 +13,7 @@ namespace aethercl::gemm {
 
 // How many k slices p should run as (1: none) when whole it would run as `groups` work-groups of
 // `group_items` work-items: on devices that run the GPU kernel forms, for batch-1, beta-0 products
-// with a float32 C whose work-groups hold fewer items than kItemsPerUnit per compute unit, enough
+// whose work-groups hold fewer items than kItemsPerUnit per compute unit, enough
 // slices to reach that, each of at least kMinSliceK (and of k_multiple) elements of k, with no
 // more partial products than the operands hold elements.
 std::uint64_t split_k_slices(Device& device, const GemmProblem& p, std::uint64_t groups,
@@ -25,8 +25,8 @@ std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmPar
 using SliceProduct = std::function<void(DeviceCall& call, const GemmProblem& slice)>;
 
 // Enqueues p as `slices` k slices of k / slices rounded down to k_multiple (one batched product
-// into scratch, through `product` or else enqueue_gemm, plus one product for the rest of k) and
-// their fold into C in slice order.
+// into float32 scratch, through `product` or else enqueue_gemm, plus one product for the rest of
+// k) and their fold into C in slice order, rounded once to C's type.
 void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
                      std::uint64_t k_multiple = 1, const SliceProduct& product = {});
 

@@ -262,17 +262,21 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
       !kind_available(call, *kind, *mode, false)) {
     return false;
   }
-  // Products of fewer tiles than the device has compute units (decode-like m, weight gradients)
-  // run as k slices of whole K-tiles, each slice product on the same kernel, folded in slice
-  // order. (With more tiles the fold costs more than the slices gain: 1024^3 TF32 measured 42.6
-  // us split in two against 31.5 whole on an H100.)
+  // TF32 and 3xTF32 products of fewer tiles than the device has compute units (decode-like m,
+  // weight gradients) run as k slices of whole K-tiles, each slice product on the same kernel,
+  // folded in slice order. Measured on an H100 (docs/PERFORMANCE.md): with more tiles the fold
+  // costs more than the slices gain (1024^3 TF32 42.6 us split in two, 31.5 whole), and 16-bit
+  // products, four times lighter per byte, gain nothing (128 x 4096 x 4096 BF16 41 us split, 39
+  // whole).
   const std::uint64_t tiles =
       ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
+  const bool split_pays =
+      tiles < units && (*kind == MmaKind::kTF32 || *kind == MmaKind::k3xTF32);
   if (const std::uint64_t slices =
-          tiles < units ? split_k_slices(device, p, tiles,
-                                         static_cast<std::uint64_t>(config.threads()),
-                                         kSliceMultiple)
-                        : 1;
+          split_pays ? split_k_slices(device, p, tiles,
+                                      static_cast<std::uint64_t>(config.threads()),
+                                      kSliceMultiple)
+                     : 1;
       slices > 1) {
     enqueue_split_k(call, p, slices, kSliceMultiple,
                     [&](DeviceCall& slice_call, const GemmProblem& slice) {

@@ -238,12 +238,13 @@ def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, 
     assert "gemm_fold_parts" in names
 
 
-# Split-K on the tensor-core kernels (gemm/tensor_core_gemm.cpp): products of fewer tiles than
-# compute units (each shape here is one 64 x 64 tile) run as the same slices, of whole K-tiles,
-# each slice product on the mma.sync kernel, emulated here so that PoCL runs its layouts; NVIDIA
-# GPUs take decode-like products (16 x 8192 x 8192) this way. Dimensions, offsets and
-# leading dimensions keep 16-byte alignment (tensor cores need 4 bytes; 16 keeps every cp.async
-# width in play); k = 1000 and 392 leave a tail product after the slices of whole 32-element steps.
+# Split-K on the tensor-core kernels (gemm/tensor_core_gemm.cpp): TF32 and 3xTF32 products of
+# fewer tiles than compute units (each shape here is one 64 x 64 tile) run as the same slices, of
+# whole K-tiles, each slice product on the mma.sync kernel, emulated here so that PoCL runs its
+# layouts; NVIDIA GPUs take decode-like products (16 x 8192 x 8192) this way. Dimensions, offsets
+# and leading dimensions keep 16-byte alignment (tensor cores need 4 bytes; 16 keeps every
+# cp.async width in play); k = 1000 and 392 leave a tail product after the slices of whole
+# 32-element steps. 16-bit products stay whole (the split measured no faster for them).
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16")])
@@ -259,9 +260,27 @@ def test_tensor_core_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_
         lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=int(trans[0] == "t"),
         trans_b=int(trans[1] == "t"), m=m, n=n, k=k, layout="single", alpha=-1.5, pad=8,
         offsets=(8, 16, 1)))
-    assert "gemm_fold_parts" in names, names
     if tensor_cores == "emulate":
         assert "gemm_mma_product" in names, names
+        assert ("gemm_fold_parts" in names) == (ab == "f32"), names
+    else:
+        assert "gemm_fold_parts" in names or ab != "f32", names
+
+
+# A half-precision C is folded from the float32 partial products and rounded once, as an unsplit
+# product rounds it; on the portable kernel and on the tensor-core kernel (emulated).
+@pytest.mark.parametrize("c_dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("mode,ab,tensor_cores", [("fp32", "f32", "0"), ("bf16", "bf16", "0"),
+                                                  ("tf32", "f32", "0"), ("tf32", "f32", "emulate"),
+                                                  ("3xtf32", "f32", "emulate")])
+def test_split_k_half_outputs(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                              tensor_cores, c_dtype, mode, ab):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", tensor_cores)
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=DTYPES[c_dtype], m=16, n=24,
+        k=1000, layout="single", alpha=0.75, pad=8, offsets=(8, 16, 3)))
+    assert "gemm_fold_parts" in names, names
 
 
 def test_split_k_is_not_taken_where_it_does_not_apply(lib, device, rng, fp32_precision,
