@@ -455,22 +455,28 @@ __kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
 #define GEMM_A_LOAD_T GEMM_FLOATN(GEMM_VEC_A)
 #define GEMM_B_LOAD_T GEMM_FLOATN(GEMM_VEC_B)
 
-// Vector v of the A tile at (m0, k0), zero outside A (a vector is wholly inside or outside).
-static inline GEMM_A_LOAD_T gemm_fetch_a(const int trans_a,
-                                         __global const GEMM_AB_STORAGE* restrict a, ulong M,
-                                         ulong K, ulong lda, ulong m0, ulong k0, int v) {
+// Where a work-item's register slot fetches from, worked out once per tile: vector v of every
+// K-tile of an operand is element `at` + k0 * k_step of it, at k = kk + k0, inside the operand
+// when `in_rows` (its row of A, or column of B, exists) and k < K. The K-tile loop then fetches
+// with one multiply-add and one compare per vector (docs/PERFORMANCE.md measured the difference).
+typedef struct {
+  ulong at;
+  int kk;
+  int in_rows;
+} gemm_source;
+
+// Vector v of the A tile at (m0, 0); a vector is wholly inside or outside A.
+static inline gemm_source gemm_source_a(const int trans_a, ulong M, ulong lda, ulong m0, int v) {
   const int mm = trans_a ? (v % (GEMM_TILE_M / GEMM_VEC_A)) * GEMM_VEC_A
                          : v / (GEMM_TILE_K / GEMM_VEC_A);
   const int kk = trans_a ? v / (GEMM_TILE_M / GEMM_VEC_A)
                          : (v % (GEMM_TILE_K / GEMM_VEC_A)) * GEMM_VEC_A;
   const ulong gm = m0 + mm;
-  const ulong gk = k0 + kk;
-  GEMM_A_LOAD_T value = 0.0f;
-  if (gm < M && gk < K) {
-    value = GEMM_FN(gemm_round, GEMM_VEC_A)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_A)(
-        a, trans_a ? gk * lda + gm : gm * lda + gk));
-  }
-  return value;
+  gemm_source source;
+  source.at = trans_a ? (ulong)kk * lda + gm : gm * lda + kk;
+  source.kk = kk;
+  source.in_rows = (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS) && gm < M;
+  return source;
 }
 
 // Stores vector v of the A tile into local memory.
@@ -485,22 +491,18 @@ static inline void gemm_stage_a(const int trans_a, GEMM_A_LOAD_T value, __local 
   GEMM_SCATTER(GEMM_VEC_A)(value, a_tile + GEMM_A_AT(mm, kk), a_step);
 }
 
-// Vector v of the B tile at (k0, n0), zero outside B.
-static inline GEMM_B_LOAD_T gemm_fetch_b(const int trans_b,
-                                         __global const GEMM_AB_STORAGE* restrict b, ulong N,
-                                         ulong K, ulong ldb, ulong n0, ulong k0, int v) {
+// Vector v of the B tile at (0, n0); a vector is wholly inside or outside B.
+static inline gemm_source gemm_source_b(const int trans_b, ulong N, ulong ldb, ulong n0, int v) {
   const int nn = trans_b ? v / (GEMM_TILE_K / GEMM_VEC_B)
                          : (v % (GEMM_TILE_N / GEMM_VEC_B)) * GEMM_VEC_B;
   const int kk = trans_b ? (v % (GEMM_TILE_K / GEMM_VEC_B)) * GEMM_VEC_B
                          : v / (GEMM_TILE_N / GEMM_VEC_B);
   const ulong gn = n0 + nn;
-  const ulong gk = k0 + kk;
-  GEMM_B_LOAD_T value = 0.0f;
-  if (gn < N && gk < K) {
-    value = GEMM_FN(gemm_round, GEMM_VEC_B)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_B)(
-        b, trans_b ? gn * ldb + gk : gk * ldb + gn));
-  }
-  return value;
+  gemm_source source;
+  source.at = trans_b ? gn * ldb + kk : (ulong)kk * ldb + gn;
+  source.kk = kk;
+  source.in_rows = (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS) && gn < N;
+  return source;
 }
 
 // Stores vector v of the B tile into local memory.
@@ -513,18 +515,20 @@ static inline void gemm_stage_b(const int trans_b, GEMM_B_LOAD_T value, __local 
   GEMM_SCATTER(GEMM_VEC_B)(value, b_tile + kk * GEMM_LDS_N + nn, trans_b ? GEMM_LDS_N : 1);
 }
 
-// The registers of one work-item: its share of the K-tile at k0, fetched / staged. Slots past
-// the end of the tile (when THREADS does not divide it) stay unused.
+// The registers of one work-item: its share of the K-tile at k0, fetched (zero outside the
+// operands) / staged. Slots past the end of the tile (when THREADS does not divide it) stay unused.
 #define GEMM_FETCH(k0_next)                                                                  \
   _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
-    const int v = tid + s * GEMM_THREADS;                                                     \
-    if (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS)                                   \
-      a_next[s] = gemm_fetch_a(trans_a, a, M, K, lda, m0, (k0_next), v);                           \
+    a_next[s] = 0.0f;                                                                         \
+    if (a_from[s].in_rows && (k0_next) + a_from[s].kk < K)                                    \
+      a_next[s] = GEMM_FN(gemm_round, GEMM_VEC_A)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_A)(   \
+          a, a_from[s].at + (k0_next) * (trans_a ? lda : 1)));                                \
   }                                                                                           \
   _Pragma("unroll") for (int s = 0; s < GEMM_B_SLOTS; ++s) {                                  \
-    const int v = tid + s * GEMM_THREADS;                                                     \
-    if (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS)                                   \
-      b_next[s] = gemm_fetch_b(trans_b, b, N, K, ldb, n0, (k0_next), v);                           \
+    b_next[s] = 0.0f;                                                                         \
+    if (b_from[s].in_rows && (k0_next) + b_from[s].kk < K)                                    \
+      b_next[s] = GEMM_FN(gemm_round, GEMM_VEC_B)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_B)(   \
+          b, b_from[s].at + (k0_next) * (trans_b ? 1 : ldb)));                                \
   }
 #define GEMM_STAGE(a_t, b_t)                                                                 \
   _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
@@ -536,6 +540,20 @@ static inline void gemm_stage_b(const int trans_b, GEMM_B_LOAD_T value, __local 
     const int v = tid + s * GEMM_THREADS;                                                     \
     if (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS)                                   \
       gemm_stage_b(trans_b, b_next[s], (b_t), v);                                             \
+  }
+// One K-tile at k0 from buffer `cur` (a constant: the loop takes two K-tiles per iteration, so
+// each buffer's addresses are fixed in the code), the next one prefetched into the other buffer.
+#define GEMM_DBUF_STEP(cur, k0)                                                          \
+  {                                                                                       \
+    const int more = (k0) + GEMM_TILE_K < K;                                              \
+    if (more) {                                                                           \
+      GEMM_FETCH((k0) + GEMM_TILE_K)                                                      \
+    }                                                                                     \
+    GEMM_TILE_MATH(a_tile + (cur) * GEMM_A_BUFFER, b_tile + (cur) * GEMM_B_BUFFER);       \
+    if (more) {                                                                           \
+      GEMM_STAGE(a_tile + (1 - (cur)) * GEMM_A_BUFFER, b_tile + (1 - (cur)) * GEMM_B_BUFFER) \
+    }                                                                                     \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                         \
   }
 #endif
 
@@ -564,23 +582,23 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
   // K-tile suffices. `more` is uniform over the work-group, so every barrier is reached by all.
   GEMM_A_LOAD_T a_next[GEMM_A_SLOTS];
   GEMM_B_LOAD_T b_next[GEMM_B_SLOTS];
+  gemm_source a_from[GEMM_A_SLOTS];
+  gemm_source b_from[GEMM_B_SLOTS];
+#pragma unroll
+  for (int s = 0; s < GEMM_A_SLOTS; ++s) {
+    a_from[s] = gemm_source_a(trans_a, M, lda, m0, tid + s * GEMM_THREADS);
+  }
+#pragma unroll
+  for (int s = 0; s < GEMM_B_SLOTS; ++s) {
+    b_from[s] = gemm_source_b(trans_b, N, ldb, n0, tid + s * GEMM_THREADS);
+  }
   GEMM_FETCH(0)
   GEMM_STAGE(a_tile, b_tile)
   barrier(CLK_LOCAL_MEM_FENCE);
-  int cur = 0;
-  for (ulong k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
-    const int more = k0 + GEMM_TILE_K < K;
-    if (more) {
-      GEMM_FETCH(k0 + GEMM_TILE_K)
-    }
-    __local const float* a_cur = a_tile + cur * GEMM_A_BUFFER;
-    __local const float* b_cur = b_tile + cur * GEMM_B_BUFFER;
-    GEMM_TILE_MATH(a_cur, b_cur);
-    if (more) {
-      GEMM_STAGE(a_tile + (1 - cur) * GEMM_A_BUFFER, b_tile + (1 - cur) * GEMM_B_BUFFER)
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    cur = 1 - cur;
+  for (ulong k0 = 0; k0 < K; k0 += 2 * GEMM_TILE_K) {
+    GEMM_DBUF_STEP(0, k0)
+    if (k0 + GEMM_TILE_K >= K) break;
+    GEMM_DBUF_STEP(1, k0 + GEMM_TILE_K)
   }
 #else
   for (ulong k0 = 0; k0 < K; k0 += GEMM_TILE_K) {
