@@ -455,14 +455,15 @@ __kernel GEMM_ATTRIBUTES void gemm_tt(GEMM_KERNEL_ARGS) {
 #define GEMM_A_LOAD_T GEMM_FLOATN(GEMM_VEC_A)
 #define GEMM_B_LOAD_T GEMM_FLOATN(GEMM_VEC_B)
 
-// Where a work-item's register slot fetches from, worked out once per tile: vector v of every
-// K-tile of an operand is element `at` + k0 * k_step of it, at k = kk + k0, inside the operand
-// when `in_rows` (its row of A, or column of B, exists) and k < K. The K-tile loop then fetches
-// with one multiply-add and one compare per vector (docs/PERFORMANCE.md measured the difference).
+// Where a work-item's register slot fetches from, worked out once per tile: vector v of the
+// K-tile at k0 is element `at` + k0 * (the operand's stride along k) of it, at k = kk + k0, inside
+// the operand when `present` (its row of A, or column of B, exists) and k < K. The K-tile loop
+// then fetches with one multiply-add and one compare per vector (docs/PERFORMANCE.md measured the
+// difference).
 typedef struct {
   ulong at;
   int kk;
-  int in_rows;
+  int present;
 } gemm_source;
 
 // Vector v of the A tile at (m0, 0); a vector is wholly inside or outside A.
@@ -475,7 +476,7 @@ static inline gemm_source gemm_source_a(const int trans_a, ulong M, ulong lda, u
   gemm_source source;
   source.at = trans_a ? (ulong)kk * lda + gm : gm * lda + kk;
   source.kk = kk;
-  source.in_rows = (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS) && gm < M;
+  source.present = (GEMM_A_VECS % GEMM_THREADS == 0 || v < GEMM_A_VECS) && gm < M;
   return source;
 }
 
@@ -501,7 +502,7 @@ static inline gemm_source gemm_source_b(const int trans_b, ulong N, ulong ldb, u
   gemm_source source;
   source.at = trans_b ? gn * ldb + kk : (ulong)kk * ldb + gn;
   source.kk = kk;
-  source.in_rows = (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS) && gn < N;
+  source.present = (GEMM_B_VECS % GEMM_THREADS == 0 || v < GEMM_B_VECS) && gn < N;
   return source;
 }
 
@@ -520,13 +521,13 @@ static inline void gemm_stage_b(const int trans_b, GEMM_B_LOAD_T value, __local 
 #define GEMM_FETCH(k0_next)                                                                  \
   _Pragma("unroll") for (int s = 0; s < GEMM_A_SLOTS; ++s) {                                  \
     a_next[s] = 0.0f;                                                                         \
-    if (a_from[s].in_rows && (k0_next) + a_from[s].kk < K)                                    \
+    if (a_from[s].present && (k0_next) + a_from[s].kk < K)                                    \
       a_next[s] = GEMM_FN(gemm_round, GEMM_VEC_A)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_A)(   \
           a, a_from[s].at + (k0_next) * (trans_a ? lda : 1)));                                \
   }                                                                                           \
   _Pragma("unroll") for (int s = 0; s < GEMM_B_SLOTS; ++s) {                                  \
     b_next[s] = 0.0f;                                                                         \
-    if (b_from[s].in_rows && (k0_next) + b_from[s].kk < K)                                    \
+    if (b_from[s].present && (k0_next) + b_from[s].kk < K)                                    \
       b_next[s] = GEMM_FN(gemm_round, GEMM_VEC_B)(GEMM_FN(gemm_load_ab_aligned, GEMM_VEC_B)(   \
           b, b_from[s].at + (k0_next) * (trans_b ? 1 : ldb)));                                \
   }
