@@ -3,35 +3,18 @@
 // stored once in C's type (FOLD_C_TYPE: 0 float32, 1 float16, 2 bfloat16, rounded to nearest
 // even as every GEMM kernel stores them). parts holds part_count dense m x n products; C is stored
 // with leading dimension ldc from off_c.
-#include "numeric_formats.cl"
-
 #ifndef FOLD_C_TYPE
 #define FOLD_C_TYPE 0
 #endif
-#if FOLD_C_TYPE == 0
-typedef float fold_c_t;
-#elif FOLD_C_TYPE == 1
-typedef half fold_c_t;
-#else
-typedef ushort fold_c_t;
-#endif
+#define GEMM_C_STORAGE_TYPE FOLD_C_TYPE
+#include "gemm_c_storage.cl"
 
-inline void fold_store(float value, __global fold_c_t* c, ulong at) {
-#if FOLD_C_TYPE == 0
-  c[at] = value;
-#elif FOLD_C_TYPE == 1
-  vstore_half_rte(value, at, c);
-#else
-  c[at] = nf_to_bf16(value);
-#endif
-}
-
-__kernel void gemm_fold_parts(__global const float* parts, __global fold_c_t* c, ulong m, ulong n,
+__kernel void gemm_fold_parts(__global const float* parts, __global gemm_c_t* c, ulong m, ulong n,
                               ulong ldc, ulong off_c, ulong part_count) {
   const ulong count = m * n;
   for (ulong i = get_global_id(0); i < count; i += get_global_size(0)) {
     float sum = parts[i];
     for (ulong part = 1; part < part_count; ++part) sum += parts[part * count + i];
-    fold_store(sum, c, off_c + (i / n) * ldc + i % n);
+    gemm_c_store(sum, c, off_c + (i / n) * ldc + i % n);
   }
 }

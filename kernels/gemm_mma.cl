@@ -46,6 +46,8 @@
 
 #include "numeric_formats.cl"
 #include "wgmma_layout.cl"
+#define GEMM_C_STORAGE_TYPE MMA_C_TYPE
+#include "gemm_c_storage.cl"
 
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
@@ -133,13 +135,6 @@
 typedef float mma_elem_t;
 #else
 typedef ushort mma_elem_t;
-#endif
-#if MMA_C_TYPE == 0
-typedef float mma_c_t;
-#elif MMA_C_TYPE == 1
-typedef half mma_c_t;
-#else
-typedef ushort mma_c_t;
 #endif
 
 // Byte offset of 16-byte unit `unit` of row `row` in a warpgroup-MMA tile (wgmma_layout.cl).
@@ -701,29 +696,9 @@ inline void mma_load_b(uint b_tile, uint base, uint ks, uint lane, uint* frag MM
 }
 
 // ---- the kernel ---------------------------------------------------------------------------------
-inline void mma_store(float value, __global mma_c_t* c, ulong at) {
-#if MMA_C_TYPE == 0
-  c[at] = value;
-#elif MMA_C_TYPE == 1
-  vstore_half_rte(value, at, c);
-#else
-  c[at] = nf_to_bf16(value);
-#endif
-}
-
-inline float mma_load_c(__global const mma_c_t* c, ulong at) {
-#if MMA_C_TYPE == 0
-  return c[at];
-#elif MMA_C_TYPE == 1
-  return vload_half(at, c);
-#else
-  return nf_from_bf16(c[at]);
-#endif
-}
-
 __kernel __attribute__((reqd_work_group_size(MMA_GROUP_THREADS, 1, 1))) void gemm_mma_product(
     __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
-    __global mma_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
+    __global gemm_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
     ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
     float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0) {
   // 1024-byte aligned: the swizzle of the warpgroup MMA's descriptors is anchored there.
@@ -1047,12 +1022,12 @@ MMA_UNROLL
         }
 #endif
         if (col < N) {
-          if (beta != 0.0f) v0 += beta * mma_load_c(c, at);
-          mma_store(v0, c, at);
+          if (beta != 0.0f) v0 += beta * gemm_c_load(c, at);
+          gemm_c_store(v0, c, at);
         }
         if (col + 1 < N) {
-          if (beta != 0.0f) v1 += beta * mma_load_c(c, at + 1);
-          mma_store(v1, c, at + 1);
+          if (beta != 0.0f) v1 += beta * gemm_c_load(c, at + 1);
+          gemm_c_store(v1, c, at + 1);
         }
       }
     }
