@@ -8,9 +8,10 @@
 //   MMA_KIND          0 TF32, 1 3xTF32 (A and B float32), 2 BF16 (bf16 storage), 3 FP16 (f16)
 //   MMA_C_TYPE        storage of C: 0 float32, 1 float16, 2 bfloat16
 //   MMA_TRANS_A/B     1: A stored K x M (B stored N x K), row-major
-//   MMA_BM, MMA_BN    output tile of one work-group; MMA_WM, MMA_WN that of one warp (multiples
-//                     of 16); the work-group has (BM / WM) * (BN / WN) warps
-//   MMA_STAGES        K-tiles in flight (local memory: STAGES * (BM + BN) * 64 bytes)
+//   MMA_BM, MMA_BN    output tile of one work-group (at least 64 x 64; BM 16 or 32 with A stored
+//                     m x k); MMA_WM, MMA_WN that of one warp (multiples of 16); the work-group
+//                     has (BM / WM) * (BN / WN) warps
+//   MMA_STAGES        K-tiles in flight (local memory: STAGES * (BM + BN) * MMA_ROW_BYTES)
 //   MMA_CHUNK         bytes per cp.async: 16, 8 or 4. The host guarantees that offsets, leading
 //                     dimensions and batch strides of A and B are multiples of it (in bytes)
 //   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even (pair stores)
@@ -22,14 +23,15 @@
 //                     local-memory stage, which one work-item copies with cp.async.bulk; full and
 //                     empty mbarriers per stage replace the work-group barrier (below)
 //   MMA_ROW_BYTES     bytes of k per row of a K-tile: 64 (32 with MMA_BULK: smaller stages, more
-//                     of them in the 48 KiB a work-group may have)
+//                     of them in the 48 KiB a work-group may have; 128 with mma.sync: half the
+//                     barriers per k, and longer runs of each row of a K-contiguous operand)
 // Work-group: MMA_GROUP_THREADS work-items in dimension 0; group (t, 0, z) computes output tile t of
 // batch batch0 + z, tiles ordered in column bands of MMA_GROUP_M tiles for L2 reuse.
 //
 // Local memory holds each K-tile of A and B as 16-byte units (4 floats or 8 halves), XOR-swizzled
 // so that ldmatrix, scalar fragment reads and cp.async writes are free of bank conflicts:
 //   K-contiguous tiles (A, or B transposed: rows are m or n, each 64 bytes of k):
-//       unit u of row r lives at unit u ^ ((r >> 1) & 3)
+//       unit u of row r lives at unit u ^ ((r >> 1) & 3); with 128-byte rows at u ^ (r & 7)
 //   MN-contiguous tiles (A transposed, or B: rows are k): unit u of row r lives at
 //       u ^ ((r & 3) << 1) (32-bit elements) or u ^ (r & 7) (16-bit elements)
 // with 32-byte rows (MMA_BULK), unit u of row r lives at u ^ ((r >> 2) & 1): PTX's 32-byte swizzle.
@@ -115,16 +117,22 @@
                    (!MMA_BULK || (MMA_BN != 120 && MMA_BN != 248))))
 #error "warpgroup MMA: BM a multiple of 64, BN 64, 128 or 256 (or 120, 248 with MMA_BULK), A and B K-contiguous, 3xTF32 only with MMA_BULK"
 #endif
-#if MMA_BM < 64 || MMA_BN < 64
-#error "block tiles need at least 64 rows and columns (8 swizzle units per row)"
+// An MN-contiguous tile's rows hold BM (or BN) elements: at least 8 swizzle units. A stored m x k
+// (K-contiguous) may have skinny tiles of 16 or 32 rows (decode-like products).
+#if MMA_BN < 64 || (MMA_BM < 64 && (MMA_TRANS_A || MMA_WGMMA || (MMA_BM != 16 && MMA_BM != 32)))
+#error "block tiles need at least 64 rows and columns, or 16 or 32 rows with A stored m x k"
 #endif
 #if MMA_BULK && (!MMA_WGMMA || (MMA_ROW_BYTES != 32 && MMA_ROW_BYTES != 64))
 #error "bulk copies: warpgroup MMA only, with 32- or 64-byte K-tile rows"
 #endif
-#if !MMA_BULK && MMA_ROW_BYTES != 64
-#error "cp.async copies: 64-byte K-tile rows"
+#if !MMA_BULK && MMA_ROW_BYTES != 64 && (MMA_ROW_BYTES != 128 || MMA_WGMMA || MMA_THREADS % 64)
+#error "cp.async copies: 64-byte K-tile rows, or 128-byte ones for mma.sync with a multiple of 64 work-items"
 #endif
-#if !MMA_BULK && ((MMA_BM * 4) % MMA_THREADS || (MMA_BN * 4) % MMA_THREADS)
+#define MMA_KC_UNITS (MMA_ROW_BYTES / 16)  // 16-byte units per row of a K-contiguous tile
+// A skinny A tile has fewer units than work-items: then only the first BM * 4 copy one each.
+#if !MMA_BULK && (((MMA_BM * MMA_KC_UNITS) % MMA_THREADS &&                          \
+                   MMA_THREADS % (MMA_BM * MMA_KC_UNITS)) ||                           \
+                  (MMA_BN * MMA_KC_UNITS) % MMA_THREADS)
 #error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / 4)"
 #endif
 #if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
@@ -558,7 +566,13 @@ inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
 
 // ---- local-memory layout ------------------------------------------------------------------------
 // Byte offset of 16-byte unit `unit` of row `row` in a K-contiguous tile (64-byte rows).
-inline uint mma_kc_offset(uint row, uint unit) { return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4); }
+inline uint mma_kc_offset(uint row, uint unit) {
+#if MMA_ROW_BYTES == 128
+  return row * 128u + ((unit ^ (row & 7u)) << 4);
+#else
+  return row * 64u + ((unit ^ ((row >> 1) & 3u)) << 4);
+#endif
+}
 
 // Byte offset of unit `unit` of row `row` in an MN-contiguous tile with `row_bytes` per row.
 inline uint mma_mn_offset(uint row, uint unit, uint row_bytes) {
@@ -576,13 +590,17 @@ inline uint mma_mn_offset(uint row, uint unit, uint row_bytes) {
 // MN-contiguous tiles) keep, so the local offsets advance by a constant too. Only the operand row
 // and column of the first unit, its global address and its local offset are kept per operand.
 #define MMA_ROW_STEP(units) (MMA_THREADS / (units))
-#define MMA_COPIES(rows, units) ((rows) * (units) / MMA_THREADS)
+#define MMA_COPIES(rows, units) (((rows) * (units) + MMA_THREADS - 1) / MMA_THREADS)
+// Whether the work-item of tile row r0 copies at all: a tile of fewer units than work-items
+// (a skinny A tile) leaves the rest idle.
+#define MMA_COPIES_ROW(rows, units, r0) ((rows) * (units) >= MMA_THREADS || (r0) < (rows))
 
 typedef struct {
-  ulong src;  // element offset of the first unit at K-tile 0 (row * ld + column)
-  uint dst;   // its byte offset in the stage tile
-  uint row;   // its operand row and column at K-tile 0
+  ulong src;     // element offset of the first unit at K-tile 0 (row * ld + column)
+  uint dst;      // its byte offset in the stage tile
+  uint row;      // its operand row and column at K-tile 0
   uint col;
+  uint tile_row; // its row within the tile
 } mma_copier;
 
 // kc: K-contiguous tile (rows are m or n, columns k); else rows are k, columns m or n.
@@ -594,6 +612,7 @@ inline mma_copier mma_copier_init(ulong ld, uint row0, uint col0, const uint uni
   c.row = row0 + r0;
   c.col = col0 + u * MMA_UNIT_ELEMS;
   c.src = (ulong)c.row * ld + c.col;
+  c.tile_row = r0;
   c.dst = kc ? mma_kc_offset(r0, u) : mma_mn_offset(r0, u, units * 16u);
   return c;
 }
@@ -609,6 +628,7 @@ inline void mma_copy_tile(const mma_copier* c, uint tile, uint kt, __global cons
   uint row = c->row + (kc ? 0u : k0);
   const uint col = c->col + (kc ? k0 : 0u);
   uint dst = tile + c->dst;
+  if (!MMA_COPIES_ROW(rows, units, c->tile_row)) return;
 MMA_UNROLL
   for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
 MMA_UNROLL
@@ -631,6 +651,7 @@ MMA_UNROLL
 inline void mma_round_copies(__local uchar* smem_bytes, uint tile, const mma_copier* c,
                              const uint rows, const uint units) {
   uint at = tile + c->dst;
+  if (!MMA_COPIES_ROW(rows, units, c->tile_row)) return;
 MMA_UNROLL
   for (uint copy = 0; copy < MMA_COPIES(rows, units); ++copy) {
     __local uint4* unit = (__local uint4*)(smem_bytes + at);
@@ -857,13 +878,13 @@ MMA_UNROLL
   const mma_copier a_copier = mma_copier_init(lda, 0, m0, MMA_BM / MMA_UNIT_ELEMS, 0, tid);
 #define MMA_A_LIMITS K, M
 #else
-#define MMA_A_SHAPE MMA_BM, 4, 1
-  const mma_copier a_copier = mma_copier_init(lda, m0, 0, 4, 1, tid);
+#define MMA_A_SHAPE MMA_BM, MMA_KC_UNITS, 1
+  const mma_copier a_copier = mma_copier_init(lda, m0, 0, MMA_KC_UNITS, 1, tid);
 #define MMA_A_LIMITS M, K
 #endif
 #if MMA_TRANS_B
-#define MMA_B_SHAPE MMA_BN, 4, 1
-  const mma_copier b_copier = mma_copier_init(ldb, n0, 0, 4, 1, tid);
+#define MMA_B_SHAPE MMA_BN, MMA_KC_UNITS, 1
+  const mma_copier b_copier = mma_copier_init(ldb, n0, 0, MMA_KC_UNITS, 1, tid);
 #define MMA_B_LIMITS N, K
 #else
 #define MMA_B_SHAPE MMA_BK, MMA_BN / MMA_UNIT_ELEMS, 0
@@ -895,8 +916,8 @@ MMA_UNROLL
     const uint stage = (kt % MMA_STAGES) * MMA_STAGE_BYTES;
 #if MMA_KIND == 0 && MMA_TF32_ROUND
     // The tensor cores read TF32 inputs from local memory: each work-item rounds what it copied.
-    mma_round_copies(smem_bytes, stage, &a_copier, MMA_BM, 4);
-    mma_round_copies(smem_bytes, stage + MMA_A_BYTES, &b_copier, MMA_BN, 4);
+    mma_round_copies(smem_bytes, stage, &a_copier, MMA_BM, MMA_KC_UNITS);
+    mma_round_copies(smem_bytes, stage + MMA_A_BYTES, &b_copier, MMA_BN, MMA_KC_UNITS);
 #endif
     mma_fence_proxy_async();        // copies and roundings visible to the tensor cores
     barrier(CLK_LOCAL_MEM_FENCE);   // everyone's

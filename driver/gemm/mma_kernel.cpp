@@ -32,6 +32,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
                                {"inflight", &MmaConfig::inflight},
                                {"bulk", &MmaConfig::bulk},
                                {"row_bytes", &MmaConfig::row_bytes}};
+  bool row_bytes_named = false;
+  bool bm_named = false;
   std::string_view rest(text);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -53,7 +55,13 @@ void apply_override(MmaConfig& config, const std::string& text) {
            "tf32_round, wgmma, inflight, bulk, row_bytes = integer", kParamsVariable, text, item);
     }
     config.*field->member = value;
+    row_bytes_named |= field->member == &MmaConfig::row_bytes;
+    bm_named |= field->member == &MmaConfig::bm;
   }
+  // wgmma=1 over an mma.sync default: what only mma.sync takes (128-byte K-tile rows, skinny
+  // tiles) and the override did not name becomes the warpgroup kernel's.
+  if (config.wgmma && !row_bytes_named && config.row_bytes == 128) config.row_bytes = 64;
+  if (config.wgmma && !bm_named && config.bm < 64) config.bm = 64;
   const bool warp_ok = config.wgmma
                            ? config.bm % 64 == 0 &&
                                  (config.bn == 64 || config.bn == 128 || config.bn == 256 ||
@@ -61,18 +69,31 @@ void apply_override(MmaConfig& config, const std::string& text) {
                            : config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
                                  config.wn % 16 == 0 && config.bm % config.wm == 0 &&
                                  config.bn % config.wn == 0;
-  const bool shape_ok = warp_ok && config.bm >= 64 && config.bn >= 64 &&
-                        config.threads() <= 1024 && config.stages >= 2 && config.stages <= 8 &&
+  // The cp.async kernels copy K-tiles of A and B (rows of row_bytes / 16 units) in whole rows
+  // worth of units per work-item, or one unit each by the first work-items of a skinny A tile.
+  const int threads = config.threads();
+  const int units = config.row_bytes / 16;
+  const bool copies_ok = config.bulk || ((config.bn * units) % threads == 0 &&
+                                         ((config.bm * units) % threads == 0 ||
+                                          threads % (config.bm * units) == 0));
+  const bool skinny = !config.wgmma && (config.bm == 16 || config.bm == 32);
+  const bool shape_ok = warp_ok && copies_ok && (config.bm >= 64 || skinny) && config.bn >= 64 &&
+                        threads <= 1024 && config.stages >= 2 && config.stages <= 8 &&
                         (config.wgmma == 0 || config.wgmma == 1) &&
                         (config.inflight == 0 || config.inflight == 1) &&
                         (config.tf32_round == 0 || config.tf32_round == 1) &&
                         (config.bulk == 0 || (config.bulk == 1 && config.wgmma == 1)) &&
-                        (config.row_bytes == 64 || (config.row_bytes == 32 && config.bulk));
+                        (config.row_bytes == 64 || (config.row_bytes == 32 && config.bulk) ||
+                         (config.row_bytes == 128 && !config.wgmma && threads % 64 == 0));
   if (!shape_ok) {
     fail(Status::kInvalidArgument, "{}='{}' is not a valid tile configuration (warp tiles of "
-         "multiples of 16 dividing block tiles of at least 64, or wgmma=1 with bm a multiple of "
-         "64 and bn 64, 128 or 256, or 120 or 248 with bulk=1; at most 32 warps, 2-8 stages; "
-         "bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1)", kParamsVariable, text);
+         "multiples of 16 dividing block tiles of at least 64 (bm also 16 or 32), or wgmma=1 "
+         "with bm a multiple of 64 and bn 64, 128 or 256, or 120 or 248 with bulk=1; at most 32 "
+         "warps, each copying whole rows (row_bytes / 16 units) of bm and bn, or one unit each of "
+         "a skinny bm; "
+         "2-8 stages; bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1, or 128 with "
+         "wgmma=0 and a multiple of 64 work-items)",
+         kParamsVariable, text);
   }
 }
 
@@ -147,6 +168,12 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   } else if (mode == MmaMode::kEmulatedWarpgroup) {
     config = {64, 64, 16, 64, 2, 1, kind == MmaKind::k3xTF32 ? 0 : 1};
     if (!config.wgmma) config = {64, 64, 32, 32, 2, 1, 0};
+  } else if (p.m <= 32 && !p.trans_a) {
+    // Decode-like rows: 16 x 64 tiles of four warps side by side along n, so that the MMAs are
+    // not three quarters zeros (32 rows run as two such tiles: measured faster than one of 32);
+    // TF32 and 3xTF32 with K-tiles of 128 bytes per row (docs/PERFORMANCE.md).
+    config = {16, 64, 16, 16, 4, 1, 0};
+    if (kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32) config.row_bytes = 128;
   } else if (warpgroup && kind == MmaKind::k3xTF32 && split_fills) {
     config = warpgroup_config(kind);
   } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {
@@ -156,10 +183,18 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
     const bool repaid = kind == MmaKind::kTF32 || p.m * p.n >= 2048 * (p.m + p.n);
     config = repaid ? warpgroup_config(kind) : MmaConfig{128, 128, 16, 128, 3, 1, 1};
   } else if (tiles < compute_units) {
-    // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then.
-    config = {64, 64, 32, 32, 4, 1, 0};
+    // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then, with
+    // K-tiles of 128 bytes per row (half the barriers per k; 48 KiB in three stages).
+    config = {64, 64, 32, 32, 3, 1, 0};
+    config.row_bytes = 128;
   }
-  if (auto text = env::get(kParamsVariable)) apply_override(config, *text);
+  if (auto text = env::get(kParamsVariable)) {
+    apply_override(config, *text);
+    if (config.bm < 64 && p.trans_a) {
+      fail(Status::kInvalidArgument, "{}='{}': tiles of {} rows need A stored m x k (this "
+           "product's A is transposed)", kParamsVariable, *text, config.bm);
+    }
+  }
   // 3xTF32 splits its operands only in the bulk kernel's packing: mma.sync elsewhere.
   if (!config.wgmma || (!config.bulk && kind == MmaKind::k3xTF32)) config.drop_warpgroup();
   return config;

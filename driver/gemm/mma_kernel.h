@@ -30,15 +30,15 @@ struct MmaConfig {
   int wgmma = 0;       // 1: the warpgroup-MMA kernel (sm_90a)
   int inflight = 1;    // warpgroup MMA: 1 keeps a K-tile's MMAs running across the next barrier
   int bulk = 0;        // warpgroup MMA: 1 packs A and B into stage images and bulk-copies them
-  int row_bytes = 64;  // bytes of k per K-tile row: 64, or 32 with bulk
+  int row_bytes = 64;  // bytes of k per K-tile row: 64, or 32 with bulk, or 128 with mma.sync
   int threads() const {
     return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
   }
   // The mma.sync form of this configuration: no warpgroup MMA, hence no bulk copies either.
   void drop_warpgroup() {
+    if (wgmma) row_bytes = 64;
     wgmma = 0;
     bulk = 0;
-    row_bytes = 64;
   }
   // Local memory of one work-group; split: 3xTF32 on the bulk kernel (two parts per operand).
   std::uint64_t local_bytes(bool split = false) const;
@@ -62,13 +62,15 @@ inline MmaConfig warpgroup_config(MmaKind kind) {
 enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 
 // The configuration for p on a device with `compute_units` that supports warpgroup MMA or not:
+// mma.sync with 16 x 64 tiles for products of at most 32 rows with A stored m x k (decode-like);
 // warpgroup MMA when the product fills the device with 128 x 128 tiles (warpgroup_config() for
 // TF32 and for 16-bit products large enough to repay packing both operands, else the cp.async
 // form) or, for 3xTF32, with 128 x 64 tiles of at least 64 rows (warpgroup_config()), else
-// mma.sync with 128 x 128 tiles, or 64 x 64 ones for products with fewer tiles than compute
-// units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
+// mma.sync with 128 x 128 tiles, or 64 x 64 ones with 128-byte K-tile rows for products with
+// fewer tiles than compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
 // stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64", any subset) overrides it
-// (tuning). Emulation uses small tiles. Throws kInvalidArgument for a malformed override.
+// (tuning; bm 16 or 32 only with A stored m x k). Emulation uses small tiles. Throws
+// kInvalidArgument for a malformed override.
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
                      bool warpgroup, MmaMode mode);
 

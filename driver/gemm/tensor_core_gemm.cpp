@@ -202,8 +202,8 @@ bool run_variant(Device& device, MmaKind kind, const std::string& variant, Launc
   return true;
 }
 
-// Slices of k for split-K products, in elements: whole K-tiles of every kind (16 or 32 elements),
-// which keeps their operands' 16-byte alignment.
+// Slices of k for split-K products, in elements: whole K-tiles of TF32 (16 or 32 elements; only
+// TF32 and 3xTF32 products split), which keeps their operands' 16-byte alignment.
 constexpr std::uint64_t kSliceMultiple = 32;
 
 // One product of k slices of a split-K product on the mma.sync kernel of `config`; the portable
@@ -267,7 +267,8 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   // folded in slice order. Measured on an H100 (docs/PERFORMANCE.md): with more tiles the fold
   // costs more than the slices gain (1024^3 TF32 42.6 us split in two, 31.5 whole), and 16-bit
   // products gained little or lost (16 x 8192 x 8192 BF16 68 us split, 73 whole; 128 x 4096 x
-  // 4096 BF16 41 us split, 39 whole).
+  // 4096 BF16 41 us split, 39 whole; on an H200 with 16-row tiles, 16 x 4096 x 4096 and
+  // 16 x 768 x 3072 lost).
   const std::uint64_t tiles =
       ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
   const bool split_pays =

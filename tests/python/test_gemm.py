@@ -520,6 +520,75 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
         assert {name for name in names if name.startswith("gemm_pack_tiles")} == expected, names
 
 
+# Skinny mma.sync tiles (16 or 32 rows, warps side by side along n), which NVIDIA GPUs take for
+# decode-like products of at most 32 rows with A stored m x k: a tile of fewer 16-byte units
+# than work-items (16 rows of 4 units for 128 work-items) leaves the rest idle in the copies;
+# K-tiles of 64 or 128 bytes per row.
+# Rows, columns and k end inside tiles and K-tiles; split-K slices (tf32, 3xtf32), a batch with
+# broadcast B, a bfloat16 C with beta.
+@pytest.mark.parametrize("trans", ["nn", "nt"])
+@pytest.mark.parametrize("mode,ab", EMULATED)
+@pytest.mark.parametrize("params", ["bm=16,bn=128,wm=16,wn=32,stages=4",
+                                    "bm=16,bn=64,wm=16,wn=16,stages=3",
+                                    "bm=32,bn=128,wm=32,wn=32,stages=4",
+                                    "bm=32,bn=64,wm=16,wn=32,stages=2",
+                                    "bm=16,bn=64,wm=16,wn=16,stages=3,row_bytes=128"])
+@pytest.mark.parametrize("instructions", ["emulate", "auto"])
+def test_skinny_tensor_core_tiles(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                                  instructions, params, mode, ab, trans):
+    # "auto": the real instructions where the device has tensor cores, else the portable kernel.
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", params)
+    tb = int(trans[1] == "t")
+    for m, n, k, layout in [(9, 130, 70, "batched"), (16, 72, 1000, "single"),
+                            (30, 72, 40, "broadcast_b")]:
+        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_b=tb, m=m, n=n, k=k,
+            layout=layout, alpha=1.25, pad=8, offsets=(8, 16, 2)))
+        assert "gemm_mma_product" in names or instructions == "auto", (m, n, k, names)
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_b=tb, m=5, n=67,
+             k=40, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+
+
+# mma.sync K-tiles of 128 bytes per row (32 TF32 or 64 16-bit elements of k): the 8-unit swizzle
+# of K-contiguous tiles and the longer MN-contiguous ones, every layout, tails of k inside a tile.
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", EMULATED)
+@pytest.mark.parametrize("instructions", ["emulate", "auto"])
+def test_mma_sync_128_byte_rows(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                                instructions, mode, ab, trans):
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=64,bn=64,wm=32,wn=32,stages=2,row_bytes=128")
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=72, k=104,
+        layout="batched", alpha=1.25, pad=8, offsets=(8, 16, 2)))
+    assert "gemm_mma_product" in names or instructions == "auto", names
+    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
+             trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+
+
+def test_skinny_override_needs_a_stored_m_by_k(lib, device, rng, fp32_precision, monkeypatch):
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=16,bn=64,wm=16,wn=16")
+    a = make_values(rng, (24, 20), g.BF16)  # stored k x m
+    b = make_values(rng, (24, 16), g.BF16)
+    ta, tb = device.upload(encode(a, g.BF16)), device.upload(encode(b, g.BF16))
+    tc = device.upload(np.full((20, 16), np.nan, np.float32))
+    desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 20, 16, 24, dtype_a=g.BF16,
+                       trans_a=1, compute=g.COMPUTE_MODES["bf16"])
+    assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0
+    assert "A stored m x k" in lib.last_error()
+    assert np.isnan(tc.numpy()).all()
+    # 3 warps: 96 work-items neither divide nor are divided by A's 64 units of a K-tile.
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=16,bn=96,wm=16,wn=32")
+    assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0
+    assert "AETHERCL_MMA_PARAMS" in lib.last_error()
+    for t in (ta, tb, tc):
+        assert t.guard_intact()
+        t.free()
+
+
 def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32_precision,
                                                           monkeypatch):
     # Malformed AETHERCL_MMA_PARAMS (the bulk kernel's keys among them) fail the product with a

@@ -2,7 +2,7 @@
 CLBlast SGEMM (tools/bench/gemm_bench.cpp), all in the same run, plus accuracy against float64.
 
 Usage: tools/aethercl bench gemm [--modes fp32 tf32 3xtf32 bf16 fp16] [--sizes 1024 2048 ...]
-          [--skinny] [--accuracy 4096] [--mma-configs "bm=128,bn=128;..."] [--trans-b]
+          [--skinny] [--shapes 16x8192x8192 ...] [--accuracy 4096] [--mma-configs "bm=128,bn=128;..."] [--trans-b]
           [--kernel-times] [--out DIR]
 
 Per mode, A and B are stored as the mode's natural type (float32 for fp32/tf32/3xtf32, bf16 for
@@ -214,14 +214,17 @@ def main() -> int:
     parser.add_argument("--build", default=os.environ.get("AETHERCL_BUILD_DIR", "build"))
     parser.add_argument("--gpu", type=int, default=0)
     parser.add_argument("--modes", nargs="+", default=list(STORAGE), choices=list(STORAGE))
-    parser.add_argument("--sizes", nargs="+", type=int, default=[1024, 2048, 4096, 8192])
+    parser.add_argument("--sizes", nargs="*", type=int, default=[1024, 2048, 4096, 8192])
     parser.add_argument("--skinny", action="store_true", help="add the llm-like shapes")
+    parser.add_argument("--shapes", nargs="+", default=[], metavar="MxNxK",
+                        help="add these shapes, e.g. 16x8192x8192")
     parser.add_argument("--reps", type=int, default=5, help="CLBlast repetitions")
     parser.add_argument("--accuracy", type=int, default=0, help="accuracy check at this size")
     parser.add_argument("--no-cublas", action="store_true")
     parser.add_argument("--no-clblast", action="store_true")
     parser.add_argument("--mma-configs", default="",
-                        help="';'-separated AETHERCL_MMA_PARAMS values to compare (tuning)")
+                        help="';'-separated AETHERCL_MMA_PARAMS values to compare (tuning); "
+                             "'default' is the library's own choice")
     parser.add_argument("--trans-b", action="store_true", help="B stored transposed (n x k)")
     parser.add_argument("--kernel-times", action="store_true",
                         help="each kernel's device time per product, from a trace")
@@ -240,10 +243,11 @@ def main() -> int:
             cublas = Cublas()
         except Exception as error:  # no torch, no CUDA: the cuBLAS column stays empty
             print(f"no cuBLAS reference: {error}", file=sys.stderr)
-    shapes = [(s, s, s) for s in args.sizes] + (SKINNY if args.skinny else [])
+    shapes = ([(s, s, s) for s in args.sizes] + (SKINNY if args.skinny else []) +
+              [tuple(int(d) for d in shape.split("x")) for shape in args.shapes])
     clblast = {} if args.no_clblast else clblast_rows(
         build, args.gpu, shapes if "fp32" in args.modes else [], args.reps)
-    configs = [c for c in args.mma_configs.split(";") if c] or [None]
+    configs = [None if c == "default" else c for c in args.mma_configs.split(";") if c] or [None]
 
     rows = []
     print(f"device: {ours.device}" + (f"; cuBLAS on {cublas.device}" if cublas else ""))
