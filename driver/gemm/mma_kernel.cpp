@@ -171,9 +171,12 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   } else if (p.m <= 32 && !p.trans_a) {
     // Decode-like rows: 16 x 64 tiles of four warps side by side along n, so that the MMAs are
     // not three quarters zeros (32 rows run as two such tiles: measured faster than one of 32);
-    // TF32 and 3xTF32 with K-tiles of 128 bytes per row (docs/PERFORMANCE.md).
-    config = {16, 64, 16, 16, 4, 1, 0};
-    if (kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32) config.row_bytes = 128;
+    // TF32 and 3xTF32 with K-tiles of 128 bytes per row, and at 16 rows 16 x 128 tiles in two
+    // stages once those fill the device (docs/PERFORMANCE.md).
+    const bool tf32_kind = kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32;
+    const bool wide = tf32_kind && p.m <= 16 && (p.n + 127) / 128 >= compute_units;
+    config = wide ? MmaConfig{16, 128, 16, 32, 2, 1, 0} : MmaConfig{16, 64, 16, 16, 4, 1, 0};
+    if (tf32_kind) config.row_bytes = 128;
   } else if (warpgroup && kind == MmaKind::k3xTF32 && split_fills) {
     config = warpgroup_config(kind);
   } else if (warpgroup && kind != MmaKind::k3xTF32 && big) {

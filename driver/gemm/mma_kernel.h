@@ -62,7 +62,8 @@ inline MmaConfig warpgroup_config(MmaKind kind) {
 enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 
 // The configuration for p on a device with `compute_units` that supports warpgroup MMA or not:
-// mma.sync with 16 x 64 tiles for products of at most 32 rows with A stored m x k (decode-like);
+// mma.sync with 16 x 64 tiles for products of at most 32 rows with A stored m x k (decode-like;
+// TF32 and 3xTF32 of 16 rows in 16 x 128 tiles where those fill the device);
 // warpgroup MMA when the product fills the device with 128 x 128 tiles (warpgroup_config() for
 // TF32 and for 16-bit products large enough to repay packing both operands, else the cp.async
 // form) or, for 3xTF32, with 128 x 64 tiles of at least 64 rows (warpgroup_config()), else

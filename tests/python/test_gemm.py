@@ -532,7 +532,8 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
                                     "bm=16,bn=64,wm=16,wn=16,stages=3",
                                     "bm=32,bn=128,wm=32,wn=32,stages=4",
                                     "bm=32,bn=64,wm=16,wn=32,stages=2",
-                                    "bm=16,bn=64,wm=16,wn=16,stages=3,row_bytes=128"])
+                                    "bm=16,bn=64,wm=16,wn=16,stages=3,row_bytes=128",
+                                    "bm=16,bn=128,wm=16,wn=32,stages=2,row_bytes=128"])
 @pytest.mark.parametrize("instructions", ["emulate", "auto"])
 def test_skinny_tensor_core_tiles(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
                                   instructions, params, mode, ab, trans):
