@@ -39,6 +39,8 @@
 // over k in ascending order, then alpha * sum (+ beta * C). All index arithmetic is 64-bit.
 
 #include "numeric_formats.cl"
+#define GEMM_C_STORAGE_TYPE GEMM_C_TYPE
+#include "gemm_c_storage.cl"
 
 #define GEMM_ROUND_NONE 0
 #define GEMM_ROUND_TF32 1
@@ -89,7 +91,7 @@
   ((e) == 0 ? (v).s0 : (e) == 1 ? (v).s1 : (e) == 2 ? (v).s2 : (v).s3)
 #define GEMM_COMPONENT(w) GEMM_CAT(GEMM_COMPONENT_, w)
 
-// Storage access. gemm_load_ab / gemm_load_c / gemm_store_c and their vector forms (suffix 2, 4,
+// Storage access. gemm_load_ab / gemm_c_load / gemm_c_store and their vector forms (suffix 2, 4,
 // 8, 16) take element indices and need only element alignment; gemm_load_ab_aligned<w> needs
 // the host's guarantee that the index is a multiple of w (see GEMM_VEC_A above).
 #define GEMM_SFX_1
@@ -138,39 +140,32 @@ inline float gemm_load_ab_aligned(__global const ushort* p, ulong i) {
 #error "GEMM_AB_TYPE must be 0 (f32), 1 (f16) or 2 (bf16)"
 #endif
 
+// C: the element type gemm_c_t and the scalar gemm_c_load / gemm_c_store of gemm_c_storage.cl,
+// and their vector forms here.
 #if GEMM_C_TYPE == 0
-#define GEMM_C_STORAGE float
-inline float gemm_load_c(__global const float* p, ulong i) { return p[i]; }
-inline void gemm_store_c(float v, __global float* p, ulong i) { p[i] = v; }
 #define GEMM_DEFINE_IO_C(S)                                                              \
-  inline float##S gemm_load_c##S(__global const float* p, ulong i) {                     \
+  inline float##S gemm_c_load##S(__global const gemm_c_t* p, ulong i) {                  \
     return vload##S(0, p + i);                                                           \
   }                                                                                      \
-  inline void gemm_store_c##S(float##S v, __global float* p, ulong i) { vstore##S(v, 0, p + i); }
+  inline void gemm_c_store##S(float##S v, __global gemm_c_t* p, ulong i) {               \
+    vstore##S(v, 0, p + i);                                                              \
+  }
 #elif GEMM_C_TYPE == 1
-#define GEMM_C_STORAGE half
-inline float gemm_load_c(__global const half* p, ulong i) { return vload_half(0, p + i); }
-inline void gemm_store_c(float v, __global half* p, ulong i) { vstore_half_rte(v, 0, p + i); }
 #define GEMM_DEFINE_IO_C(S)                                                              \
-  inline float##S gemm_load_c##S(__global const half* p, ulong i) {                      \
+  inline float##S gemm_c_load##S(__global const gemm_c_t* p, ulong i) {                  \
     return vload_half##S(0, p + i);                                                      \
   }                                                                                      \
-  inline void gemm_store_c##S(float##S v, __global half* p, ulong i) {                   \
+  inline void gemm_c_store##S(float##S v, __global gemm_c_t* p, ulong i) {               \
     vstore_half##S##_rte(v, 0, p + i);                                                   \
   }
-#elif GEMM_C_TYPE == 2
-#define GEMM_C_STORAGE ushort
-inline float gemm_load_c(__global const ushort* p, ulong i) { return nf_from_bf16(p[i]); }
-inline void gemm_store_c(float v, __global ushort* p, ulong i) { p[i] = nf_to_bf16(v); }
+#else
 #define GEMM_DEFINE_IO_C(S)                                                              \
-  inline float##S gemm_load_c##S(__global const ushort* p, ulong i) {                    \
+  inline float##S gemm_c_load##S(__global const gemm_c_t* p, ulong i) {                  \
     return nf_from_bf16##S(vload##S(0, p + i));                                          \
   }                                                                                      \
-  inline void gemm_store_c##S(float##S v, __global ushort* p, ulong i) {                 \
+  inline void gemm_c_store##S(float##S v, __global gemm_c_t* p, ulong i) {               \
     vstore##S(nf_to_bf16##S(v), 0, p + i);                                               \
   }
-#else
-#error "GEMM_C_TYPE must be 0 (f32), 1 (f16) or 2 (bf16)"
 #endif
 
 // gemm_round<w>: an input as the compute mode multiplies it (3xTF32 splits later, in the math).
@@ -200,7 +195,7 @@ GEMM_DEFINE_WIDTH(16)
 
 // The epilogue value of one output (vector): alpha * sum, plus beta * C only when beta != 0.
 #define GEMM_OUTPUT(w, sum, p, i) \
-  (beta != 0.0f ? alpha * (sum) + beta * GEMM_FN(gemm_load_c, w)((p), (i)) : alpha * (sum))
+  (beta != 0.0f ? alpha * (sum) + beta * GEMM_FN(gemm_c_load, w)((p), (i)) : alpha * (sum))
 
 // 3xTF32: each input x is split into its TF32 part (kept in x) and the TF32 residual x_lo; the
 // products are added small ones first: acc += x_lo * y + x * y_lo + x * y.
@@ -213,7 +208,7 @@ GEMM_DEFINE_WIDTH(16)
 
 #define GEMM_KERNEL_ARGS                                                                       \
   __global const GEMM_AB_STORAGE* restrict a, __global const GEMM_AB_STORAGE* restrict b,     \
-      __global GEMM_C_STORAGE* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,    \
+      __global gemm_c_t* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,    \
       ulong ldc, ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b,        \
       ulong stride_c, float alpha, float beta, ulong tile_m0, ulong tile_n0, ulong batch0
 #define GEMM_TILE_ARGS                                                                       \
@@ -329,14 +324,14 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
       if (full_n) {
         _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) {
           const ulong at = row + j * GEMM_VW;
-          GEMM_FN(gemm_store_c, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
+          GEMM_FN(gemm_c_store, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
         }
       } else {
         float sums[GEMM_WPT_N];
         _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
             GEMM_VSTORE(GEMM_VW)(acc[i][j], j, sums);
         for (int j = 0; j < GEMM_WPT_N && n0 + j < N; ++j) {
-          gemm_store_c(GEMM_OUTPUT(1, sums[j], c, row + j), c, row + j);
+          gemm_c_store(GEMM_OUTPUT(1, sums[j], c, row + j), c, row + j);
         }
       }
     }
@@ -653,13 +648,13 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
         const ulong gn = n0 + (j * GEMM_RT_N + tx) * GEMM_VW;
         const ulong at = gm * ldc + gn;
         if (gn + GEMM_VW <= N) {
-          GEMM_FN(gemm_store_c, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
+          GEMM_FN(gemm_c_store, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
         } else {
 #pragma unroll
           for (int e = 0; e < GEMM_VW; ++e) {
             if (gn + e < N) {
               const float sum = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
-              gemm_store_c(GEMM_OUTPUT(1, sum, c, at + e), c, at + e);
+              gemm_c_store(GEMM_OUTPUT(1, sum, c, at + e), c, at + e);
             }
           }
         }

@@ -1,7 +1,7 @@
-// How a GEMM kernel holds C (included by gemm_mma.cl and gemm_fold.cl, after defining
+// How a GEMM kernel holds C (included by gemm.cl, gemm_mma.cl and gemm_fold.cl, after defining
 // GEMM_C_STORAGE_TYPE from their build option: 0 float32, 1 float16, 2 bfloat16): the element type
-// gemm_c_t and float32 loads and stores, half precision rounded to nearest even
-// (numeric_formats.cl's rules, which gemm.cl's own vector forms follow too).
+// gemm_c_t and scalar float32 loads and stores, half precision rounded to nearest even
+// (numeric_formats.cl's rules, which gemm.cl's vector forms follow too).
 #ifndef AETHERCL_GEMM_C_STORAGE
 #define AETHERCL_GEMM_C_STORAGE
 
