@@ -129,11 +129,11 @@
 #error "cp.async copies: 64-byte K-tile rows, or 128-byte ones for mma.sync with a multiple of 64 work-items"
 #endif
 #define MMA_KC_UNITS (MMA_ROW_BYTES / 16)  // 16-byte units per row of a K-contiguous tile
-// A skinny A tile has fewer units than work-items: then only the first BM * 4 copy one each.
+// A skinny A tile has fewer units than work-items: then only the first BM * KC_UNITS copy one each.
 #if !MMA_BULK && (((MMA_BM * MMA_KC_UNITS) % MMA_THREADS &&                          \
                    MMA_THREADS % (MMA_BM * MMA_KC_UNITS)) ||                           \
                   (MMA_BN * MMA_KC_UNITS) % MMA_THREADS)
-#error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / 4)"
+#error "every work-item must copy whole rows' worth of units (BM and BN multiples of THREADS / KC_UNITS, or a skinny BM that divides it)"
 #endif
 #if MMA_CHUNK != 16 && MMA_CHUNK != 8 && MMA_CHUNK != 4
 #error "MMA_CHUNK must be 16, 8 or 4"
@@ -565,7 +565,7 @@ inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
 }
 
 // ---- local-memory layout ------------------------------------------------------------------------
-// Byte offset of 16-byte unit `unit` of row `row` in a K-contiguous tile (64-byte rows).
+// Byte offset of 16-byte unit `unit` of row `row` in a K-contiguous tile (MMA_ROW_BYTES per row).
 inline uint mma_kc_offset(uint row, uint unit) {
 #if MMA_ROW_BYTES == 128
   return row * 128u + ((unit ^ (row & 7u)) << 4);
