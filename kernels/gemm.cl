@@ -208,7 +208,7 @@ GEMM_DEFINE_WIDTH(16)
 
 #define GEMM_KERNEL_ARGS                                                                       \
   __global const GEMM_AB_STORAGE* restrict a, __global const GEMM_AB_STORAGE* restrict b,     \
-      __global gemm_c_t* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,    \
+      __global gemm_c_t* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,         \
       ulong ldc, ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b,        \
       ulong stride_c, float alpha, float beta, ulong tile_m0, ulong tile_n0, ulong batch0
 #define GEMM_TILE_ARGS                                                                       \

@@ -90,10 +90,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
          "multiples of 16 dividing block tiles of at least 64 (bm also 16 or 32), or wgmma=1 "
          "with bm a multiple of 64 and bn 64, 128 or 256, or 120 or 248 with bulk=1; at most 32 "
          "warps, each copying whole rows (row_bytes / 16 units) of bm and bn, or one unit each of "
-         "a skinny bm; "
-         "2-8 stages; bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1, or 128 with "
-         "wgmma=0 and a multiple of 64 work-items)",
-         kParamsVariable, text);
+         "a skinny bm; 2-8 stages; bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1, or "
+         "128 with wgmma=0 and a multiple of 64 work-items)", kParamsVariable, text);
   }
 }
 

@@ -2,8 +2,8 @@
 CLBlast SGEMM (tools/bench/gemm_bench.cpp), all in the same run, plus accuracy against float64.
 
 Usage: tools/aethercl bench gemm [--modes fp32 tf32 3xtf32 bf16 fp16] [--sizes 1024 2048 ...]
-          [--skinny] [--shapes 16x8192x8192 ...] [--accuracy 4096] [--mma-configs "bm=128,bn=128;..."] [--trans-b]
-          [--kernel-times] [--out DIR]
+          [--skinny] [--shapes 16x8192x8192 ...] [--accuracy 4096]
+          [--mma-configs "default;bm=128,bn=128;..."] [--trans-b] [--kernel-times] [--out DIR]
 
 Per mode, A and B are stored as the mode's natural type (float32 for fp32/tf32/3xtf32, bf16 for
 bf16, f16 for fp16) and C like them, as torch.matmul does; cuBLAS runs the same product: FP32
