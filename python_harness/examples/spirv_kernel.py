@@ -40,16 +40,17 @@ def main() -> int:
         module = None
     program = None
     if module is not None:
-        path = Path(args.spv or Path(tempfile.mkdtemp(prefix="aethercl-")) / "saxpy.spv")
-        path.write_bytes(module)
-        print(f"SPIR-V module: {path} ({len(module)} bytes)")
-        try:
-            program = gpu.load_spirv(path)
-            origin = "SPIR-V"
-        except aethercl.AetherCLError as error:
-            if error.code != NOT_IMPLEMENTED:
-                raise
-            print(f"this device takes no SPIR-V: {error.message}")
+        with tempfile.TemporaryDirectory(prefix="aethercl-") as scratch:
+            path = Path(args.spv or Path(scratch) / "saxpy.spv")
+            path.write_bytes(module)
+            print(f"SPIR-V module: {path} ({len(module)} bytes)")
+            try:
+                program = gpu.load_spirv(path)
+                origin = "SPIR-V"
+            except aethercl.AetherCLError as error:
+                if error.code != NOT_IMPLEMENTED:
+                    raise
+                print(f"this device takes no SPIR-V: {error.message}")
     if program is None:
         program = gpu.compile(SOURCE)
         origin = "OpenCL C source (fallback)"

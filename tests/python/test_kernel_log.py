@@ -100,13 +100,14 @@ import json, os, tempfile
 assert lib.initialize_gpu(0) == 1
 h = lib.allocate_gpu_memory(0, 64)
 lib.execute_add_on_gpu(0, h, h, h, 1)
-path = os.path.join(tempfile.mkdtemp(), "trace.json")
-assert lib.aethercl_trace_start(path.encode()) == 1
-for _ in range(3):
-    lib.execute_add_on_gpu(0, h, h, h, 16)
-assert lib.aethercl_synchronize(0) == 1
-entries = json.loads(lib.json_call("aethercl_kernel_log", 0))
-lib.aethercl_trace_stop()
+with tempfile.TemporaryDirectory() as scratch:
+    path = os.path.join(scratch, "trace.json")
+    assert lib.aethercl_trace_start(path.encode()) == 1
+    for _ in range(3):
+        lib.execute_add_on_gpu(0, h, h, h, 16)
+    assert lib.aethercl_synchronize(0) == 1
+    entries = json.loads(lib.json_call("aethercl_kernel_log", 0))
+    lib.aethercl_trace_stop()
 print(json.dumps(entries[-4:]))
 """
 
