@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kFamily = "gemm_mma";
 constexpr const char* kKernel = "gemm_mma_product";
-constexpr const char* kParamsVariable = "AETHERCL_MMA_PARAMS";
+constexpr const char* kParamsVariable = env::kMmaParams;
 // Groups per launch along the batch dimension (CUDA's grid z limit).
 constexpr std::uint64_t kMaxBatchGroups = 65535;
 
@@ -62,20 +62,25 @@ void apply_override(MmaConfig& config, const std::string& text) {
   // tiles) and the override did not name becomes the warpgroup kernel's.
   if (config.wgmma && !row_bytes_named && config.row_bytes == 128) config.row_bytes = 64;
   if (config.wgmma && !bm_named && config.bm < 64) config.bm = 64;
-  const bool warp_ok = config.wgmma
-                           ? config.bm % 64 == 0 &&
-                                 (config.bn == 64 || config.bn == 128 || config.bn == 256 ||
-                                  (config.bulk && (config.bn == 120 || config.bn == 248)))
-                           : config.wm >= 16 && config.wn >= 16 && config.wm % 16 == 0 &&
-                                 config.wn % 16 == 0 && config.bm % config.wm == 0 &&
-                                 config.bn % config.wn == 0;
+  // Sizes in range first: threads() divides by wm and wn, the copy checks by the work-items
+  // and the units per row, and products of them must not overflow.
+  const auto in_range = [](int value, int low, int high) { return value >= low && value <= high; };
+  const bool sized = in_range(config.bm, 16, 1024) && in_range(config.bn, 64, 1024) &&
+                     in_range(config.wm, 16, 1024) && in_range(config.wn, 16, 1024) &&
+                     in_range(config.row_bytes, 32, 128);
+  const bool warp_ok =
+      sized && (config.wgmma ? config.bm % 64 == 0 &&
+                                   (config.bn == 64 || config.bn == 128 || config.bn == 256 ||
+                                    (config.bulk && (config.bn == 120 || config.bn == 248)))
+                             : config.wm % 16 == 0 && config.wn % 16 == 0 &&
+                                   config.bm % config.wm == 0 && config.bn % config.wn == 0);
   // The cp.async kernels copy K-tiles of A and B (rows of row_bytes / 16 units) in whole rows
   // worth of units per work-item, or one unit each by the first work-items of a skinny A tile.
-  const int threads = config.threads();
+  const int threads = warp_ok ? config.threads() : 0;  // then at least 32
   const int units = config.row_bytes / 16;
-  const bool copies_ok = config.bulk || ((config.bn * units) % threads == 0 &&
-                                         ((config.bm * units) % threads == 0 ||
-                                          threads % (config.bm * units) == 0));
+  const bool copies_ok = warp_ok && (config.bulk || ((config.bn * units) % threads == 0 &&
+                                                     ((config.bm * units) % threads == 0 ||
+                                                      threads % (config.bm * units) == 0)));
   const bool skinny = !config.wgmma && (config.bm == 16 || config.bm == 32);
   const bool shape_ok = warp_ok && copies_ok && (config.bm >= 64 || skinny) && config.bn >= 64 &&
                         threads <= 1024 && config.stages >= 2 && config.stages <= 8 &&

@@ -172,13 +172,16 @@ bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup
   return it->second;
 }
 
+// Local memory of one work-group of `config` for p: emulation keeps its fragments there too.
+std::uint64_t local_bytes(const GemmProblem& p, const MmaConfig& config, MmaMode mode) {
+  return config.local_bytes(config.bulk && mma_kind_for(p) == MmaKind::k3xTF32) +
+         (mode != MmaMode::kHardware ? static_cast<std::uint64_t>(config.threads()) * 24 : 0);
+}
+
 bool fits(const Device& device, const GemmProblem& p, const MmaConfig& config, MmaMode mode) {
-  const std::uint64_t local_bytes =
-      config.local_bytes(config.bulk && mma_kind_for(p) == MmaKind::k3xTF32) +
-      (mode != MmaMode::kHardware ? static_cast<std::uint64_t>(config.threads()) * 24 : 0);
   const std::uint64_t tiles = ((p.m + config.bm - 1) / config.bm) *
                               ((p.n + config.bn - 1) / config.bn);
-  return local_bytes <= device.info().local_mem_bytes &&
+  return local_bytes(p, config, mode) <= device.info().local_mem_bytes &&
          static_cast<std::size_t>(config.threads()) <= device.info().max_work_group_size &&
          tiles * static_cast<std::uint64_t>(config.threads()) <= (1ull << 31);
 }
@@ -258,10 +261,18 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   if (config.wgmma) config = mma_config(p, *kind, units, false, *mode);
   config.drop_warpgroup();
   const int chunk = mma_chunk_bytes(p);
-  if (chunk == 0 || !fits(device, p, config, *mode) ||
-      !kind_available(call, *kind, *mode, false)) {
-    return false;
+  const bool config_fits = fits(device, p, config, *mode);
+  if (!config_fits && env::get(env::kMmaParams)) {
+    // A default that does not fit falls back quietly; a tuning override is told why.
+    const std::uint64_t tiles =
+        ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
+    fail(Status::kInvalidArgument, "{}='{}': {} does not fit device {}: {} bytes of local memory "
+         "({} available), {} work-items per group ({} allowed), a grid of {} groups (at most "
+         "2^31 work-items in all)", env::kMmaParams, *env::get(env::kMmaParams), config.to_string(),
+         device.index(), local_bytes(p, config, *mode), device.info().local_mem_bytes,
+         config.threads(), device.info().max_work_group_size, tiles);
   }
+  if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
   // TF32 and 3xTF32 products of fewer tiles than the device has compute units (decode-like m,
   // weight gradients) run as k slices of whole K-tiles, each slice product on the same kernel,
   // folded in slice order. Measured on an H100 (docs/PERFORMANCE.md): with more tiles the fold

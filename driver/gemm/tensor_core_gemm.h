@@ -10,7 +10,8 @@ namespace aethercl::gemm {
 // Enqueues p on tensor cores and returns true when the device has them (probed at first use:
 // one warning when the probe fails) and a kernel handles p's storage, rounding and layout;
 // returns false, having done nothing, otherwise (the caller runs the portable kernel).
-// Preconditions: those of enqueue_gemm, already checked.
+// Throws kInvalidArgument for an AETHERCL_MMA_PARAMS override that is malformed or does not fit
+// the device. Preconditions: those of enqueue_gemm, already checked.
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p);
 
 }  // namespace aethercl::gemm

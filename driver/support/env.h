@@ -68,6 +68,7 @@ inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no
 inline constexpr const char* kRowGroupMin = "AETHERCL_ROW_GROUP_MIN";  // benchmarks: register groups
 inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
 inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
+inline constexpr const char* kMmaParams = "AETHERCL_MMA_PARAMS";  // tensor-core tile override
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
 inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no kernel log
 

@@ -601,12 +601,27 @@ def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32
     tc = device.upload(np.full((20, 18), np.nan, np.float32))
     desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 20, 18, 24, dtype_a=g.BF16,
                        compute=g.COMPUTE_MODES["bf16"])
-    for text in ("bulk=1,wgmma=0", "row_bytes=32", "wgmma=1,bn=120", "wgmma=1,bulk=1,bn=96",
-                 "wgmma=1,bulk=1,row_bytes=16", "bulk=2,wgmma=1", "wgmma=1,bulk=1,rows=3"):
+    # Zero, negative and huge sizes are divisors and factors of the checks themselves: refused
+    # before any of them divides or overflows, on both kernels' defaults.
+    sizes = ("wm=0", "wn=0", "bm=0", "bn=0", "row_bytes=0", "bm=-64", "wm=-16",
+             "wm=2147483647", "bm=1073741824,bn=1073741824,wm=16,wn=16", "wgmma=1,bm=32",
+             "wgmma=1,bm=32,bulk=1,row_bytes=32", "wgmma=1,bm=0,bulk=0")
+    cases = [("emulate-wgmma", text) for text in (
+        "bulk=1,wgmma=0", "row_bytes=32", "wgmma=1,bn=120", "wgmma=1,bulk=1,bn=96",
+        "wgmma=1,bulk=1,row_bytes=16", "bulk=2,wgmma=1", "wgmma=1,bulk=1,rows=3") + sizes]
+    cases += [("emulate", text) for text in sizes]
+    for instructions, text in cases:
+        monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
         monkeypatch.setenv("AETHERCL_MMA_PARAMS", text)
         assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0, text
         assert "AETHERCL_MMA_PARAMS" in lib.last_error(), text
         assert np.isnan(tc.numpy()).all(), text
+    # A valid configuration too large for the device is refused with what it needs, not run
+    # on other kernels behind the tuner's back.
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=32,bn=1024,wm=16,wn=64,stages=8,row_bytes=128")
+    assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0
+    assert "does not fit" in lib.last_error() and "local memory" in lib.last_error()
+    assert np.isnan(tc.numpy()).all()
     monkeypatch.delenv("AETHERCL_MMA_PARAMS")
     g.gemm(lib, device.index, desc)
     assert np.abs(tc.numpy() - a.astype(np.float64) @ b).max() < 1e-3
