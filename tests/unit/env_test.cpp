@@ -2,35 +2,13 @@
 // reported once per variable and fall back to the default.
 #include "support/env.h"
 #include "support/log.h"
+#include "test_support.h"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
 using namespace aethercl;
 
-namespace {
-
-// Sets a variable for one scope (POSIX setenv; _putenv_s on Windows).
-struct ScopedEnv {
-  const char* name;
-  ScopedEnv(const char* variable, const char* value) : name(variable) {
-#ifdef _WIN32
-    _putenv_s(name, value);
-#else
-    setenv(name, value, 1);
-#endif
-  }
-  ~ScopedEnv() {
-#ifdef _WIN32
-    _putenv_s(name, "");
-#else
-    unsetenv(name);
-#endif
-  }
-};
-
-}  // namespace
+using aethercl::testing::ScopedEnv;
 
 TEST_CASE("sizes: plain bytes, binary units in any spelling, fractions only with a unit") {
   CHECK(env::parse_bytes("4096") == 4096u);
