@@ -3,6 +3,7 @@
 #include "runtime/launch.h"
 
 #include "cl/cl_error.h"
+#include "runtime/launch_capture.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -103,6 +104,7 @@ void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event*
       if (!local) std::memcpy(bound.bytes, arg.value, arg.size);
     }
   }
+  capture_launch(queue, record);
   const LaunchGeometry& g = record.geometry;
   cl::check(clEnqueueNDRangeKernel(queue, kernel, g.dimensions, nullptr, g.global.data(),
                                    g.runtime_picks_local ? nullptr : g.local.data(), wait_count,

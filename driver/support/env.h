@@ -71,5 +71,8 @@ inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: port
 inline constexpr const char* kMmaParams = "AETHERCL_MMA_PARAMS";  // tensor-core tile override
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
 inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no kernel log
+inline constexpr const char* kCaptureDir = "AETHERCL_CAPTURE_DIR";  // launches written here
+inline constexpr const char* kCaptureKernels = "AETHERCL_CAPTURE_KERNELS";  // name substrings
+inline constexpr const char* kCaptureLimit = "AETHERCL_CAPTURE_LIMIT";  // launches per kernel
 
 }  // namespace aethercl::env

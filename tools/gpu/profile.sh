@@ -1,18 +1,32 @@
 #!/bin/bash
-# Nsight Compute on the lent NVIDIA machine: one FP32 GEMM 4096^3 and one BF16 8192^3 product
-# (the warpgroup-MMA kernel), to see which limit stops them. Setup as tools/gpu/tests.sh.
+# Nsight Compute on the lent NVIDIA machine. ncu does not attach to OpenCL launches, so the
+# products are captured (AETHERCL_CAPTURE_DIR) and their launches replayed through the CUDA driver
+# by tools/gpu/replay_launch.py under ncu. Setup as tools/gpu/tests.sh; reports go to $OUT.
+# Arguments: "MODE MxNxK [--trans-b]" per product (default: the decode-like and square products
+# short of their targets).
 P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
 echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 D=$PWD; B=$D/.devcarry/build
 export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
 export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
 export PYTHONPATH=$D/python_harness
-which ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null
-NCU=$(which ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-for mode in "fp32 4096" "bf16 8192"; do
-  set -- $mode
-  timeout 150 $NCU --target-processes all -k regex:gemm -c 1 --section SpeedOfLight --section Occupancy \
-    --section MemoryWorkloadAnalysis python3 tools/bench/gemm.py --build $B --sizes $2 --modes $1 \
-    --no-cublas --no-clblast --reps 1 > $OUT/ncu_$1.txt 2>&1
-  grep -E "==PROF==|==WARNING==|==ERROR==|Throughput|Occupancy|Registers|Shared Memory|Duration|Block Size|Elapsed|Memory \[%\]|Compute \(SM\)" $OUT/ncu_$1.txt | head -30
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+[ $# -gt 0 ] || set -- "tf32 128x4096x4096" "bf16 128x4096x4096" "tf32 2048x2048x2048"
+for product in "$@"; do
+  set -- $product
+  name=$(echo "$product" | tr ' ' '_' | tr -d -)
+  capture=/tmp/capture/$name; rm -rf "$capture"
+  AETHERCL_CAPTURE_DIR=$capture AETHERCL_CAPTURE_KERNELS=gemm AETHERCL_CAPTURE_LIMIT=4 \
+    timeout 120 python3 tools/bench/gemm.py --build $B --sizes --shapes $2 --modes $1 ${3:-} \
+    --no-cublas --no-clblast --reps 1 > $OUT/bench_$name.txt 2>&1
+  echo "=== $product: $(ls $capture | tr '\n' ' ')"
+  # Each kernel's last captured launch: the first ones may be the tensor cores' probe products.
+  for kernel in $(ls $capture/*.json | sed 's/-[0-9]*\.json$//' | sort -u); do
+    launch=$(ls -v $kernel-*.json | tail -1)
+    python3 tools/gpu/replay_launch.py "$launch" --reps 20
+    timeout 150 $NCU --set full python3 tools/gpu/replay_launch.py "$launch" \
+      > $OUT/ncu_${name}_$(basename $launch .json).txt 2>&1
+    grep -E "==ERROR==|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|No Eligible|L2 Hit|DRAM Throughput" \
+      $OUT/ncu_${name}_$(basename $launch .json).txt | head -14
+  done
 done
