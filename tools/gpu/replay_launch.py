@@ -122,8 +122,9 @@ class Cuda:
 
     def buffer(self, size: int, pattern: int):
         pointer = ctypes.c_uint64()
-        self.call("cuMemAlloc_v2", ctypes.byref(pointer), max(size, 4))
-        self.call("cuMemsetD32_v2", pointer, ctypes.c_uint(pattern), max(size, 4) // 4)
+        self.call("cuMemAlloc_v2", ctypes.byref(pointer), ctypes.c_size_t(max(size, 4)))
+        self.call("cuMemsetD32_v2", pointer, ctypes.c_uint(pattern),
+                  ctypes.c_size_t(max(size, 4) // 4))
         return pointer
 
 
