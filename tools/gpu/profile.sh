@@ -11,6 +11,8 @@ export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-g
 export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
 export PYTHONPATH=$D/python_harness
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+METRICS="==ERROR==|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy"
+METRICS="$METRICS|Registers Per|Warp Cycles Per Issued|No Eligible|L2 Hit|DRAM Throughput"
 [ $# -gt 0 ] || set -- "tf32 128x4096x4096" "bf16 128x4096x4096" "tf32 2048x2048x2048"
 for product in "$@"; do
   set -- $product
@@ -26,7 +28,6 @@ for product in "$@"; do
     python3 tools/gpu/replay_launch.py "$launch" --reps 20
     timeout 150 $NCU --set full python3 tools/gpu/replay_launch.py "$launch" \
       > $OUT/ncu_${name}_$(basename $launch .json).txt 2>&1
-    grep -E "==ERROR==|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|No Eligible|L2 Hit|DRAM Throughput" \
-      $OUT/ncu_${name}_$(basename $launch .json).txt | head -14
+    grep -E "$METRICS" $OUT/ncu_${name}_$(basename $launch .json).txt | head -14
   done
 done
