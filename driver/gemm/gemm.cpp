@@ -219,7 +219,11 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
   Device& device = call.device();
   auto [kernel, params] = choose_kernel(device, p);
   if (const std::uint64_t slices = split_k_slices(device, p, params); slices > 1) {
-    enqueue_split_k(call, p, slices);
+    // Slices of a product the tensor cores declined stay on this kernel: as a batch they would
+    // meet a different tile default there (and an override meant for the whole product).
+    GemmProblem portable = p;
+    portable.tensor_cores = false;
+    enqueue_split_k(call, portable, slices);
     return;
   }
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
