@@ -4,35 +4,40 @@ Captures are taken in child processes, since the library reads the variables onc
 program binary is not PTX: the capture is still written (arguments classified from the kernel's
 argument info), and the replay tool refuses it; the replay's planning is checked on a capture
 with PTX written here, the form NVIDIA's compiler emits."""
+import ctypes
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ROOT / "tools" / "gpu" / "replay_launch.py"
 
-# A user kernel with two buffers, a float, a uint and a __local argument, launched three times.
+# A user kernel with two buffers, a float and a uint, launched three times, and one with a
+# __local argument, launched once.
 CHILD = r"""
 import numpy as np, aethercl
 gpu = aethercl.Device(0)
 program = gpu.compile('''
-__kernel void scale(__global const float* x, __global float* y, float alpha, uint n,
-                    __local float* scratch) {
+__kernel void scale(__global const float* x, __global float* y, float alpha, uint n) {
   size_t i = get_global_id(0);
-  scratch[get_local_id(0)] = 0.0f;
   if (i < n) y[i] = alpha * x[i];
 }
-__kernel void other(__global float* y) { y[get_global_id(0)] = 1.0f; }
+__kernel void staged(__global float* y, __local float* scratch) {
+  scratch[get_local_id(0)] = 1.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  y[get_global_id(0)] = scratch[get_local_id(0)];
+}
 ''')
-scale, other = program.kernel("scale"), program.kernel("other")
+scale, staged = program.kernel("scale"), program.kernel("staged")
 x = gpu.buffer(np.arange(100, dtype=np.float32))
 y = gpu.buffer(np.zeros(128, np.float32))
 for alpha in (2.0, 3.0, 4.0):
-    scale(128, 32, x, y, np.float32(alpha), np.uint32(100), aethercl.Local(32, np.float32))
-other(128, 32, y)
+    scale(128, 32, x, y, np.float32(alpha), np.uint32(100))
+staged(128, 32, y, aethercl.Local(32, np.float32))
 gpu.wait()
 print("ok", y.read()[:3].tolist())
 """
@@ -52,7 +57,7 @@ def test_a_capture_names_the_kernel_its_geometry_and_every_argument(tmp_path, mo
     capture(monkeypatch, tmp_path)
     files = sorted(p.name for p in tmp_path.iterdir())
     # The first launch of each kernel (the default limit), and one program file for both.
-    assert [f for f in files if f.endswith(".json")] == ["other-0.json", "scale-0.json"], files
+    assert [f for f in files if f.endswith(".json")] == ["scale-0.json", "staged-0.json"], files
     programs = [f for f in files if f.startswith("program-")]
     assert len(programs) == 1, files
     record = json.loads((tmp_path / "scale-0.json").read_text())
@@ -61,12 +66,14 @@ def test_a_capture_names_the_kernel_its_geometry_and_every_argument(tmp_path, mo
     assert record["binary"] == programs[0]
     assert (tmp_path / record["binary"]).stat().st_size > 0
     assert record["global"] == [128] and record["local"] == [32]
-    x, y, alpha, n, scratch = record["args"]
+    x, y, alpha, n = record["args"]
     assert x["kind"] == y["kind"] == "buffer"
     assert x["bytes"] >= 400 and y["bytes"] >= 512
     assert alpha == {"kind": "scalar", "size": 4, "hex": "00000040"}
     assert n == {"kind": "scalar", "size": 4, "hex": "64000000"}
-    assert scratch == {"kind": "local", "bytes": 128}
+    staged = json.loads((tmp_path / "staged-0.json").read_text())
+    assert staged["args"][0]["kind"] == "buffer"
+    assert staged["args"][1] == {"kind": "local", "bytes": 128}
 
 
 def test_the_kernel_filter_and_the_limit(tmp_path, monkeypatch):
@@ -158,3 +165,23 @@ def test_replay_refuses_what_it_cannot_pass(tmp_path):
     assert result.returncode == 1 and "picked the work-group size" in result.stderr
     result = replay(write_ptx_capture(tmp_path, GOOD_ARGS, local=(48,)), "--plan")
     assert result.returncode == 1 and "not a multiple" in result.stderr
+
+
+def cuda_driver_loads() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def test_replay_runs_an_nvidia_capture_with_its_arguments(tmp_path, monkeypatch, lib, device):
+    # Where the device is NVIDIA's and the CUDA driver is installed: the captured PTX loads as a
+    # CUDA module and runs with the captured scalars (alpha 2.0 over n = 100 elements of ones).
+    info = json.loads(lib.json_call("aethercl_device_info", device.index))
+    if "NVIDIA" not in info["vendor"].upper() or not cuda_driver_loads():
+        pytest.skip("replay needs an NVIDIA device (PTX) and libcuda.so.1")
+    capture(monkeypatch, tmp_path)
+    result = replay(tmp_path / "scale-0.json", "--reps", "3", "--expect", "1=2.0:100")
+    assert result.returncode == 0, result.stderr
+    assert "us per launch" in result.stdout

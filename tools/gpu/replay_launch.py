@@ -128,8 +128,10 @@ class Cuda:
         return pointer
 
 
-def replay(launch: dict, reps: int, fill: float) -> float:
-    """Runs the launch reps times after one warm-up; the mean microseconds per launch."""
+def replay(launch: dict, reps: int, fill: float, expect=None) -> float:
+    """Runs the launch reps times after one warm-up; the mean microseconds per launch. expect
+    (argument index, value, count): after the warm-up, that buffer's first count float32 values
+    must all equal value (checks that the arguments reached the kernel as captured)."""
     cuda = Cuda()
     function = cuda.function(launch["ptx"], launch["kernel"])
     pattern = struct.unpack("<I", struct.pack("<f", fill))[0]
@@ -146,6 +148,16 @@ def replay(launch: dict, reps: int, fill: float) -> float:
 
     run()
     cuda.call("cuCtxSynchronize")
+    if expect is not None:
+        index, value, count = expect
+        if launch["args"][index][0] != "buffer":
+            raise ReplayError(f"--expect: argument {index} is not a buffer")
+        host = (ctypes.c_float * count)()
+        cuda.call("cuMemcpyDtoH_v2", host, values[index], ctypes.c_size_t(4 * count))
+        wrong = [i for i in range(count) if host[i] != value]
+        if wrong:
+            raise ReplayError(f"--expect: argument {index} holds {host[wrong[0]]} at "
+                              f"{wrong[0]}, not {value} ({len(wrong)} of {count} differ)")
     start, end = ctypes.c_void_p(), ctypes.c_void_p()
     cuda.call("cuEventCreate", ctypes.byref(start), 0)
     cuda.call("cuEventCreate", ctypes.byref(end), 0)
@@ -165,7 +177,14 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=1, help="timed launches after a warm-up")
     parser.add_argument("--fill", type=float, default=1.0, help="value every buffer holds")
     parser.add_argument("--plan", action="store_true", help="print the launches; run nothing")
+    parser.add_argument("--expect", default=None, metavar="ARG=VALUE:COUNT",
+                        help="check: buffer argument ARG's first COUNT floats equal VALUE")
     args = parser.parse_args()
+    expect = None
+    if args.expect:
+        index, _, rest = args.expect.partition("=")
+        value, _, count = rest.partition(":")
+        expect = (int(index), float(value), int(count or 1))
     failed = 0
     for path in args.captures:
         try:
@@ -178,7 +197,8 @@ def main() -> int:
                 print(f"{path.name}: warning: the PTX reads %envreg registers, which OpenCL's "
                       "driver sets and CUDA's does not", file=sys.stderr)
             if not args.plan:
-                print(f"{path.name}: {replay(launch, args.reps, args.fill):.1f} us per launch")
+                microseconds = replay(launch, args.reps, args.fill, expect)
+                print(f"{path.name}: {microseconds:.1f} us per launch")
         except (ReplayError, OSError, KeyError, ValueError) as error:
             print(f"{path.name}: {error}", file=sys.stderr)
             failed += 1
