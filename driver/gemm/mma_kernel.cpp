@@ -86,7 +86,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
                         threads <= 1024 && config.stages >= 2 && config.stages <= 8 &&
                         (config.wgmma == 0 || config.wgmma == 1) &&
                         (config.inflight == 0 || config.inflight == 1) &&
-                        (config.tf32_round == 0 || config.tf32_round == 1) &&
+                        (config.tf32_round == 0 || config.tf32_round == 1 ||
+                         (config.tf32_round == 2 && config.wgmma == 1 && config.bulk == 0)) &&
                         (config.bulk == 0 || (config.bulk == 1 && config.wgmma == 1)) &&
                         (config.row_bytes == 64 || (config.row_bytes == 32 && config.bulk) ||
                          (config.row_bytes == 128 && !config.wgmma && threads % 64 == 0));
@@ -96,7 +97,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
          "with bm a multiple of 64 and bn 64, 128 or 256, or 120 or 248 with bulk=1; at most 32 "
          "warps, each copying whole rows (row_bytes / 16 units) of bm and bn, or one unit each of "
          "a skinny bm; 2-8 stages; bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1, or "
-         "128 with wgmma=0 and a multiple of 64 work-items)", kParamsVariable, text);
+         "128 with wgmma=0 and a multiple of 64 work-items; tf32_round 0 or 1, or 2 with wgmma=1 "
+         "and bulk=0)", kParamsVariable, text);
   }
 }
 

@@ -26,7 +26,11 @@ struct MmaConfig {
   int wm = 64;
   int wn = 64;
   int stages = 3;
-  int tf32_round = 1;  // 1: round TF32 inputs to nearest (the documented rounding)
+  // 1: round TF32 inputs to nearest (the documented rounding); on the warpgroup kernel that is
+  // a packing pass over both operands. 2: the same rounding, done by the cp.async warpgroup
+  // kernel (wgmma=1, bulk=0) on each staged tile instead, so operands stored k-contiguous are
+  // read in place. 0: the tensor cores' truncation.
+  int tf32_round = 1;
   int wgmma = 0;       // 1: the warpgroup-MMA kernel (sm_90a)
   int inflight = 1;    // warpgroup MMA: 1 keeps a K-tile's MMAs running across the next barrier
   int bulk = 0;        // warpgroup MMA: 1 packs A and B into stage images and bulk-copies them
@@ -37,6 +41,7 @@ struct MmaConfig {
   // The mma.sync form of this configuration: no warpgroup MMA, hence no bulk copies either.
   void drop_warpgroup() {
     if (wgmma) row_bytes = 64;
+    if (tf32_round == 2) tf32_round = 1;  // mma.sync rounds its fragments in registers
     wgmma = 0;
     bulk = 0;
   }

@@ -162,10 +162,13 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
   try {
     GemmProblem packed = p;
     // TF32 with the documented rounding: both operands are copied rounded, and the kernel leaves
-    // them as they are (rounding every staged tile in local memory cost a third of its speed).
+    // them as they are (rounding every staged tile in local memory cost a third of its speed on
+    // products that fill the device). tf32_round=2 asks the cp.async kernel to round its staged
+    // tiles instead, which spares products that read few tiles per operand element a pass.
     const bool round_tf32 = kind == MmaKind::kTF32 && config.tf32_round == 1;
     MmaConfig kernel_config = config;
     if (round_tf32) kernel_config.tf32_round = 0;
+    if (config.tf32_round == 2) kernel_config.tf32_round = 1;
     if (config.bulk) {  // both as stage images: A as m x k, B as n x k
       const PackValues values = kind == MmaKind::k3xTF32 ? PackValues::kSplitTF32
                                 : round_tf32             ? PackValues::kRoundTF32

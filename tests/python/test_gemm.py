@@ -323,6 +323,52 @@ def test_warpgroup_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, p
              trans_b=tb, m=70, n=131, k=45, layout="broadcast_b", pad=4, beta=0.5, c_init=1.0)
 
 
+@pytest.mark.parametrize("instructions", ["emulate-wgmma", "auto"])
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+def test_tf32_rounded_by_the_warpgroup_kernel_matches_packed_rounding(
+        lib, device, fp32_precision, monkeypatch, tmp_path, instructions, trans):
+    # tf32_round=2: the cp.async warpgroup kernel rounds each staged tile instead of a packing
+    # pass rounding both operands first. Same rounded inputs, same products: the same bits. With
+    # A stored m x k and B stored n x k nothing is packed at all; otherwise only the operand
+    # stored the other way round is (transposed, not rounded).
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    base = "wgmma=1,bulk=0,bm=64,bn=64,wm=16,wn=64,stages=2,row_bytes=64,inflight=1"
+    runs = {}
+    for rounding in (1, 2):
+        monkeypatch.setenv("AETHERCL_MMA_PARAMS", f"{base},tf32_round={rounding}")
+        runs[rounding] = kernels_launched(
+            lib, device.index, tmp_path / f"trace{rounding}.json", lambda: run_gemm(
+                lib, device, np.random.default_rng(7), mode="tf32", ab=g.F32, trans_a=ta,
+                trans_b=tb, m=136, n=72, k=200, layout="batched", pad=8, offsets=(16, 8, 4),
+                alpha=0.5))
+    (names_packed, packed), (names_in_kernel, in_kernel) = runs[1], runs[2]
+    assert np.array_equal(packed.view(np.uint64), in_kernel.view(np.uint64))
+    if "gemm_mma_product" not in names_in_kernel:
+        assert instructions == "auto", names_in_kernel  # no warpgroup MMA on this device
+        return
+    packs = {name for name in names_in_kernel if name.startswith("gemm_pack")}
+    assert packs == (set() if trans == "nt" else {"gemm_pack_transpose"}), packs
+    assert "gemm_pack_copy" in names_packed or "gemm_pack_transpose" in names_packed
+
+
+def test_tf32_round_2_needs_the_cp_async_warpgroup_kernel(lib, device, fp32_precision,
+                                                          monkeypatch):
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
+    a, b = device.upload(np.ones((8, 8), np.float32)), device.upload(np.ones((8, 8), np.float32))
+    c = device.upload(np.full((8, 8), np.nan, np.float32))
+    desc = g.gemm_desc(a.handle, b.handle, c.handle, 8, 8, 8, compute=g.COMPUTE_MODES["tf32"])
+    for text in ("tf32_round=2,wgmma=0", "tf32_round=2,wgmma=1,bulk=1,row_bytes=32",
+                 "tf32_round=3,wgmma=1", "tf32_round=-1"):
+        monkeypatch.setenv("AETHERCL_MMA_PARAMS", text)
+        assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0, text
+        assert "tf32_round" in lib.last_error(), text
+        assert np.isnan(c.numpy()).all(), text
+    for t in (a, b, c):
+        assert t.guard_intact()
+        t.free()
+
+
 def test_k_zero_scales_c(lib, device, rng, fp32_precision):
     run_gemm(lib, device, rng, mode="fp32", ab=g.F32, m=5, n=6, k=0, layout="batched",
              beta=-3.0, pad=1, c_init=1.0)
