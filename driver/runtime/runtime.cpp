@@ -5,6 +5,7 @@
 #include "runtime/tracer.h"
 #include "support/env.h"
 #include "support/error.h"
+#include "support/fork_state.h"
 #include "support/log.h"
 #include "support/process.h"
 
@@ -15,6 +16,15 @@ namespace aethercl {
 namespace {
 
 void trace_exit_hook() { Runtime::instance().write_trace_at_exit(); }
+
+// Destroyed when the thread that holds it exits. The main thread's is destroyed inside exit()
+// before any atexit handler or static destructor runs (thread-local destructors come first), so
+// the queues are finished while the OpenCL runtime's libraries are still whole. (An atexit
+// handler comes too late: PoCL's LLVM registers static destructors lazily, during the very
+// compilations a queued launch may still be running, and those then run first.)
+struct ExitFinisher {
+  ~ExitFinisher() { Runtime::instance().finish_at_exit(); }
+};
 
 }  // namespace
 
@@ -51,6 +61,10 @@ void Runtime::initialize(int gpu_index) {
   auto device = std::make_unique<Device>(gpu_index, devices[gpu_index], shared);
   log().info("initialised device {}: {}", gpu_index, device->info().name);
   devices_.emplace(gpu_index, std::move(device));
+  if (on_main_thread()) {
+    static thread_local ExitFinisher finisher;
+    (void)finisher;
+  }
 }
 
 void Runtime::shutdown() noexcept {
@@ -116,6 +130,21 @@ void Runtime::write_trace_at_exit() noexcept {
   }
   if (trace_process_id_ != current_process_id()) return;  // a forked child: the parent writes it
   write_environment_trace();
+}
+
+void Runtime::finish_at_exit() noexcept {
+  if (forked_after_opencl_use()) return;  // the parent's OpenCL state is unusable here
+  std::shared_lock lock(lifecycle_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // a shutdown or initialisation is running on another thread
+  for (auto& [index, device] : devices_) {
+    std::unique_lock device_lock(device->mutex(), std::try_to_lock);
+    if (!device_lock.owns_lock()) continue;  // a call on another thread owns the device
+    try {
+      device->synchronize();
+    } catch (const std::exception& error) {
+      log().debug("device {}: work still queued at exit failed: {}", index, error.what());
+    }
+  }
 }
 
 void Runtime::finish_all() {

@@ -51,6 +51,12 @@ class Runtime {
   // shutdown_driver never did. Releases nothing; skipped in a forked child and while another
   // thread is inside a call (the trace is then lost, with a warning).
   void write_trace_at_exit() noexcept;
+  // At process exit, when the main thread initialised a device (Linux): waits for the work
+  // still queued on every device, since an OpenCL runtime still compiling or running it while
+  // the process's libraries are torn down can crash (PoCL compiles kernels on its worker
+  // threads). Releases nothing; skipped in a forked child, and for a device another thread is
+  // using.
+  void finish_at_exit() noexcept;
   // Waits for every initialised device's queue (tracing needs all events finished).
   void finish_all();
   // Gives every initialised device a profiling queue (tracing started after initialisation).

@@ -4,6 +4,7 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
@@ -14,6 +15,14 @@ long current_process_id() noexcept {
   return static_cast<long>(GetCurrentProcessId());
 #else
   return static_cast<long>(::getpid());
+#endif
+}
+
+bool on_main_thread() noexcept {
+#if defined(__linux__) && defined(SYS_gettid)
+  return static_cast<long>(::syscall(SYS_gettid)) == static_cast<long>(::getpid());
+#else
+  return false;
 #endif
 }
 

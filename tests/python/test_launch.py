@@ -318,6 +318,37 @@ print(json.dumps(out))
     assert report["cl_mem"][0] is None and "belongs to device 1" in report["cl_mem"][1]
 
 
+# Launches a kernel PoCL has never compiled and exits at once, the launch still queued.
+EXIT_WITH_WORK_QUEUED = r"""
+import numpy as np, aethercl
+gpu = aethercl.Device(0)
+program = gpu.compile('''
+__kernel void busy(__global float* y, uint rounds) {
+  float v = (float)get_global_id(0);
+  for (uint r = 0; r < rounds; ++r) v = v * 1.0001f + sin(v) * cos(v + (float)r);
+  y[get_global_id(0)] = v;
+}''')
+y = gpu.buffer(np.zeros(1 << 16, np.float32))
+program.kernel("busy")(1 << 16, 64, y, np.uint32(200))
+print("launched", flush=True)
+"""
+
+
+def test_exiting_with_work_still_queued_finishes_it_first(tmp_path, monkeypatch):
+    # PoCL compiles a kernel for its work-group size on its worker threads when the launch runs.
+    # A process that exited meanwhile tore LLVM down under that compilation: a segmentation fault
+    # in about one exit in four with the submission thread (cold PoCL cache). The library now
+    # finishes the queues from the main thread's exit, before any library is torn down.
+    monkeypatch.setenv("AETHERCL_CACHE", "0")
+    for submit in ("0", "1"):
+        monkeypatch.setenv("AETHERCL_SUBMIT_THREAD", submit)
+        for attempt in range(6):
+            monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / f"pocl-{submit}-{attempt}"))
+            result = run_child(EXIT_WITH_WORK_QUEUED)
+            assert result.returncode == 0 and "launched" in result.stdout, (
+                submit, attempt, result.returncode, result.stderr[-2000:])
+
+
 def test_one_kernel_token_from_eight_threads(lib, device, kernels):
     """Each thread launches the shared add_one token on its own buffer with its own amount; a
     launch that saw another thread's arguments would add the wrong amount or to the wrong buffer."""
