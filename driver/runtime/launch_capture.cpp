@@ -227,26 +227,29 @@ std::optional<std::vector<bool>> ptx_pointer_params(std::string_view text,
 }
 
 void capture_launch(cl_command_queue queue, const LaunchRecord& record) noexcept {
-  if (!settings().directory || record.kernel == nullptr) return;
-  const std::string& name = record.kernel->name;
-  if (!selected(name)) return;
-  std::uint64_t sequence = 0;
-  {
-    std::lock_guard lock(state().mutex);
-    std::uint64_t& count = state().captured[name];
-    if (count >= settings().limit) return;
-    sequence = count++;
-  }
+  // Capture is best effort: nothing may escape into the launch, not even from reporting.
   try {
-    capture(queue, record, sequence);
-  } catch (const std::exception& error) {
-    std::lock_guard lock(state().mutex);
-    if (!state().failure_logged) {
-      state().failure_logged = true;
-      log().warn("{}: cannot capture a launch of {} ({}); later failures are not logged",
-                 env::kCaptureDir, name, error.what());
+    if (!settings().directory || record.kernel == nullptr) return;
+    const std::string& name = record.kernel->name;
+    if (!selected(name)) return;
+    std::uint64_t sequence = 0;
+    {
+      std::lock_guard lock(state().mutex);
+      std::uint64_t& count = state().captured[name];
+      if (count >= settings().limit) return;
+      sequence = count++;
     }
-  } catch (...) {  // capture is best effort: nothing may escape into the launch
+    try {
+      capture(queue, record, sequence);
+    } catch (const std::exception& error) {
+      std::lock_guard lock(state().mutex);
+      if (!state().failure_logged) {
+        state().failure_logged = true;
+        log().warn("{}: cannot capture a launch of {} ({}); later failures are not logged",
+                   env::kCaptureDir, name, error.what());
+      }
+    }
+  } catch (...) {
   }
 }
 
