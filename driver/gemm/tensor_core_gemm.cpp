@@ -178,12 +178,15 @@ std::uint64_t local_bytes(const GemmProblem& p, const MmaConfig& config, MmaMode
          (mode != MmaMode::kHardware ? static_cast<std::uint64_t>(config.threads()) * 24 : 0);
 }
 
+// Work-groups (output tiles) of one batch item of p in `config`'s tiles.
+std::uint64_t tile_count(const GemmProblem& p, const MmaConfig& config) {
+  return ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
+}
+
 bool fits(const Device& device, const GemmProblem& p, const MmaConfig& config, MmaMode mode) {
-  const std::uint64_t tiles = ((p.m + config.bm - 1) / config.bm) *
-                              ((p.n + config.bn - 1) / config.bn);
   return local_bytes(p, config, mode) <= device.info().local_mem_bytes &&
          static_cast<std::size_t>(config.threads()) <= device.info().max_work_group_size &&
-         tiles * static_cast<std::uint64_t>(config.threads()) <= (1ull << 31);
+         tile_count(p, config) * static_cast<std::uint64_t>(config.threads()) <= (1ull << 31);
 }
 
 // Runs `launch` unless its variant (build options) was refused before; a variant that does not
@@ -262,15 +265,13 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   config.drop_warpgroup();
   const int chunk = mma_chunk_bytes(p);
   const bool config_fits = fits(device, p, config, *mode);
-  if (!config_fits && env::get(env::kMmaParams)) {
+  if (auto text = env::get(env::kMmaParams); !config_fits && text) {
     // A default that does not fit falls back quietly; a tuning override is told why.
-    const std::uint64_t tiles =
-        ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
     fail(Status::kInvalidArgument, "{}='{}': {} does not fit device {}: {} bytes of local memory "
          "({} available), {} work-items per group ({} allowed), a grid of {} groups (at most "
-         "2^31 work-items in all)", env::kMmaParams, *env::get(env::kMmaParams), config.to_string(),
-         device.index(), local_bytes(p, config, *mode), device.info().local_mem_bytes,
-         config.threads(), device.info().max_work_group_size, tiles);
+         "2^31 work-items in all)", env::kMmaParams, *text, config.to_string(), device.index(),
+         local_bytes(p, config, *mode), device.info().local_mem_bytes, config.threads(),
+         device.info().max_work_group_size, tile_count(p, config));
   }
   if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
   // TF32 and 3xTF32 products of fewer tiles than the device has compute units (decode-like m,
@@ -280,8 +281,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   // products gained little or lost (16 x 8192 x 8192 BF16 68 us split, 73 whole; 128 x 4096 x
   // 4096 BF16 41 us split, 39 whole; on an H200 with 16-row tiles, 16 x 4096 x 4096 and
   // 16 x 768 x 3072 lost).
-  const std::uint64_t tiles =
-      ((p.m + config.bm - 1) / config.bm) * ((p.n + config.bn - 1) / config.bn);
+  const std::uint64_t tiles = tile_count(p, config);
   const bool split_pays =
       tiles < units && (*kind == MmaKind::kTF32 || *kind == MmaKind::k3xTF32);
   if (const std::uint64_t slices =

@@ -12,15 +12,6 @@
 namespace aethercl {
 namespace {
 
-std::string device_string(cl_device_id device, cl_device_info param) {
-  size_t size = 0;
-  cl::check(clGetDeviceInfo(device, param, 0, nullptr, &size), "clGetDeviceInfo");
-  std::string value(size, '\0');
-  cl::check(clGetDeviceInfo(device, param, size, value.data(), nullptr), "clGetDeviceInfo");
-  while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
-  return value;
-}
-
 std::string platform_string(cl_platform_id platform, cl_platform_info param) {
   size_t size = 0;
   cl::check(clGetPlatformInfo(platform, param, 0, nullptr, &size), "clGetPlatformInfo");
@@ -38,6 +29,15 @@ T device_value(cl_device_id device, cl_device_info param) {
 }
 
 }  // namespace
+
+std::string device_string(cl_device_id device, cl_device_info param) {
+  size_t size = 0;
+  cl::check(clGetDeviceInfo(device, param, 0, nullptr, &size), "clGetDeviceInfo");
+  std::string value(size, '\0');
+  cl::check(clGetDeviceInfo(device, param, size, value.data(), nullptr), "clGetDeviceInfo");
+  while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
+  return value;
+}
 
 bool DeviceInfo::has_extension(const std::string& extension_name) const {
   for (const auto& extension : extensions)

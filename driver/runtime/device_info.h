@@ -49,6 +49,9 @@ const char* kind_name(DeviceKind kind) noexcept;
 // Queries every field; throws Error(kDeviceError) if the runtime refuses a core query.
 DeviceInfo query_device_info(cl_platform_id platform, cl_device_id device);
 
+// A string property of a device, trailing NULs and spaces removed. Throws on an OpenCL error.
+std::string device_string(cl_device_id device, cl_device_info param);
+
 // A JSON object of the fields above (plus the visible index and whether it is initialised).
 std::string device_info_json(const DeviceInfo& info, int index, bool initialized);
 

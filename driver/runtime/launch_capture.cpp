@@ -4,6 +4,7 @@
 #include "runtime/device_info.h"
 #include "runtime/program_build.h"
 #include "support/env.h"
+#include "support/error.h"
 #include "support/hash.h"
 #include "support/log.h"
 
@@ -117,20 +118,18 @@ std::string arg_json(cl_kernel kernel, std::size_t index, const LaunchArgs::Arg&
                      hex(arg.value, arg.size));
 }
 
+// The queue's device's name; "" when OpenCL cannot say (a capture is written regardless).
 std::string device_name(cl_command_queue queue) {
   cl_device_id device = nullptr;
   if (clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(device), &device, nullptr) !=
       CL_SUCCESS) {
     return "";
   }
-  std::size_t size = 0;
-  if (clGetDeviceInfo(device, CL_DEVICE_NAME, 0, nullptr, &size) != CL_SUCCESS || size == 0) {
+  try {
+    return device_string(device, CL_DEVICE_NAME);
+  } catch (const Error&) {
     return "";
   }
-  std::string name(size, '\0');
-  if (clGetDeviceInfo(device, CL_DEVICE_NAME, size, name.data(), nullptr) != CL_SUCCESS) return "";
-  while (!name.empty() && name.back() == '\0') name.pop_back();
-  return name;
 }
 
 std::vector<unsigned char> kernel_binary(cl_kernel kernel) {
