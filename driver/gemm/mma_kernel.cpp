@@ -31,7 +31,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
                                {"wgmma", &MmaConfig::wgmma},
                                {"inflight", &MmaConfig::inflight},
                                {"bulk", &MmaConfig::bulk},
-                               {"row_bytes", &MmaConfig::row_bytes}};
+                               {"row_bytes", &MmaConfig::row_bytes},
+                               {"split", &MmaConfig::split}};
   bool row_bytes_named = false;
   bool bm_named = false;
   std::string_view rest(text);
@@ -52,7 +53,8 @@ void apply_override(MmaConfig& config, const std::string& text) {
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (field == nullptr || error != std::errc() || end != digits.data() + digits.size()) {
       fail(Status::kInvalidArgument, "{}='{}': '{}' is not one of bm, bn, wm, wn, stages, "
-           "tf32_round, wgmma, inflight, bulk, row_bytes = integer", kParamsVariable, text, item);
+           "tf32_round, wgmma, inflight, bulk, row_bytes, split = integer", kParamsVariable, text,
+           item);
     }
     config.*field->member = value;
     row_bytes_named |= field->member == &MmaConfig::row_bytes;
@@ -86,6 +88,7 @@ void apply_override(MmaConfig& config, const std::string& text) {
                         threads <= 1024 && config.stages >= 2 && config.stages <= 8 &&
                         (config.wgmma == 0 || config.wgmma == 1) &&
                         (config.inflight == 0 || config.inflight == 1) &&
+                        config.split >= 0 && config.split <= 64 &&
                         (config.tf32_round == 0 || config.tf32_round == 1 ||
                          (config.tf32_round == 2 && config.wgmma == 1 && config.bulk == 0)) &&
                         (config.bulk == 0 || (config.bulk == 1 && config.wgmma == 1)) &&
@@ -98,7 +101,7 @@ void apply_override(MmaConfig& config, const std::string& text) {
          "warps, each copying whole rows (row_bytes / 16 units) of bm and bn, or one unit each of "
          "a skinny bm; 2-8 stages; bulk=1 only with wgmma=1; row_bytes 64, or 32 with bulk=1, or "
          "128 with wgmma=0 and a multiple of 64 work-items; tf32_round 0 or 1, or 2 with wgmma=1 "
-         "and bulk=0)", kParamsVariable, text);
+         "and bulk=0; split 0-64)", kParamsVariable, text);
   }
 }
 
@@ -147,17 +150,18 @@ std::optional<MmaKind> mma_kind_for(const GemmProblem& p) {
   return std::nullopt;
 }
 
-std::uint64_t MmaConfig::local_bytes(bool split) const {
+std::uint64_t MmaConfig::local_bytes(bool two_parts) const {
   const auto stages64 = static_cast<std::uint64_t>(stages);
   return stages64 * static_cast<std::uint64_t>(bm + bn) * static_cast<std::uint64_t>(row_bytes) *
-             (split ? 2 : 1) +
+             (two_parts ? 2 : 1) +
          (bulk ? stages64 * 16 : 0);  // a full and an empty barrier per stage
 }
 
 std::string MmaConfig::to_string() const {
   return fmt::format(
-      "bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={},bulk={},row_bytes={}",
-      bm, bn, wm, wn, stages, tf32_round, wgmma, inflight, bulk, row_bytes);
+      "bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={},bulk={},row_bytes={},"
+      "split={}",
+      bm, bn, wm, wn, stages, tf32_round, wgmma, inflight, bulk, row_bytes, split);
 }
 
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,

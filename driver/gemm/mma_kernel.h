@@ -35,6 +35,10 @@ struct MmaConfig {
   int inflight = 1;    // warpgroup MMA: 1 keeps a K-tile's MMAs running across the next barrier
   int bulk = 0;        // warpgroup MMA: 1 packs A and B into stage images and bulk-copies them
   int row_bytes = 64;  // bytes of k per K-tile row: 64, or 32 with bulk, or 128 with mma.sync
+  // mma.sync products: 0 splits products of fewer tiles than compute units into k slices as the
+  // tensor-core dispatch decides; 1 never splits; 2-64 asks for that many slices (tuning), fewer
+  // where k is too short for them.
+  int split = 0;
   int threads() const {
     return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
   }
@@ -45,8 +49,8 @@ struct MmaConfig {
     wgmma = 0;
     bulk = 0;
   }
-  // Local memory of one work-group; split: 3xTF32 on the bulk kernel (two parts per operand).
-  std::uint64_t local_bytes(bool split = false) const;
+  // Local memory of one work-group; two_parts: 3xTF32 on the bulk kernel (two parts per operand).
+  std::uint64_t local_bytes(bool two_parts = false) const;
   std::string to_string() const;
 };
 
@@ -74,7 +78,7 @@ enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 // form) or, for 3xTF32, with 128 x 64 tiles of at least 64 rows (warpgroup_config()), else
 // mma.sync with 128 x 128 tiles, or 64 x 64 ones with 128-byte K-tile rows for products with
 // fewer tiles than compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
-// stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64", any subset) overrides it
+// stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64,split=0", any subset) overrides it
 // (tuning; bm 16 or 32 only with A stored m x k). Emulation uses small tiles. Throws
 // kInvalidArgument for a malformed override.
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
@@ -89,7 +93,8 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
                               int chunk, MmaMode mode);
 
 // Builds (or finds) the kernel with those options (its PTX rewritten by `patch` when not NULL)
-// and enqueues it on the call's stream. Preconditions: kind == mma_kind_for(p), chunk == mma_chunk_bytes(p) > 0.
+// and enqueues it on the call's stream. Preconditions: kind == mma_kind_for(p),
+// chunk == mma_chunk_bytes(p) > 0.
 // Throws kBuildFailed when the kernel does not build, kDeviceError when the runtime refuses the
 // launch.
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,

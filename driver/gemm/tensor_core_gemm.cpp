@@ -15,6 +15,7 @@
 #include "support/error.h"
 #include "support/log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -212,6 +213,12 @@ bool run_variant(Device& device, MmaKind kind, const std::string& variant, Launc
 // TF32 and 3xTF32 products split), which keeps their operands' 16-byte alignment.
 constexpr std::uint64_t kSliceMultiple = 32;
 
+// Split-K of tensor-core products (mma_slices).
+constexpr std::uint64_t kGroupsPerUnit = 4;
+constexpr std::uint64_t kMinSliceK = 256;
+constexpr std::uint64_t kMaxSlices = 64;
+constexpr std::uint64_t kMinSplitK16 = 2048;
+
 // One product of k slices of a split-K product on the mma.sync kernel of `config`; the portable
 // kernel takes it where that kernel variant was refused.
 void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind,
@@ -228,6 +235,34 @@ void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind
 }
 
 }  // namespace
+
+// Products of fewer tiles than the device has compute units (decode-like m, weight gradients)
+// run as k slices of whole K-tiles, each slice product on the same kernel, folded in slice order:
+// as many slices as keep the product within one wave of kGroupsPerUnit work-groups per unit (an
+// H100 multiprocessor holds four of the 48 KiB groups these products run as), in powers of two
+// (no shorter rest of k as a launch of its own where k is a multiple of 32 times that), each of
+// at least kMinSliceK of k, with no more partial products than the operands hold elements;
+// 16-bit products only from k = kMinSplitK16 on. Measured on an H100 against keeping products
+// whole (docs/PERFORMANCE.md, "Split-K of decode-like products"): BF16 32 x 4096 x 4096 36 ->
+// 64 TFLOP/s, 16 x 8192 x 8192 26 -> 31, 16 x 768 x 3072 4.1 -> 6.3, but 64 x 1024 x 1024
+// 14.3 -> 11.6; TF32 64 x 4096 x 4096 went from 35 (17 slices, the rest of k launched on its
+// own) to 55. With more tiles the fold costs more than slices gain (1024^3 TF32 42.6 us split
+// in two, 31.5 whole).
+std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles,
+                         std::uint64_t units) {
+  const bool sixteen_bit = kind == MmaKind::kBF16 || kind == MmaKind::kFP16;
+  if (p.batch != 1 || p.beta != 0.0f || p.m == 0 || p.n == 0 || tiles >= units ||
+      (sixteen_bit && p.k < kMinSplitK16)) {
+    return 1;
+  }
+  const std::uint64_t partials_allowed = (p.m * p.k + p.k * p.n) / (p.m * p.n);
+  std::uint64_t slices = 1;
+  while (slices * 2 * tiles <= units * kGroupsPerUnit && slices * 2 * kMinSliceK <= p.k &&
+         slices * 2 <= std::min(kMaxSlices, partials_allowed)) {
+    slices *= 2;
+  }
+  return slices;
+}
 
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   const std::optional<MmaMode> mode = tensor_core_mode();
@@ -274,22 +309,16 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
          device.info().max_work_group_size, tile_count(p, config));
   }
   if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
-  // TF32 and 3xTF32 products of fewer tiles than the device has compute units (decode-like m,
-  // weight gradients) run as k slices of whole K-tiles, each slice product on the same kernel,
-  // folded in slice order. Measured on an H100 (docs/PERFORMANCE.md): with more tiles the fold
-  // costs more than the slices gain (1024^3 TF32 42.6 us split in two, 31.5 whole), and 16-bit
-  // products gained little or lost (16 x 8192 x 8192 BF16 68 us split, 73 whole; 128 x 4096 x
-  // 4096 BF16 41 us split, 39 whole; on an H200 with 16-row tiles, 16 x 4096 x 4096 and
-  // 16 x 768 x 3072 lost).
   const std::uint64_t tiles = tile_count(p, config);
-  const bool split_pays =
-      tiles < units && (*kind == MmaKind::kTF32 || *kind == MmaKind::k3xTF32);
-  if (const std::uint64_t slices =
-          split_pays ? split_k_slices(device, p, tiles,
-                                      static_cast<std::uint64_t>(config.threads()),
-                                      kSliceMultiple)
-                     : 1;
-      slices > 1) {
+  std::uint64_t slices = 1;
+  if (config.split >= 2 && p.batch == 1 && p.beta == 0.0f) {
+    // A tuning override's slice count, as far as whole K-tiles of k allow.
+    slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
+                                     p.k / kSliceMultiple);
+  } else if (config.split == 0) {
+    slices = mma_slices(p, *kind, tiles, units);
+  }
+  if (slices > 1) {
     enqueue_split_k(call, p, slices, kSliceMultiple,
                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
                       enqueue_mma_slices(slice_call, slice, *kind, config, *mode);

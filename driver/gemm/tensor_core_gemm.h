@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gemm/gemm.h"
+#include "gemm/mma_kernel.h"
 #include "runtime/device_call.h"
 
 namespace aethercl::gemm {
@@ -13,5 +14,11 @@ namespace aethercl::gemm {
 // Throws kInvalidArgument for an AETHERCL_MMA_PARAMS override that is malformed or does not fit
 // the device. Preconditions: those of enqueue_gemm, already checked.
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p);
+
+// How many k slices (1: none) the mma.sync kernel computes p in when whole it would run as
+// `tiles` work-groups on a device with `units` compute units (the rule and its measurements are
+// at the definition).
+std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles,
+                         std::uint64_t units);
 
 }  // namespace aethercl::gemm

@@ -243,12 +243,12 @@ def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, 
 # whole K-tiles, each slice product on the mma.sync kernel, emulated here so that PoCL runs its
 # layouts; NVIDIA GPUs take decode-like products (16 x 8192 x 8192) this way. Dimensions, offsets
 # and leading dimensions keep 16-byte alignment (tensor cores need 4 bytes; 16 keeps every
-# cp.async width in play); k = 1000 and 392 leave a tail product after the slices of whole
-# 32-element steps. 16-bit products stay whole (the split measured no faster for them).
+# cp.async width in play); k = 1000 and 584 leave a tail product after the slices of whole
+# 32-element steps. 16-bit products split from k = 2048 on (gemm/tensor_core_gemm.cpp).
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16")])
-@pytest.mark.parametrize("shape", [(16, 16, 1024), (8, 24, 1000), (40, 56, 392)])
+@pytest.mark.parametrize("shape", [(16, 16, 1024), (8, 24, 1000), (40, 56, 584), (8, 24, 2080)])
 @pytest.mark.parametrize("tensor_cores", ["emulate", "auto"])
 def test_tensor_core_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, ab,
                              trans, shape, tensor_cores):
@@ -262,7 +262,7 @@ def test_tensor_core_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_
         offsets=(8, 16, 1)))
     if tensor_cores == "emulate":
         assert "gemm_mma_product" in names, names
-        assert ("gemm_fold_parts" in names) == (ab == "f32"), names
+        assert ("gemm_fold_parts" in names) == (ab == "f32" or k >= 2048), names
     else:
         assert "gemm_fold_parts" in names or ab != "f32", names
 
@@ -574,10 +574,10 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
 # broadcast B, a bfloat16 C with beta.
 @pytest.mark.parametrize("trans", ["nn", "nt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
-@pytest.mark.parametrize("params", ["bm=16,bn=128,wm=16,wn=32,stages=4",
-                                    "bm=16,bn=64,wm=16,wn=16,stages=3",
-                                    "bm=32,bn=128,wm=32,wn=32,stages=4",
-                                    "bm=32,bn=64,wm=16,wn=32,stages=2",
+@pytest.mark.parametrize("params", ["bm=16,bn=128,wm=16,wn=32,stages=4,row_bytes=64",
+                                    "bm=16,bn=64,wm=16,wn=16,stages=3,row_bytes=64",
+                                    "bm=32,bn=128,wm=32,wn=32,stages=4,row_bytes=64",
+                                    "bm=32,bn=64,wm=16,wn=32,stages=2,row_bytes=64",
                                     "bm=16,bn=64,wm=16,wn=16,stages=3,row_bytes=128",
                                     "bm=16,bn=128,wm=16,wn=32,stages=2,row_bytes=128"])
 @pytest.mark.parametrize("instructions", ["emulate", "auto"])
@@ -613,6 +613,35 @@ def test_mma_sync_128_byte_rows(lib, device, rng, fp32_precision, monkeypatch, t
     assert "gemm_mma_product" in names or instructions == "auto", names
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
              trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+
+
+# split=N asks for N k slices of any kind on the mma.sync kernel: whole K-tiles of 32 elements,
+# the rest of k as one more slice, folded into C; beta != 0 products and batches stay whole.
+@pytest.mark.parametrize("mode,ab", EMULATED)
+def test_split_override_slices_k_of_every_kind(lib, device, rng, fp32_precision, monkeypatch,
+                                               tmp_path, mode, ab):
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "split=3")
+    for trans_b, c_dtype in ((1, g.F32), (0, DTYPES[ab])):
+        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+            lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=c_dtype, trans_b=trans_b, m=21,
+            n=70, k=200, alpha=1.25, pad=8, offsets=(8, 16, 2)))
+        assert {"gemm_mma_product", "gemm_fold_parts"} <= names, names
+    for layout, beta in (("batched", 0.0), ("single", 0.5)):
+        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+            lib, device, rng, mode=mode, ab=DTYPES[ab], m=21, n=70, k=200, layout=layout,
+            beta=beta, c_init=None if beta == 0.0 else 1.0))
+        assert "gemm_mma_product" in names and "gemm_fold_parts" not in names, (layout, names)
+    # More slices than k has K-tiles: as many as it has (k = 100: three of 32, the rest of 4).
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "split=64")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], m=5, n=66, k=100))
+    assert "gemm_fold_parts" in names, names
+    # split=1 keeps a product whole.
+    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "split=1")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], m=21, n=70, k=200))
+    assert "gemm_fold_parts" not in names, names
 
 
 def test_skinny_override_needs_a_stored_m_by_k(lib, device, rng, fp32_precision, monkeypatch):
@@ -651,7 +680,8 @@ def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32
     # before any of them divides or overflows, on both kernels' defaults.
     sizes = ("wm=0", "wn=0", "bm=0", "bn=0", "row_bytes=0", "bm=-64", "wm=-16",
              "wm=2147483647", "bm=1073741824,bn=1073741824,wm=16,wn=16", "wgmma=1,bm=32",
-             "wgmma=1,bm=32,bulk=1,row_bytes=32", "wgmma=1,bm=0,bulk=0")
+             "wgmma=1,bm=32,bulk=1,row_bytes=32", "wgmma=1,bm=0,bulk=0", "split=-1",
+             "split=65")
     cases = [("emulate-wgmma", text) for text in (
         "bulk=1,wgmma=0", "row_bytes=32", "wgmma=1,bn=120", "wgmma=1,bulk=1,bn=96",
         "wgmma=1,bulk=1,row_bytes=16", "bulk=2,wgmma=1", "wgmma=1,bulk=1,rows=3") + sizes]

@@ -5,6 +5,7 @@ program binary is not PTX: the capture is still written (arguments classified fr
 argument info), and the replay tool refuses it; the replay's planning is checked on a capture
 with PTX written here, the form NVIDIA's compiler emits."""
 import ctypes
+import importlib.util
 import json
 import subprocess
 import sys
@@ -103,11 +104,17 @@ def replay(*args):
                           text=True, timeout=120)
 
 
-def test_replay_refuses_a_capture_that_is_not_ptx(tmp_path, monkeypatch):
+def test_replay_plans_ptx_captures_and_refuses_others(tmp_path, monkeypatch):
+    # NVIDIA devices give PTX, which the replay plans; other devices' binaries are refused.
     capture(monkeypatch, tmp_path)
+    record = json.loads((tmp_path / "scale-0.json").read_text())
     result = replay(tmp_path / "scale-0.json", "--plan")
-    assert result.returncode == 1
-    assert "not PTX" in result.stderr
+    if record["binary_format"] == "ptx":
+        assert result.returncode == 0, result.stderr
+        assert "scale grid [4, 1, 1] block [32, 1, 1]" in result.stdout
+    else:
+        assert result.returncode == 1
+        assert "not PTX" in result.stderr
 
 
 PTX = """//
@@ -144,11 +151,53 @@ GOOD_ARGS = [{"kind": "buffer", "bytes": 400}, {"kind": "buffer", "bytes": 512},
              {"kind": "scalar", "size": 4, "hex": "64000000"}]
 
 
+def replay_module():
+    spec = importlib.util.spec_from_file_location("replay_launch", REPLAY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_replay_plans_a_ptx_capture(tmp_path):
     result = replay(write_ptx_capture(tmp_path, GOOD_ARGS), "--plan")
     assert result.returncode == 0, result.stderr
     assert ("scale grid [4, 1, 1] block [32, 1, 1] (buffer 400 B, buffer 512 B, 0x40000000, "
             "0x00000064)") in result.stdout
+
+
+def test_replay_sets_opencls_launch_registers(tmp_path):
+    # NVIDIA's OpenCL PTX reads group and global offsets, group counts and the work dimensions
+    # from %envreg registers, which CUDA leaves undefined; the replayed module reads what OpenCL
+    # would have set for the captured grid (4 groups in one dimension), and the tool says so.
+    path = write_ptx_capture(tmp_path, GOOD_ARGS)
+    reads = "".join(f"\tmov.b32 %r{i}, %envreg{i};\n" for i in (0, 3, 6, 7, 9))
+    (tmp_path / "program-x.ptx").write_text(PTX.replace("\tret;", reads + "\tret;"))
+    result = replay(path, "--plan")
+    assert result.returncode == 0, result.stderr
+    assert "%envreg0, %envreg3, %envreg6, %envreg7, %envreg9 (OpenCL's launch registers)" in \
+        result.stdout
+    ptx = replay_module().plan(path)["ptx"]
+    assert "%envreg" not in ptx
+    for register, value in ((0, 0), (3, 0), (6, 4), (7, 1), (9, 1)):
+        assert f"mov.b32 %r{register}, {value};" in ptx, register
+
+
+def test_replay_keeps_only_what_cuda_loads(tmp_path):
+    # Programs built with argument info end in a .metadata_section, and a kernel with a __local
+    # argument has a .shared pointer parameter: CUDA's JIT refuses either as an invalid image.
+    # The replayed module is the captured kernel's PTX without them (and without trailing NULs).
+    path = write_ptx_capture(tmp_path, GOOD_ARGS)
+    staged = ("\t// .globl\tstaged\n.entry staged(\n"
+              "\t.param .u64 .ptr .global .align 4 staged_param_0,\n"
+              "\t.param .u64 .ptr .shared .align 4 staged_param_1\n"
+              ")\n{\n\tbar.sync \t0;\n\tret;\n\n}\n")
+    metadata = ('.metadata_section {\n\n.metadata 0 {\n\t"cl_kernel_arg_addr_space",\n\t"global"'
+                '\n}\n} // end of .metadata_section\n\n\0\0')
+    (tmp_path / "program-x.ptx").write_text(PTX + staged + metadata)
+    ptx = replay_module().plan(path)["ptx"]
+    assert ptx.startswith(PTX) and "\0" not in ptx
+    assert ptx[len(PTX):].split() == ["//", ".globl", "staged", "//", "end", "of",
+                                       ".metadata_section"]
 
 
 def test_replay_refuses_what_it_cannot_pass(tmp_path):

@@ -1,6 +1,7 @@
 // Tensor-core tile overrides (AETHERCL_MMA_PARAMS): refused with kInvalidArgument before any check
 // divides by, or multiplies, the sizes they name, whichever kernel the product's default picked.
 #include "gemm/mma_kernel.h"
+#include "gemm/tensor_core_gemm.h"
 #include "support/error.h"
 #include "test_support.h"
 
@@ -44,7 +45,7 @@ TEST_CASE("overrides with zero, negative or huge sizes are refused, never divide
   const char* hostile[] = {"wm=0", "wn=0", "bm=0", "bn=0", "row_bytes=0", "bm=-64", "wm=-16",
                            "wm=2147483647", "bm=1073741824,bn=1073741824,wm=16,wn=16",
                            "wgmma=1,bm=32", "wgmma=1,bm=0,bulk=0",
-                           "wgmma=1,bm=32,bulk=1,row_bytes=32"};
+                           "wgmma=1,bm=32,bulk=1,row_bytes=32", "split=-1", "split=65"};
   for (const std::string text : hostile) {
     for (MmaKind kind : {MmaKind::kTF32, MmaKind::k3xTF32, MmaKind::kBF16, MmaKind::kFP16}) {
       CAPTURE(text);
@@ -78,7 +79,52 @@ TEST_CASE("a skinny override over the mma.sync default is taken as written") {
   const MmaConfig config =
       mma_config(decode_like(1), MmaKind::kBF16, kH100Units, true, MmaMode::kHardware);
   CHECK(config.to_string() ==
-        "bm=32,bn=128,wm=16,wn=32,stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=128");
+        "bm=32,bn=128,wm=16,wn=32,stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=128,"
+        "split=0");
   CHECK(config.threads() == 256);
   CHECK(config.local_bytes() == 3u * (32 + 128) * 128);
+}
+
+TEST_CASE("products of few tiles split k in powers of two within one wave of four groups a unit") {
+  const auto slices = [](std::uint64_t m, std::uint64_t n, std::uint64_t k, MmaKind kind,
+                         std::uint64_t tiles) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    return mma_slices(p, kind, tiles, kH100Units);
+  };
+  CHECK(slices(64, 4096, 4096, MmaKind::kTF32, 64) == 8);     // 8 x 64 groups <= 4 x 132
+  CHECK(slices(128, 4096, 4096, MmaKind::kTF32, 128) == 4);
+  CHECK(slices(32, 4096, 4096, MmaKind::kBF16, 128) == 4);
+  CHECK(slices(16, 768, 3072, MmaKind::k3xTF32, 12) == 8);    // k / 256 = 12 allows 8
+  CHECK(slices(64, 1024, 1024, MmaKind::kTF32, 16) == 4);
+  CHECK(slices(64, 1024, 1024, MmaKind::kBF16, 16) == 1);     // 16-bit: k of 2048 at least
+  CHECK(slices(64, 1024, 2048, MmaKind::kFP16, 16) == 8);
+  CHECK(slices(16, 64, 4096, MmaKind::kTF32, 1) == 16);       // slices of 256 at least
+  CHECK(slices(16, 64, 65536, MmaKind::kTF32, 1) == 64);      // the most slices
+  CHECK(slices(512, 512, 4096, MmaKind::kTF32, 64) == 8);     // partials <= operands: 16
+  CHECK(slices(512, 512, 1024, MmaKind::kTF32, 64) == 4);     // 1024 / 256
+  CHECK(slices(64, 4096, 300, MmaKind::kTF32, 64) == 1);      // too short to halve
+  CHECK(slices(128, 4096, 4096, MmaKind::kTF32, kH100Units) == 1);  // fills the device
+  GemmProblem p;
+  p.m = 64;
+  p.n = 4096;
+  p.k = 4096;
+  p.batch = 2;
+  CHECK(mma_slices(p, MmaKind::kTF32, 64, kH100Units) == 1);  // batches stay whole
+  p.batch = 1;
+  p.beta = 0.5f;
+  CHECK(mma_slices(p, MmaKind::kTF32, 64, kH100Units) == 1);  // so do products reading C
+}
+
+TEST_CASE("an empty product is never split") {
+  GemmProblem p;
+  p.m = 0;
+  p.n = 4096;
+  p.k = 4096;
+  CHECK(mma_slices(p, MmaKind::kTF32, 0, kH100Units) == 1);
+  p.m = 16;
+  p.n = 0;
+  CHECK(mma_slices(p, MmaKind::kBF16, 0, kH100Units) == 1);
 }

@@ -18,9 +18,9 @@ for product in "$@"; do
   set -- $product
   name=$(echo "$product" | tr ' ' '_' | tr -d -)
   capture=/tmp/capture/$name; rm -rf "$capture"
-  AETHERCL_CAPTURE_DIR=$capture AETHERCL_CAPTURE_KERNELS=gemm AETHERCL_CAPTURE_LIMIT=4 \
+  AETHERCL_CAPTURE_DIR=$capture AETHERCL_CAPTURE_KERNELS=${KERNELS:-gemm} AETHERCL_CAPTURE_LIMIT=4 \
     timeout 120 python3 tools/bench/gemm.py --build $B --sizes --shapes $2 --modes $1 ${3:-} \
-    --no-cublas --no-clblast --reps 1 > $OUT/bench_$name.txt 2>&1
+    --no-cublas --no-clblast --reps 1 --kernel-times > $OUT/bench_$name.txt 2>&1
   echo "=== $product: $(ls $capture | tr '\n' ' ')"
   # Each kernel's last captured launch: the first ones may be the tensor cores' probe products.
   for kernel in $(ls $capture/*.json | sed 's/-[0-9]*\.json$//' | sort -u); do

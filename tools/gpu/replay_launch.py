@@ -23,12 +23,58 @@ from pathlib import Path
 
 PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s*(\.ptr\b[^,]*?)?\s*([\w$]+)"
                    r"(?:\s*\[(\d+)\])?\s*$")
+# NVIDIA's OpenCL driver sets %envreg registers at a launch, which a CUDA launch leaves undefined.
+# Read off the PTX of one kernel per work-item function (driver 580): 0-2 the group-id offsets of a
+# grid split into several CUDA launches, 3-5 the global work offset, 6-8 the number of groups per
+# dimension (get_num_groups), 9 the work dimensions. A replayed grid is one launch without offset.
+ENVREG = re.compile(r"%envreg(\d+)")
+METADATA = re.compile(r"^\.metadata_section\s*\{", re.M)
+ENTRY = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)\s*\(", re.M)
 TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b32": 4,
               "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
 class ReplayError(Exception):
     pass
+
+
+def block_end(text: str, open_brace: int) -> int:
+    """The index just past the brace that closes the one at open_brace."""
+    depth = 0
+    for index in range(open_brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    raise ReplayError("unbalanced braces in the PTX")
+
+
+def module_text(ptx: str, kernel: str) -> str:
+    """The PTX as CUDA's JIT takes it, which refuses NVIDIA's OpenCL PTX as an invalid image
+    otherwise: without the trailing NULs of a program binary, the .metadata_section (kernel
+    argument info) appended to it, and the program's other kernels (a __local argument is a
+    .shared pointer parameter, which a CUDA kernel cannot have)."""
+    ptx = ptx.rstrip("\0")
+    cuts = []
+    found = METADATA.search(ptx)
+    if found:
+        cuts.append((found.start(), block_end(ptx, found.end() - 1)))
+    for entry in ENTRY.finditer(ptx):
+        if entry.group(1) != kernel:
+            body = ptx.find("{", ptx.find(")", entry.end()))
+            cuts.append((entry.start(), block_end(ptx, body)))
+    for start, end in sorted(cuts, reverse=True):
+        ptx = ptx[:start] + ptx[end:]
+    return ptx
+
+
+def with_launch_registers(ptx: str, grid: list, dimensions: int) -> str:
+    """The PTX with each %envreg read replaced by the value OpenCL's driver would have set."""
+    def value(match):
+        index = int(match.group(1))
+        if 6 <= index <= 8:
+            return str(grid[index - 6])
+        return str(dimensions) if index == 9 else "0"
+    return ENVREG.sub(value, ptx)
 
 
 def entry_params(ptx: str, kernel: str) -> list:
@@ -55,8 +101,8 @@ def plan(capture_path: Path) -> dict:
     if capture.get("binary_format") != "ptx":
         raise ReplayError(f"{capture_path.name}: the program is not PTX "
                           f"({capture.get('binary_format')}); only NVIDIA captures replay")
-    ptx = (capture_path.parent / capture["binary"]).read_text()
     kernel = capture["kernel"]
+    ptx = module_text((capture_path.parent / capture["binary"]).read_text(), kernel)
     params = entry_params(ptx, kernel)
     if len(params) != len(capture["args"]):
         raise ReplayError(f"{kernel}: the PTX entry has {len(params)} parameters, the capture "
@@ -79,9 +125,10 @@ def plan(capture_path: Path) -> dict:
         raise ReplayError(f"{kernel}: global size {global_size} is not a multiple of the "
                           f"work-group size {local}")
     pad = [1] * (3 - len(local))
-    return {"ptx": ptx, "kernel": kernel, "args": args,
-            "grid": [g // l for g, l in zip(global_size, local)] + pad,
-            "block": list(local) + pad, "envreg": "%envreg" in ptx}
+    grid = [g // l for g, l in zip(global_size, local)] + pad
+    envregs = [f"%envreg{i}" for i in sorted({int(i) for i in ENVREG.findall(ptx)})]
+    return {"ptx": with_launch_registers(ptx, grid, len(global_size)), "kernel": kernel,
+            "args": args, "grid": grid, "block": list(local) + pad, "envregs": envregs}
 
 
 class Cuda:
@@ -193,9 +240,9 @@ def main() -> int:
                               for k, v in launch["args"])
             print(f"{path.name}: {launch['kernel']} grid {launch['grid']} block "
                   f"{launch['block']} ({shown})")
-            if launch["envreg"]:
-                print(f"{path.name}: warning: the PTX reads %envreg registers, which OpenCL's "
-                      "driver sets and CUDA's does not", file=sys.stderr)
+            if launch["envregs"]:
+                print(f"{path.name}: {', '.join(launch['envregs'])} (OpenCL's launch registers) "
+                      "set as for one launch without offset")
             if not args.plan:
                 microseconds = replay(launch, args.reps, args.fill, expect)
                 print(f"{path.name}: {microseconds:.1f} us per launch")
