@@ -75,7 +75,9 @@ enum class MmaMode { kHardware, kEmulated, kEmulatedWarpgroup };
 // TF32 and 3xTF32 of 16 rows in 16 x 128 tiles where those fill the device);
 // warpgroup MMA when the product fills the device with 128 x 128 tiles (warpgroup_config() for
 // TF32 and for 16-bit products large enough to repay packing both operands, else the cp.async
-// form) or, for 3xTF32, with 128 x 64 tiles of at least 64 rows (warpgroup_config()), else
+// form) or, for 3xTF32, mma.sync with 128 x 64 tiles of 64 x 32 warp tiles for single products
+// of 65-128 rows, else warpgroup MMA with 128 x 64 tiles of at least 64 rows
+// (warpgroup_config()); else
 // mma.sync with 128 x 128 tiles, or 64 x 64 ones with 128-byte K-tile rows for products with
 // fewer tiles than compute units. AETHERCL_MMA_PARAMS ("bm=128,bn=128,wm=64,wn=64,
 // stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64,split=0", any subset) overrides it

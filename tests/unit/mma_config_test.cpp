@@ -128,3 +128,28 @@ TEST_CASE("an empty product is never split") {
   p.n = 0;
   CHECK(mma_slices(p, MmaKind::kBF16, 0, kH100Units) == 1);
 }
+
+TEST_CASE("3xTF32 of 65-128 rows takes one 128-row mma.sync tile") {
+  const std::string tall =
+      "bm=128,bn=64,wm=64,wn=32,stages=3,tf32_round=1,wgmma=0,inflight=1,bulk=0,row_bytes=64,"
+      "split=0";
+  GemmProblem p;
+  p.n = 8192;
+  p.k = 8192;
+  const auto config_of = [&](MmaKind kind, bool warpgroup) {
+    return mma_config(p, kind, kH100Units, warpgroup, MmaMode::kHardware).to_string();
+  };
+  for (std::uint64_t m : {65, 96, 128}) {
+    p.m = m;
+    CHECK(config_of(MmaKind::k3xTF32, true) == tall);
+    CHECK(config_of(MmaKind::k3xTF32, false) == tall);
+    CHECK(config_of(MmaKind::kTF32, true) != tall);
+  }
+  for (std::uint64_t m : {64, 129}) {  // the warpgroup kernel, as before
+    p.m = m;
+    CHECK(config_of(MmaKind::k3xTF32, true) != tall);
+  }
+  p.m = 128;
+  p.batch = 2;  // batches keep the earlier choice
+  CHECK(config_of(MmaKind::k3xTF32, true) != tall);
+}
