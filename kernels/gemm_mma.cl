@@ -16,8 +16,10 @@
 //                     dimensions and batch strides of A and B are multiples of it (in bytes)
 //   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even (pair stores)
 //   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
-//                     nf_round_tf32 (nearest, ties away); 0 leaves the dropped bits to the
+//                     nf_round_tf32 (nearest even); 0 leaves the dropped bits to the
 //                     tensor core (truncation: faster, not the documented rounding)
+//   MMA_CVT_RN        1 (sm_90 and later): that rounding is PTX cvt.rn.tf32.f32, one
+//                     instruction, instead of three integer ones
 //   MMA_BULK          1 (warpgroup MMA only): A and B come packed by gemm_pack.cl's
 //                     gemm_pack_tiles, each K-tile of a block tile one contiguous image of its
 //                     local-memory stage, which one work-item copies with cp.async.bulk; full and
@@ -53,6 +55,9 @@
 
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
+#endif
+#ifndef MMA_CVT_RN
+#define MMA_CVT_RN 0
 #endif
 #if MMA_EMULATE  // loops full of barriers stay loops: unrolling them makes PoCL compile for ages
 #define MMA_UNROLL _Pragma("unroll 1")
@@ -543,13 +548,24 @@ inline void mma_fence_proxy_async(void) {
 #endif  // MMA_WGMMA && !MMA_EMULATE
 
 // ---- TF32 rounding (the tensor core reads the upper 19 bits and drops the low 13) --------------
-// MMA_TF32_ROUND 1: adding half a TF32 unit before the tensor core drops the low bits rounds to
-// nearest with ties away from zero, numeric_formats.cl's rule for every finite value and
-// infinity; a NaN becomes the canonical NaN (its payload could otherwise carry into the sign or
-// be dropped). 0: the tensor core's truncation alone.
+// To nearest even, numeric_formats.cl's rule, before the tensor core drops the low bits: by
+// cvt.rn.tf32.f32 with MMA_CVT_RN; else by adding just under half a TF32 unit plus the lowest
+// kept bit, a NaN first made the canonical NaN (its payload could otherwise carry into the sign).
+// The low bits of the result are not cleared.
+inline uint mma_rne_tf32(uint u) {
+#if MMA_CVT_RN && !MMA_EMULATE
+  uint rounded;
+  __asm__("cvt.rn.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(as_float(u)));
+  return rounded;
+#else
+  return as_float(u) == as_float(u) ? u + 0xfffu + ((u >> 13) & 1u) : 0x7fffffffu;
+#endif
+}
+
+// MMA_TF32_ROUND 1: the documented rounding; 0: the tensor core's truncation alone.
 inline uint mma_round_tf32(uint u) {
 #if MMA_TF32_ROUND
-  return as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu;
+  return mma_rne_tf32(u);
 #else
   return u;
 #endif
@@ -558,8 +574,8 @@ inline uint mma_round_tf32(uint u) {
 // 3xTF32: the TF32 part of u (exact: low bits cleared) and the rounded TF32 residual; a residual
 // of 0 where the part is infinite or NaN (no inf - inf).
 inline void mma_split_tf32(uint u, uint* hi, uint* lo) {
-  const uint big = (as_float(u) == as_float(u) ? u + 0x1000u : 0x7fffffffu) & 0xffffe000u;
-  const uint small = as_uint(as_float(u) - as_float(big)) + 0x1000u;
+  const uint big = mma_rne_tf32(u) & 0xffffe000u;
+  const uint small = mma_rne_tf32(as_uint(as_float(u) - as_float(big)));
   *hi = big;
   *lo = (big & 0x7f800000u) == 0x7f800000u ? 0u : small;
 }

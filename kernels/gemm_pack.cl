@@ -15,10 +15,10 @@ typedef ushort pack_t;
 #define PACK_ROUND_TF32 0
 #endif
 
-// float32 bits rounded to TF32: to nearest with ties away from zero (numeric_formats.cl's TF32
-// rule); a NaN becomes the canonical NaN.
+// float32 bits rounded to TF32: to nearest even (numeric_formats.cl's TF32 rule); a NaN becomes
+// the canonical NaN.
 inline uint pack_round_tf32(uint u) {
-  return as_float(u) == as_float(u) ? (u + 0x1000u) & 0xffffe000u : 0x7fffffffu;
+  return as_float(u) == as_float(u) ? (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u : 0x7fffffffu;
 }
 
 // An element as the build options say: rounded to TF32 with PACK_ROUND_TF32=1, else as it is.

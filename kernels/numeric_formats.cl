@@ -5,8 +5,8 @@
 //
 // Rounding rules (the tensor-core kernels use the same ones, so both paths agree bit for bit on
 // the inputs they multiply):
-//   TF32: 10 explicit mantissa bits, round to nearest with ties away from zero (the rounding of
-//         PTX cvt.rna.tf32.f32), overflow to +-inf; inf stays inf, NaN stays a NaN.
+//   TF32: 10 explicit mantissa bits, round to nearest even (the rounding of PTX cvt.rn.tf32.f32,
+//         one instruction on sm_90), overflow to +-inf; inf stays inf, NaN stays a NaN.
 //   BF16: 7 mantissa bits, round to nearest even, overflow to +-inf, NaN stays a NaN.
 //   FP16: IEEE binary16, round to nearest even (vstore_half_rte), overflow to +-inf.
 #ifndef AETHERCL_NUMERIC_FORMATS
@@ -16,7 +16,8 @@
   inline float##S nf_round_tf32##S(float##S value) {                                         \
     const uint##S u = as_uint##S(value);                                                     \
     const uint##S special = select(u, u | 0x400000u, (u & 0x7fffffu) != 0u);                 \
-    const uint##S kept = select(u + 0x1000u, special, (u & 0x7f800000u) == 0x7f800000u);     \
+    const uint##S kept =                                                                     \
+        select(u + 0xfffu + ((u >> 13) & 1u), special, (u & 0x7f800000u) == 0x7f800000u);   \
     return as_float##S(kept & 0xffffe000u);                                                  \
   }                                                                                          \
   /* float32 bits of the bf16 nearest to value (low 16 bits zero). */                        \

@@ -224,7 +224,7 @@ int mma_chunk_bytes(const GemmProblem& p) {
 }
 
 std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
-                              int chunk, MmaMode mode) {
+                              int chunk, MmaMode mode, bool cvt_rn) {
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
   const bool c_pairs = p.c.storage == GemmStorage::kF32 && ldc % 2 == 0 &&
                        p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
@@ -232,11 +232,12 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
       "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={} -DMMA_BULK={} "
-      "-DMMA_ROW_BYTES={}",
+      "-DMMA_ROW_BYTES={} -DMMA_CVT_RN={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma,
-      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes);
+      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes,
+      cvt_rn && mode == MmaMode::kHardware ? 1 : 0);
 }
 
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,

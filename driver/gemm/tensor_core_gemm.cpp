@@ -49,6 +49,8 @@ std::uint16_t f16_bits(float value) {
   return static_cast<std::uint16_t>(sign | ((exponent - 1 + 15) << 10) | fraction);
 }
 
+bool rounds_with_cvt(Device& device, MmaMode mode);
+
 // Runs a 96 x 80 x 72 product of small integers (exact in every kind) through the kernel of
 // `kind` and compares it with the host's. Returns what went wrong, or "" when it matched.
 std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
@@ -110,7 +112,8 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
     } else {  // small tiles: the instructions, not a tuning
       const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
       enqueue_mma_gemm(call, p, config,
-                       mma_build_options(p, kind, config, mma_chunk_bytes(p), mode));
+                       mma_build_options(p, kind, config, mma_chunk_bytes(p), mode,
+                                         rounds_with_cvt(device, mode)));
     }
     std::vector<float> result(m * n);
     device.read(stream, blocks[2].mem, 0, result.size() * 4, result.data());
@@ -147,6 +150,11 @@ const TensorCoreSupport& device_support(Device& device, MmaMode mode) {
     }
   }
   return support;
+}
+
+// Whether the device rounds to TF32 with cvt.rn.tf32.f32 (compute capability 9.0 and later).
+bool rounds_with_cvt(Device& device, MmaMode mode) {
+  return mode == MmaMode::kHardware && device_support(device, mode).sm >= 90;
 }
 
 // Whether the device runs `kind` on tensor cores (with warpgroup MMA or mma.sync), probing at
@@ -224,7 +232,10 @@ constexpr std::uint64_t kMinSplitK16 = 2048;
 void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind,
                         const MmaConfig& config, MmaMode mode) {
   const int chunk = mma_chunk_bytes(slice);
-  const std::string options = chunk ? mma_build_options(slice, kind, config, chunk, mode) : "";
+  const std::string options =
+      chunk ? mma_build_options(slice, kind, config, chunk, mode,
+                                rounds_with_cvt(call.device(), mode))
+            : "";
   if (chunk && run_variant(call.device(), kind, options,
                            [&] { enqueue_mma_gemm(call, slice, config, options); })) {
     return;
@@ -325,7 +336,8 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
                     });
     return true;
   }
-  const std::string options = mma_build_options(p, *kind, config, chunk, *mode);
+  const std::string options =
+      mma_build_options(p, *kind, config, chunk, *mode, rounds_with_cvt(device, *mode));
   return run_variant(device, *kind, options,
                      [&] { enqueue_mma_gemm(call, p, config, options); });
 }

@@ -510,7 +510,7 @@ enum aethercl_dtype {
 
 /* Compute modes of aethercl_gemm; every one accumulates in float32. What each multiplies:
  *   FP32   the inputs as they are (float32 products: exact for f32, f16 and bf16 storage).
- *   TF32   inputs rounded to TF32 (10 mantissa bits; round to nearest, ties away from zero).
+ *   TF32   inputs rounded to TF32 (10 mantissa bits; round to nearest, ties to even).
  *   3XTF32 each input split into a TF32 part and a TF32 residual; three products (residual x
  *          part, part x residual, part x part) give about float32 accuracy on tensor cores.
  *   BF16   inputs rounded to bfloat16 (7 mantissa bits, nearest even).

@@ -3,8 +3,8 @@ batch layout (strided, broadcast A, broadcast B), C dtypes, alpha/beta, leading 
 offsets, zero-work shapes, the seed matmul precision, and the tensor-core kernels' emulation.
 
 Reference and tolerance. Inputs are decoded exactly from their storage (f16/bf16 patterns), then
-rounded in NumPy the way the mode says (numeric_formats.cl's rules: TF32 nearest with ties away,
-BF16/FP16 nearest even); ref = alpha * op(A') @ op(B') + beta * C0 in float64. Products of
+rounded in NumPy the way the mode says (numeric_formats.cl's rules: TF32, BF16 and FP16 nearest
+even); ref = alpha * op(A') @ op(B') + beta * C0 in float64. Products of
 rounded inputs are exact in float32, so what remains is float32 accumulation, with
 S = |alpha| * |op(A')| @ |op(B')| (the abs-product sum):
     |out - ref| <= (RTOL * sqrt(k) + EXTRA[mode]) * S + 2^-22 * |beta * C0| + OUT[dtype_c]
@@ -63,7 +63,7 @@ def encode(values, dtype):
 
 def round_tf32(x):
     u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+    return ((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000).astype(np.uint32).view(np.float32)
 
 
 def as_multiplied(x, mode):
