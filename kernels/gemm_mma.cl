@@ -553,7 +553,7 @@ inline void mma_fence_proxy_async(void) {
 // kept bit, a NaN first made the canonical NaN (its payload could otherwise carry into the sign).
 // The low bits of the result are not cleared.
 inline uint mma_rne_tf32(uint u) {
-#if MMA_CVT_RN && !MMA_EMULATE
+#if MMA_CVT_RN
   uint rounded;
   __asm__("cvt.rn.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(as_float(u)));
   return rounded;

@@ -236,8 +236,7 @@ std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfi
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma,
-      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes,
-      cvt_rn && mode == MmaMode::kHardware ? 1 : 0);
+      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes, cvt_rn ? 1 : 0);
 }
 
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,

@@ -35,7 +35,7 @@ GemmOperand k_slice(const GemmOperand& operand, bool k_along_rows, std::uint64_t
 
 std::uint64_t split_k_slices(Device& device, const GemmProblem& p, std::uint64_t groups,
                              std::uint64_t group_items, std::uint64_t k_multiple) {
-  if (ops::cpu_kernel_forms(device) || p.batch != 1 || p.beta != 0.0f) return 1;
+  if (ops::cpu_kernel_forms(device) || !k_splittable(p)) return 1;
   const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
   const std::uint64_t items = groups * group_items;
   const std::uint64_t wanted = units * kItemsPerUnit;

@@ -11,6 +11,10 @@
 
 namespace aethercl::gemm {
 
+// Whether p can run as k slices at all: a single product (the slices are run as one batch) that
+// does not read C (beta 0: the fold writes C).
+inline bool k_splittable(const GemmProblem& p) { return p.batch == 1 && p.beta == 0.0f; }
+
 // How many k slices p should run as (1: none) when whole it would run as `groups` work-groups of
 // `group_items` work-items: on devices that run the GPU kernel forms, for batch-1, beta-0 products
 // whose work-groups hold fewer items than kItemsPerUnit per compute unit, enough
@@ -24,9 +28,9 @@ std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmPar
 // Runs one product of slices (a batch of them into scratch) for enqueue_split_k.
 using SliceProduct = std::function<void(DeviceCall& call, const GemmProblem& slice)>;
 
-// Enqueues p as `slices` k slices of k / slices rounded down to k_multiple (one batched product
-// into float32 scratch, through `product` or else enqueue_gemm, plus one product for the rest of
-// k) and their fold into C in slice order, rounded once to C's type.
+// Enqueues p (k_splittable) as `slices` k slices of k / slices rounded down to k_multiple (one
+// batched product into float32 scratch, through `product` or else enqueue_gemm, plus one product
+// for the rest of k) and their fold into C in slice order, rounded once to C's type.
 void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
                      std::uint64_t k_multiple = 1, const SliceProduct& product = {});
 

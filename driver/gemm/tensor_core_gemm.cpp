@@ -262,7 +262,7 @@ void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind
 std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles,
                          std::uint64_t units) {
   const bool sixteen_bit = kind == MmaKind::kBF16 || kind == MmaKind::kFP16;
-  if (p.batch != 1 || p.beta != 0.0f || p.m == 0 || p.n == 0 || tiles >= units ||
+  if (!k_splittable(p) || p.m == 0 || p.n == 0 || tiles >= units ||
       (sixteen_bit && p.k < kMinSplitK16)) {
     return 1;
   }
@@ -322,7 +322,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
   const std::uint64_t tiles = tile_count(p, config);
   std::uint64_t slices = 1;
-  if (config.split >= 2 && p.batch == 1 && p.beta == 0.0f) {
+  if (config.split >= 2 && k_splittable(p)) {
     // A tuning override's slice count, as far as whole K-tiles of k allow.
     slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
                                      p.k / kSliceMultiple);

@@ -12,13 +12,19 @@
 namespace aethercl {
 namespace {
 
-std::string platform_string(cl_platform_id platform, cl_platform_info param) {
+// The string a clGet*Info query returns for (object, param), without trailing NULs and spaces.
+template <typename Query, typename Object, typename Param>
+std::string info_string(Query query, const char* query_name, Object object, Param param) {
   size_t size = 0;
-  cl::check(clGetPlatformInfo(platform, param, 0, nullptr, &size), "clGetPlatformInfo");
+  cl::check(query(object, param, 0, nullptr, &size), query_name);
   std::string value(size, '\0');
-  cl::check(clGetPlatformInfo(platform, param, size, value.data(), nullptr), "clGetPlatformInfo");
+  cl::check(query(object, param, size, value.data(), nullptr), query_name);
   while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
   return value;
+}
+
+std::string platform_string(cl_platform_id platform, cl_platform_info param) {
+  return info_string(clGetPlatformInfo, "clGetPlatformInfo", platform, param);
 }
 
 template <typename T>
@@ -31,12 +37,7 @@ T device_value(cl_device_id device, cl_device_info param) {
 }  // namespace
 
 std::string device_string(cl_device_id device, cl_device_info param) {
-  size_t size = 0;
-  cl::check(clGetDeviceInfo(device, param, 0, nullptr, &size), "clGetDeviceInfo");
-  std::string value(size, '\0');
-  cl::check(clGetDeviceInfo(device, param, size, value.data(), nullptr), "clGetDeviceInfo");
-  while (!value.empty() && (value.back() == '\0' || value.back() == ' ')) value.pop_back();
-  return value;
+  return info_string(clGetDeviceInfo, "clGetDeviceInfo", device, param);
 }
 
 bool DeviceInfo::has_extension(const std::string& extension_name) const {

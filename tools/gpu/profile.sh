@@ -4,6 +4,7 @@
 # by tools/gpu/replay_launch.py under ncu. Setup as tools/gpu/tests.sh; reports go to $OUT.
 # Arguments: "MODE MxNxK [--trans-b]" per product (default: the decode-like and square products
 # short of their targets).
+# KERNELS=part,...: capture and profile the kernels whose names contain one (default: gemm).
 P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
 echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 D=$PWD; B=$D/.devcarry/build
