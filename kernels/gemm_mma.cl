@@ -14,7 +14,8 @@
 //   MMA_STAGES        K-tiles in flight (local memory: STAGES * (BM + BN) * MMA_ROW_BYTES)
 //   MMA_CHUNK         bytes per cp.async: 16, 8 or 4. The host guarantees that offsets, leading
 //                     dimensions and batch strides of A and B are multiples of it (in bytes)
-//   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even (pair stores)
+//   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even: two columns per
+//                     store (8 bytes of float32, 4 of 16-bit C)
 //   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
 //                     nf_round_tf32 (nearest even); 0 leaves the dropped bits to the
 //                     tensor core (truncation: faster, not the documented rounding)
@@ -732,6 +733,19 @@ inline void mma_load_b(uint b_tile, uint base, uint ks, uint lane, uint* frag MM
 #endif
 }
 
+#if MMA_C_TYPE != 0
+// The 16-bit pattern gemm_c_store would write for value.
+inline uint mma_c_bits(float value) {
+#if MMA_C_TYPE == 1
+  ushort bits;
+  vstore_half_rte(value, 0, (__private half*)&bits);
+  return bits;
+#else
+  return nf_to_bf16(value);
+#endif
+}
+#endif
+
 // ---- the kernel ---------------------------------------------------------------------------------
 __kernel __attribute__((reqd_work_group_size(MMA_GROUP_THREADS, 1, 1))) void gemm_mma_product(
     __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
@@ -1046,8 +1060,9 @@ MMA_UNROLL
         const ulong at = (ulong)row * ldc + col;
         float v0 = alpha * acc[i][j][half_row * 2];
         float v1 = alpha * acc[i][j][half_row * 2 + 1];
-#if MMA_C_TYPE == 0 && MMA_C_PAIRS
-        if (col + 1 < N) {
+#if MMA_C_PAIRS
+        if (col + 1 < N) {  // both columns in one store (at is even)
+#if MMA_C_TYPE == 0
           __global float2* pair = (__global float2*)(c + at);
           if (beta != 0.0f) {
             const float2 old = *pair;
@@ -1055,6 +1070,13 @@ MMA_UNROLL
             v1 += beta * old.y;
           }
           *pair = (float2)(v0, v1);
+#else
+          if (beta != 0.0f) {
+            v0 += beta * gemm_c_load(c, at);
+            v1 += beta * gemm_c_load(c, at + 1);
+          }
+          *(__global uint*)(c + at) = mma_c_bits(v0) | (mma_c_bits(v1) << 16);
+#endif
           continue;
         }
 #endif

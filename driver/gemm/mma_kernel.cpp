@@ -226,7 +226,7 @@ int mma_chunk_bytes(const GemmProblem& p) {
 std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
                               int chunk, MmaMode mode, bool cvt_rn) {
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
-  const bool c_pairs = p.c.storage == GemmStorage::kF32 && ldc % 2 == 0 &&
+  const bool c_pairs = ldc % 2 == 0 &&
                        p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
   return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
