@@ -16,6 +16,11 @@
 //                     dimensions and batch strides of A and B are multiples of it (in bytes)
 //   MMA_C_PAIRS       1: C's offset, leading dimension and batch stride are even: two columns per
 //                     store (8 bytes of float32, 4 of 16-bit C)
+//   MMA_C_STAGED      1 (16-bit C): C's rows, offset and batch stride are 16-byte multiples: the
+//                     epilogue goes through local memory, rows of the tile at a time, and every
+//                     work-item stores whole 16-byte units of C (the fragments' own stores reach
+//                     16 bytes of a row per four work-items; float32 C's pairs 32, a whole
+//                     sector, and staging them measured slower)
 //   MMA_TF32_ROUND    TF32 inputs: 1 rounds in registers like numeric_formats.cl's
 //                     nf_round_tf32 (nearest even); 0 leaves the dropped bits to the
 //                     tensor core (truncation: faster, not the documented rounding)
@@ -113,6 +118,19 @@
 #define MMA_STAGE_BYTES (MMA_A_STAGE + MMA_B_STAGE)
 #ifndef MMA_GROUP_M
 #define MMA_GROUP_M 8
+#endif
+#ifndef MMA_C_STAGED
+#define MMA_C_STAGED 0
+#endif
+// The staged epilogue's tile rows: float32 values alpha * acc, MMA_EPI_PITCH floats apart (a
+// multiple of 32 plus 8: the fragments' 8-byte writes of eight rows fall in distinct banks), as
+// many rows at a time as the stages' local memory holds (at least 16: one warp tile's m16).
+#define MMA_EPI_PITCH ((MMA_BN + 31) / 32 * 32 + 8)
+#define MMA_EPI_FIT (MMA_STAGES * MMA_STAGE_BYTES / (MMA_EPI_PITCH * 4))
+#define MMA_EPI_ROWS                                                                     \
+  (MMA_EPI_FIT >= MMA_BM ? MMA_BM : MMA_EPI_FIT >= 64 ? 64 : MMA_EPI_FIT >= 32 ? 32 : 16)
+#if MMA_C_STAGED && (MMA_EPI_FIT < 16 || MMA_C_TYPE == 0)
+#error "the staged epilogue: 16-bit C, and local memory for 16 rows of the tile"
 #endif
 
 #if MMA_WM % 16 || (!MMA_WGMMA && MMA_WN % 16) || MMA_BM % MMA_WM || MMA_BN % MMA_WN
@@ -733,6 +751,18 @@ inline void mma_load_b(uint b_tile, uint base, uint ks, uint lane, uint* frag MM
 #endif
 }
 
+#if MMA_C_STAGED
+// A barrier of the multiplying work-items (with MMA_BULK the copying warp has left; emulation
+// keeps it in every barrier).
+inline void mma_epilogue_barrier(void) {
+#if MMA_EMULATE || !MMA_BULK
+  barrier(CLK_LOCAL_MEM_FENCE);
+#else
+  __asm__ __volatile__("bar.sync 1, %0;\n" ::"n"(MMA_THREADS) : "memory");
+#endif
+}
+#endif
+
 #if MMA_C_TYPE != 0
 // The 16-bit pattern gemm_c_store would write for value.
 inline uint mma_c_bits(float value) {
@@ -849,7 +879,9 @@ MMA_UNROLL
 #endif
     }
   }
+#if !MMA_C_STAGED
   if (tid >= MMA_THREADS) return;
+#endif
 #else
   const uint full = MMA_SHARED(stage_barriers);
   const uint empty = full + 8u * MMA_STAGES;
@@ -1048,6 +1080,62 @@ MMA_UNROLL
   // Epilogue: each work-item holds rows g and g + 8, columns 2t and 2t + 1 of every mma tile.
   const uint g = lane >> 2;
   const uint t = lane & 3u;
+#if MMA_C_STAGED
+  // Rows r0 .. r0 + MMA_EPI_ROWS - 1 of the tile at a time: the fragments into local memory,
+  // then units of 16 bytes of C (eight columns) per work-item, row by row.
+  // The arithmetic is the other epilogue's: alpha * acc, plus beta * C, rounded once.
+  __local float* staged = (__local float*)smem;
+#define MMA_EPI_UNIT 8  // 16-bit values per unit
+#define MMA_EPI_UNITS (MMA_EPI_ROWS * (MMA_BN / MMA_EPI_UNIT))
+  for (uint r0 = 0; r0 < MMA_BM; r0 += MMA_EPI_ROWS) {
+    mma_epilogue_barrier();  // the stages (or the previous rows) are read
+    if (tid < MMA_THREADS) {
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i) {
+MMA_UNROLL
+        for (int half_row = 0; half_row < 2; ++half_row) {
+          const uint row = wm0 + i * 16 + g + half_row * 8 - r0;
+          if (row >= MMA_EPI_ROWS) continue;  // (wraps below r0 too)
+MMA_UNROLL
+          for (int j = 0; j < MMA_NI; ++j) {
+            *(__local float2*)(staged + row * MMA_EPI_PITCH + wn0 + j * 8 + 2 * t) =
+                (float2)(alpha * acc[i][j][half_row * 2], alpha * acc[i][j][half_row * 2 + 1]);
+          }
+        }
+      }
+    }
+    mma_epilogue_barrier();
+    for (uint u = tid; u < MMA_EPI_UNITS && tid < MMA_THREADS; u += MMA_THREADS) {
+      const uint row = u / (MMA_BN / MMA_EPI_UNIT);
+      const uint col = u % (MMA_BN / MMA_EPI_UNIT) * MMA_EPI_UNIT;
+      const uint grow = m0 + r0 + row;
+      const uint gcol = n0 + col;
+      if (r0 + row >= MMA_BM || grow >= M || gcol >= N) continue;
+      __local const float* from = staged + row * MMA_EPI_PITCH + col;
+      const ulong at = (ulong)grow * ldc + gcol;
+      float v[MMA_EPI_UNIT];
+MMA_UNROLL
+      for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] = from[e];
+      if (gcol + MMA_EPI_UNIT > N) {  // the unit across N: element by element
+        for (uint e = 0; e < N - gcol; ++e) {
+          gemm_c_store(beta != 0.0f ? v[e] + beta * gemm_c_load(c, at + e) : v[e], c, at + e);
+        }
+        continue;
+      }
+      __global uint4* unit = (__global uint4*)(c + at);
+      if (beta != 0.0f) {
+MMA_UNROLL
+        for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] += beta * gemm_c_load(c, at + e);
+      }
+      uint words[4];
+MMA_UNROLL
+      for (int w = 0; w < 4; ++w) words[w] = mma_c_bits(v[2 * w]) | (mma_c_bits(v[2 * w + 1]) << 16);
+      *unit = (uint4)(words[0], words[1], words[2], words[3]);
+    }
+  }
+#undef MMA_EPI_UNIT
+#undef MMA_EPI_UNITS
+#else
 MMA_UNROLL
   for (int i = 0; i < MMA_MI; ++i) {
 MMA_UNROLL
@@ -1091,4 +1179,5 @@ MMA_UNROLL
       }
     }
   }
+#endif  // MMA_C_STAGED
 }

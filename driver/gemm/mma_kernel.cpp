@@ -219,24 +219,36 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
 }
 
 int mma_chunk_bytes(const GemmProblem& p) {
-  return std::min(operand_chunk_bytes(p.a, p.trans_a ? p.m : p.k),
-                  operand_chunk_bytes(p.b, p.trans_b ? p.k : p.n));
+  // A single item's batch stride is never used, whatever its alignment.
+  GemmOperand a = p.a;
+  GemmOperand b = p.b;
+  if (p.batch == 1) a.batch_stride = b.batch_stride = 0;
+  return std::min(operand_chunk_bytes(a, p.trans_a ? p.m : p.k),
+                  operand_chunk_bytes(b, p.trans_b ? p.k : p.n));
 }
 
 std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
                               int chunk, MmaMode mode, bool cvt_rn) {
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
-  const bool c_pairs = ldc % 2 == 0 &&
-                       p.c.offset % 2 == 0 && p.c.batch_stride % 2 == 0;
+  // Element alignments of C's rows: a single item's batch stride is never used.
+  const std::uint64_t c_stride = p.batch > 1 ? p.c.batch_stride : 0;
+  const bool c_pairs = ldc % 2 == 0 && p.c.offset % 2 == 0 && c_stride % 2 == 0;
+  const std::uint64_t c_bytes = storage_bytes(p.c.storage);
+  // 16-bit C through local memory in whole 16-byte units (MMA_C_STAGED). Measured on an H200
+  // against pair stores (docs/PERFORMANCE.md): BF16 8192^3 0.73x -> 0.77x cuBLAS; float32 C,
+  // whose pair stores fill whole sectors already, lost 4-5 % at k = 768.
+  const bool c_staged = c_bytes == 2 && (ldc * c_bytes) % 16 == 0 &&
+                        (p.c.offset * c_bytes) % 16 == 0 && (c_stride * c_bytes) % 16 == 0;
   return fmt::format(
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
       "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={} -DMMA_BULK={} "
-      "-DMMA_ROW_BYTES={} -DMMA_CVT_RN={}",
+      "-DMMA_ROW_BYTES={} -DMMA_CVT_RN={} -DMMA_C_STAGED={}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, mode == MmaMode::kHardware ? 0 : 1, config.wgmma,
-      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes, cvt_rn ? 1 : 0);
+      config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes, cvt_rn ? 1 : 0,
+      c_staged ? 1 : 0);
 }
 
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,

@@ -507,17 +507,20 @@ def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypa
     """kernels/gemm_mma.cl with MMA_EMULATE=1, mma.sync and warpgroup-MMA kernels (with the
     transposed operand copies of kernels/gemm_pack.cl): the fragment and accumulator layouts,
     swizzles, zero-filled edges and the pipeline, checked on the device under test (on NVIDIA the
-    real instructions run in the other tests). The first product's rows are 8-byte multiples,
-    as cp.async needs (the second one's 16-bit rows are not: those fall back to the portable
-    kernel)."""
+    real instructions run in the other tests). Rows of A and B are 8-byte multiples, as cp.async
+    needs; the second product's 16-bit C has rows of 16-byte multiples, stored through local
+    memory in whole units (MMA_C_STAGED), its last unit cut by N, with beta."""
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
         lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=68, k=44,
         layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2)))
     assert "gemm_mma_product" in names, names
-    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
-             trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace2.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.F16 if ab == "f16" else g.BF16,
+        trans_a=ta, trans_b=tb, m=37, n=45, k=41, layout="single", beta=0.5, pad=3,
+        c_init=1.0))
+    assert "gemm_mma_product" in names, names
 
 
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
