@@ -15,6 +15,7 @@ from . import dtypes
 from .errors import AetherCLError
 from .library import Library
 from .program import DeviceKernels, Kernel, Local, Program
+from .streams import resolve
 
 _DEFAULT_LIBRARY: Optional[Library] = None
 _CURRENT = threading.local()  # .stack: the Devices of the enclosing `with` blocks
@@ -241,10 +242,9 @@ class Buffer:
             self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
                                   self._require_alive(), int(offset), array.nbytes, pointer)
         else:
-            from .streams import _handle
             self.device.lib.check("aethercl_write_async", self.device.index,
                                   self._require_alive(), int(offset), array.nbytes, pointer,
-                                  _handle(stream))
+                                  resolve(self.device.lib, self.device.index, stream))
         return self
 
     def read_into(self, out: np.ndarray, offset: int = 0, stream: Any = None) -> np.ndarray:
@@ -259,10 +259,9 @@ class Buffer:
             self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
                                   self._require_alive(), int(offset), out.nbytes, pointer)
         else:
-            from .streams import _handle
             self.device.lib.check("aethercl_read_async", self.device.index,
                                   self._require_alive(), int(offset), out.nbytes, pointer,
-                                  _handle(stream))
+                                  resolve(self.device.lib, self.device.index, stream))
         return out
 
     def read(self, out: Optional[np.ndarray] = None, offset: int = 0,
@@ -305,12 +304,11 @@ class Buffer:
         count = self.nbytes // self._dtype.itemsize
         out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
                      dtype=target, tag_dtype=True)
-        from .streams import _handle as _stream_handle
         try:
             self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),
                                   dtypes.code_of(self._dtype), out.handle,
                                   dtypes.code_of(target), count,
-                                  _stream_handle(stream))
+                                  resolve(self.device.lib, self.device.index, stream))
         except BaseException:
             out.free()
             raise

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 
+from .streams import resolve
+
 F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
 COMPUTE_DEFAULT, COMPUTE_FP32, COMPUTE_TF32, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_FP16 = range(6)
 COMPUTE_MODES = {"default": COMPUTE_DEFAULT, "fp32": COMPUTE_FP32, "tf32": COMPUTE_TF32,
@@ -56,5 +58,6 @@ def gemm_desc(a, b, c, m, n, k, *, trans_a=0, trans_b=0, batch=1, lda=None, ldb=
 
 
 def gemm(lib, gpu_index: int, desc: GemmDesc, stream=None) -> None:
-    """aethercl_gemm; raises AetherCLError with the driver's message when refused."""
-    lib.check("aethercl_gemm", gpu_index, ctypes.byref(desc), stream)
+    """aethercl_gemm on stream (None: the calling thread's current stream); raises AetherCLError
+    with the driver's message when refused."""
+    lib.check("aethercl_gemm", gpu_index, ctypes.byref(desc), resolve(lib, gpu_index, stream))

@@ -16,6 +16,7 @@ import numpy as np
 
 from .abi import AetherclArg
 from .errors import AetherCLError
+from .streams import resolve
 
 ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
 
@@ -183,9 +184,8 @@ class Kernel:
                                  f"{dims} has {work_dim}")
             local_array = (ctypes.c_size_t * work_dim)(*local)
         array, keep = self._marshal(args)
-        from .streams import _handle
         lib = self.device.lib
-        stream_handle = _handle(stream)
+        stream_handle = resolve(lib, self.device.index, stream)
         result = lib.aethercl_launch(self.device.index, self._require_alive(), stream_handle,
                                      work_dim, global_array, local_array, len(args), array)
         del keep
@@ -276,9 +276,10 @@ class DeviceKernels:
         return self.lib.check_handle("aethercl_cl_context", self.index)
 
     def cl_queue(self, stream=None) -> int:
-        """The cl_command_queue of stream (None: the default stream)."""
-        from .streams import _handle
-        return self.lib.check_handle("aethercl_cl_queue", self.index, _handle(stream))
+        """The cl_command_queue of stream (None: the calling thread's current stream;
+        Stream.default(dev) for the default stream's)."""
+        return self.lib.check_handle("aethercl_cl_queue", self.index,
+                                     resolve(self.lib, self.index, stream))
 
     # ---- memory -----------------------------------------------------------------------------
     def buffer(self, data=None, size: Optional[int] = None, dtype=None,

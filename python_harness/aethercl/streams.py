@@ -15,13 +15,26 @@ import numpy as np
 STREAM_TIMING = 1
 
 
-def _handle(stream: Optional["Stream"]) -> Optional[int]:
-    """The token to pass for a stream argument; None (NULL) is the default stream."""
+def resolve(lib, index: int, stream=None) -> Optional[int]:
+    """The token a Python call passes for its `stream` argument: the stream's own when one is
+    given (a Stream, its raw token, or Stream.default for the default stream), else the calling
+    thread's current stream of device `index` (NULL when that is the default stream).
+
+    The one place where "no stream" is decided: the C functions read a NULL stream as the default
+    stream, while every Python call without one runs on the current stream, as the seed functions
+    do. The current stream is asked for on every call (one C call, well under a microsecond): it is
+    per thread and per device, and the driver may change it behind Python's back (destroying a
+    stream makes its threads fall back to the default stream). An uninitialised device answers
+    NULL here; the call that follows reports it."""
     if stream is None:
-        return None
-    if not isinstance(stream, Stream):
-        raise TypeError(f"expected a Stream or None, not {type(stream).__name__}")
-    return stream.handle
+        return lib.cdll.aethercl_stream_current(index)
+    if isinstance(stream, Stream):
+        if stream.device.index != index:
+            raise ValueError(f"{stream!r} belongs to device {stream.device.index}, not {index}")
+        return stream.handle
+    if type(stream) is int:
+        return stream
+    raise TypeError(f"expected a Stream, a stream token or None, not {type(stream).__name__}")
 
 
 class Stream:
@@ -101,11 +114,12 @@ class Event:
 
     @classmethod
     def record(cls, stream: Optional[Stream] = None, device=None) -> "Event":
-        """Records on stream (or on the default stream of device)."""
-        device = stream.device if stream is not None else device
+        """Records on stream (or on the calling thread's current stream of device)."""
+        device = stream.device if isinstance(stream, Stream) else device
         if device is None:
             raise ValueError("Event.record needs a stream or a device")
-        handle = device.lib.check_handle("aethercl_event_record", device.index, _handle(stream))
+        handle = device.lib.check_handle("aethercl_event_record", device.index,
+                                         resolve(device.lib, device.index, stream))
         return cls(device, handle)
 
     def _require(self) -> int:
@@ -186,4 +200,4 @@ class HostBuffer:
             pass
 
 
-__all__ = ["Event", "HostBuffer", "STREAM_TIMING", "Stream"]
+__all__ = ["Event", "HostBuffer", "STREAM_TIMING", "Stream", "resolve"]

@@ -1,8 +1,9 @@
 """Convenience layer over the generated wrappers of the version-3 training ops (aethercl.ops):
-op codes by name ("relu", "mul"), defaults for stream (None: the current stream) and rarely used
-arguments, a broadcast descriptor built from two NumPy-style shapes, and Python lists for the
-clipping arrays. Buffer arguments take Buffers, raw handles or None; descriptors are the ctypes
-classes of train_types."""
+op codes by name ("relu", "mul"), defaults for stream (None: the calling thread's current stream
+of the device, through streams.resolve; the generated wrappers pass None on as C's NULL, the
+default stream) and rarely used arguments, a broadcast descriptor built from two NumPy-style
+shapes, and Python lists for the clipping arrays. Buffer arguments take Buffers, raw handles or
+None; descriptors are the ctypes classes of train_types."""
 from __future__ import annotations
 
 import ctypes
@@ -10,10 +11,16 @@ from typing import Optional, Sequence
 
 from . import ops as _ops
 from . import train_types as T
-from ._calls import DeviceLike
+from ._calls import DeviceLike, target
 from ._calls import pointer as handle_of
+from .streams import resolve
 
 _h = handle_of
+
+
+def _stream(dev: DeviceLike, stream) -> Optional[int]:
+    """The stream token of a call on dev: stream's own, else the thread's current stream."""
+    return resolve(*target(dev), stream)
 
 
 def _status(dev: DeviceLike, c_name: str, *args) -> None:
@@ -44,20 +51,20 @@ def _desc_address(desc) -> int:
 def rng_fill(dev: DeviceLike, buffer, count: int, distribution: int, a: float = 0.0,
              b: float = 1.0, seed: int = 0, offset: int = 0, stream=None) -> None:
     _status(dev, "aethercl_rng_fill", _h(buffer), int(count), int(distribution), float(a),
-            float(b), int(seed), int(offset), _h(stream))
+            float(b), int(seed), int(offset), _stream(dev, stream))
 
 
 @_wraps("aethercl_dropout")
 def dropout(dev: DeviceLike, x, y, mask, count: int, p: float, seed: int, offset: int,
             stream=None) -> None:
     _status(dev, "aethercl_dropout", _h(x), _h(y), _h(mask), int(count), float(p), int(seed),
-            int(offset), _h(stream))
+            int(offset), _stream(dev, stream))
 
 
 @_wraps("aethercl_dropout_backward")
 def dropout_backward(dev: DeviceLike, dy, mask, dx, count: int, p: float, stream=None) -> None:
     _status(dev, "aethercl_dropout_backward", _h(dy), _h(mask), _h(dx), int(count), float(p),
-            _h(stream))
+            _stream(dev, stream))
 
 
 def _op(table, op):
@@ -67,14 +74,14 @@ def _op(table, op):
 @_wraps("aethercl_unary")
 def unary(dev: DeviceLike, op, x, y, count: int, alpha: float = 0.0, stream=None) -> None:
     _status(dev, "aethercl_unary", _op(T.UNARY, op), _h(x), _h(y), int(count), float(alpha),
-            _h(stream))
+            _stream(dev, stream))
 
 
 @_wraps("aethercl_unary_backward")
 def unary_backward(dev: DeviceLike, op, x, dy, dx, count: int, alpha: float = 0.0,
                    stream=None) -> None:
     _status(dev, "aethercl_unary_backward", _op(T.UNARY, op), _h(x), _h(dy), _h(dx), int(count),
-            float(alpha), _h(stream))
+            float(alpha), _stream(dev, stream))
 
 
 def broadcast_desc(shape_a: Sequence[int], shape_b: Sequence[int], a=None, b=None,
@@ -89,13 +96,13 @@ def broadcast_desc(shape_a: Sequence[int], shape_b: Sequence[int], a=None, b=Non
 
 @_wraps("aethercl_binary")
 def binary(dev: DeviceLike, op, desc, stream=None) -> None:
-    _status(dev, "aethercl_binary", _op(T.BINARY, op), _desc_address(desc), _h(stream))
+    _status(dev, "aethercl_binary", _op(T.BINARY, op), _desc_address(desc), _stream(dev, stream))
 
 
 @_wraps("aethercl_binary_backward")
 def binary_backward(dev: DeviceLike, op, desc, dc, da, db, stream=None) -> None:
     _status(dev, "aethercl_binary_backward", _op(T.BINARY, op), _desc_address(desc), _h(dc),
-            _h(da), _h(db), _h(stream))
+            _h(da), _h(db), _stream(dev, stream))
 
 
 def _shape_array(shape):
@@ -109,7 +116,7 @@ def reduce(dev: DeviceLike, op: int, x, y, shape: Optional[Sequence[int]], axis:
            stream=None, ndim: Optional[int] = None) -> None:
     ndim = len(shape) if ndim is None else ndim
     _status(dev, "aethercl_reduce", int(op), _h(x), _h(y), int(ndim), _shape_array(shape),
-            int(axis), _h(stream))
+            int(axis), _stream(dev, stream))
 
 
 @_wraps("aethercl_reduce_backward")
@@ -117,12 +124,12 @@ def reduce_backward(dev: DeviceLike, op: int, x, dy, dx, shape: Optional[Sequenc
                     axis: int, stream=None, ndim: Optional[int] = None) -> None:
     ndim = len(shape) if ndim is None else ndim
     _status(dev, "aethercl_reduce_backward", int(op), _h(x), _h(dy), _h(dx), int(ndim),
-            _shape_array(shape), int(axis), _h(stream))
+            _shape_array(shape), int(axis), _stream(dev, stream))
 
 
 def _descriptor_call(c_name: str):
     def call(dev: DeviceLike, desc, stream=None) -> None:
-        _status(dev, c_name, _desc_address(desc), _h(stream))
+        _status(dev, c_name, _desc_address(desc), _stream(dev, stream))
     call.__name__ = c_name[len("aethercl_"):]
     call.__doc__ = f"{c_name}(gpu_index, desc, stream)"
     return _wraps(c_name)(call)
@@ -159,15 +166,16 @@ def clip_grad_norm(dev: DeviceLike, grads: Sequence, counts: Sequence[int], max_
     grad_array = (ctypes.c_void_p * max(n, 1))(*[handle_of(g) for g in grads])
     count_array = (ctypes.c_size_t * max(n, 1))(*[int(c) for c in counts])
     _status(dev, "aethercl_clip_grad_norm", n, grad_array, count_array, float(max_norm),
-            _h(total_norm), _h(stream))
+            _h(total_norm), _stream(dev, stream))
 
 
 @_wraps("aethercl_mse_loss")
 def mse_loss(dev: DeviceLike, pred, target, loss, grad, count: int, reduction: int = T.MEAN,
              stream=None) -> None:
     _status(dev, "aethercl_mse_loss", _h(pred), _h(target), _h(loss), _h(grad), int(count),
-            int(reduction), _h(stream))
+            int(reduction), _stream(dev, stream))
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "annotations", "ctypes", "Optional", "Sequence", "DeviceLike", "T", "handle_of")]
+    "annotations", "ctypes", "Optional", "Sequence", "DeviceLike", "T", "handle_of", "resolve",
+    "target")]

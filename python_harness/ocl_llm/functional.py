@@ -9,7 +9,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from aethercl import ops
+from aethercl import train as ops  # stream=None there: the thread's current stream
 from aethercl import train_types as T
 from aethercl.train import broadcast_desc
 
@@ -33,8 +33,7 @@ class UnaryContext(FunctionContext):
         (x,) = self.parents
         code, alpha = self.saved_data
         dx = x.new_empty(x.shape)
-        ops.unary_backward(g.device, code, x.data.ptr, g.data.ptr, dx.data.ptr, x.numel, alpha,
-                           None)
+        ops.unary_backward(g.device, code, x.data.ptr, g.data.ptr, dx.data.ptr, x.numel, alpha)
         return (dx,)
 
 
@@ -44,7 +43,7 @@ def unary(x: OclTensor, op: str, alpha: float = 0.0) -> OclTensor:
     ctx = UnaryContext(x)
     ctx.save_for_backward(code, float(alpha))
     out = x._result(x.shape, ctx)
-    ops.unary(x.device, code, x.data.ptr, out.data.ptr, x.numel, float(alpha), None)
+    ops.unary(x.device, code, x.data.ptr, out.data.ptr, x.numel, float(alpha))
     return out
 
 
@@ -68,7 +67,7 @@ class BinaryContext(FunctionContext):
         da, db = _grad(a, self.needs(0)), _grad(b, self.needs(1))
         if da is not None or db is not None:
             desc = broadcast_desc(_padded(a.shape), _padded(b.shape), a.data.ptr, b.data.ptr)
-            ops.binary_backward(g.device, code, desc, g.data.ptr, _ptr(da), _ptr(db), None)
+            ops.binary_backward(g.device, code, desc, g.data.ptr, _ptr(da), _ptr(db))
         return da, db
 
 
@@ -97,7 +96,7 @@ def binary(a, b, op: str) -> OclTensor:
     out = a._result(shape, ctx)
     desc = broadcast_desc(_padded(a.shape), _padded(b.shape), a.data.ptr, b.data.ptr,
                           out.data.ptr)
-    ops.binary(a.device, code, desc, None)
+    ops.binary(a.device, code, desc)
     return out
 
 
@@ -122,7 +121,7 @@ class ReduceContext(FunctionContext):
         dx = x.new_empty(x.shape)
         needs_x = code in (T.MAX, T.MIN)
         ops.reduce_backward(g.device, code, x.data.ptr if needs_x else None, g.data.ptr,
-                            dx.data.ptr, 3, view, 1, None)
+                            dx.data.ptr, view, 1)
         return (dx,)
 
 
@@ -138,12 +137,12 @@ def reduce(x: OclTensor, op: int, axis: Optional[int] = None, keepdims: bool = F
             tuple(s for i, s in enumerate(shape) if i != a)
     if op in (T.ARGMAX, T.ARGMIN):
         out = OclTensor.empty(out_shape, dtype=IDX_TYPE, runtime=x.runtime)
-        ops.reduce(x.device, op, x.data.ptr, out.data.ptr, 3, view, 1, None)
+        ops.reduce(x.device, op, x.data.ptr, out.data.ptr, view, 1)
         return out
     ctx = ReduceContext(x)
     ctx.save_for_backward(op, view)
     out = x._result(out_shape, ctx)
-    ops.reduce(x.device, op, x.data.ptr, out.data.ptr, 3, view, 1, None)
+    ops.reduce(x.device, op, x.data.ptr, out.data.ptr, view, 1)
     return out
 
 
@@ -159,7 +158,7 @@ class GatherContext(FunctionContext):
         (x,) = self.parents
         index, axis = self.saved_data
         dx = x.new_zeros(x.shape)   # scatter_add adds into it: the gradient of gather
-        ops.scatter_add(g.device, _index_desc(x.shape, index, axis, dx, g), None)
+        ops.scatter_add(g.device, _index_desc(x.shape, index, axis, dx, g))
         return (dx,)
 
 
@@ -178,7 +177,7 @@ def gather(x: OclTensor, axis: int, index) -> OclTensor:
     ctx = GatherContext(x)
     ctx.save_for_backward(index, axis)
     out = x._result(tuple(index.shape), ctx)
-    ops.gather(x.device, _index_desc(x.shape, index, axis, x, out), None)
+    ops.gather(x.device, _index_desc(x.shape, index, axis, x, out))
     return out
 
 
@@ -204,7 +203,7 @@ class DropoutContext(FunctionContext):
         (x,) = self.parents
         mask, p = self.saved_data
         dx = x.new_empty(x.shape)
-        ops.dropout_backward(g.device, g.data.ptr, mask.ptr, dx.data.ptr, x.numel, p, None)
+        ops.dropout_backward(g.device, g.data.ptr, mask.ptr, dx.data.ptr, x.numel, p)
         return (dx,)
 
 
@@ -218,7 +217,7 @@ def dropout(x: OclTensor, p: float = 0.5, training: bool = True,
     ctx = DropoutContext(x)
     ctx.save_for_backward(mask, float(p))
     out = x._result(x.shape, ctx)
-    ops.dropout(x.device, x.data.ptr, out.data.ptr, mask.ptr, x.numel, float(p), seed, offset, None)
+    ops.dropout(x.device, x.data.ptr, out.data.ptr, mask.ptr, x.numel, float(p), seed, offset)
     return out
 
 
@@ -237,7 +236,7 @@ class NormContext(FunctionContext):
         desc = T.NormDesc(kind=kind, rows=rows, cols=cols, eps=eps, x=x.data.ptr,
                           gamma=_ptr(gamma), dy=g.data.ptr, dx=_ptr(dx), dgamma=_ptr(dgamma),
                           dbeta=_ptr(dbeta))
-        ops.norm_backward(g.device, desc, None)
+        ops.norm_backward(g.device, desc)
         return tuple(t for t in (dx, dgamma if has_gamma else False, dbeta if has_beta else False)
                      if t is not False)
 
@@ -254,7 +253,7 @@ def layer_norm(x: OclTensor, gamma: Optional[OclTensor] = None,
     out = x._result(x.shape, ctx)
     ops.norm_forward(x.device, T.NormDesc(kind=kind, rows=rows, cols=cols, eps=eps,
                                           x=x.data.ptr, gamma=_ptr(gamma), beta=_ptr(beta),
-                                          y=out.data.ptr), None)
+                                          y=out.data.ptr))
     return out
 
 
@@ -266,7 +265,7 @@ class BatchNormContext(FunctionContext):
                              _grad(beta, self.needs(2)))
         desc = T.BatchNormDesc(**fields, x=x.data.ptr, gamma=gamma.data.ptr, dy=g.data.ptr,
                                dx=_ptr(dx), dgamma=_ptr(dgamma), dbeta=_ptr(dbeta))
-        ops.batchnorm_backward(g.device, desc, None)
+        ops.batchnorm_backward(g.device, desc)
         return dx, dgamma, dbeta
 
 
@@ -289,7 +288,7 @@ def batch_norm(x: OclTensor, gamma: OclTensor, beta: OclTensor, running_mean: GP
     ctx.save_for_backward(fields, saves)
     out = x._result(x.shape, ctx)
     ops.batchnorm_forward(x.device, T.BatchNormDesc(**fields, x=x.data.ptr, gamma=gamma.data.ptr,
-                                                    beta=beta.data.ptr, y=out.data.ptr), None)
+                                                    beta=beta.data.ptr, y=out.data.ptr))
     return out
 
 
@@ -311,7 +310,7 @@ class Conv2dContext(FunctionContext):
         db = _grad(bias, bias is not None and bias.requires_grad)
         ops.conv2d_backward(g.device, T.Conv2dDesc(**fields, x=x.data.ptr, weight=weight.data.ptr,
                                                    dy=g.data.ptr, dx=_ptr(dx), dweight=_ptr(dw),
-                                                   dbias=_ptr(db)), None)
+                                                   dbias=_ptr(db)))
         return (dx, dw) + ((db,) if bias is not None else ())
 
 
@@ -328,7 +327,7 @@ def conv2d(x: OclTensor, weight: OclTensor, bias: Optional[OclTensor] = None, st
     ctx.save_for_backward(fields)
     out = x._result((n, c_out, oh, ow), ctx)
     ops.conv2d_forward(x.device, T.Conv2dDesc(**fields, x=x.data.ptr, weight=weight.data.ptr,
-                                              bias=_ptr(bias), y=out.data.ptr), None)
+                                              bias=_ptr(bias), y=out.data.ptr))
     return out
 
 
@@ -339,7 +338,7 @@ class Pool2dContext(FunctionContext):
         dx = x.new_empty(x.shape)
         ops.pool2d_backward(g.device, T.Pool2dDesc(**fields, dy=g.data.ptr,
                                                    indices=indices.ptr if indices else None,
-                                                   dx=dx.data.ptr), None)
+                                                   dx=dx.data.ptr))
         return (dx,)
 
 
@@ -357,7 +356,7 @@ def _pool(x: OclTensor, kind: int, kernel, stride, padding, count_include_pad=Tr
     ctx.save_for_backward(fields, indices)
     out = x._result((n, c, oh, ow), ctx)
     ops.pool2d_forward(x.device, T.Pool2dDesc(**fields, x=x.data.ptr, y=out.data.ptr,
-                                              indices=indices.ptr if indices else None), None)
+                                              indices=indices.ptr if indices else None))
     return out
 
 
@@ -379,7 +378,7 @@ class LossContext(FunctionContext):
         grad, upstream_shape = self.saved_data
         dx = x.new_empty(x.shape)
         desc = broadcast_desc(x.shape, upstream_shape, grad.data.ptr, g.data.ptr, dx.data.ptr)
-        ops.binary(g.device, T.BINARY["mul"], desc, None)
+        ops.binary(g.device, T.BINARY["mul"], desc)
         return (dx,)
 
 
@@ -407,7 +406,7 @@ def cross_entropy(logits: OclTensor, targets, ignore_index: int = -100,
     ops.cross_entropy(logits.device, T.CrossEntropyDesc(
         rows=rows, classes=classes, ignore_index=ignore_index, label_smoothing=label_smoothing,
         reduction=_REDUCTIONS[reduction], logits=logits.data.ptr, targets=target_buffer.ptr,
-        loss=out.data.ptr, grad=_ptr(grad)), None)
+        loss=out.data.ptr, grad=_ptr(grad)))
     if reduction == "none":  # per-row upstream gradient broadcast along the classes
         ctx.save_for_backward(grad, (rows, 1))
     if owned is not None:
@@ -425,7 +424,7 @@ def mse_loss(pred: OclTensor, target, reduction: str = "mean") -> OclTensor:
     ctx.save_for_backward(grad, (1,))
     out = pred._result((1,), ctx if wants_grad else None)
     ops.mse_loss(pred.device, pred.data.ptr, target.data.ptr, out.data.ptr, _ptr(grad),
-                 pred.numel, _REDUCTIONS[reduction], None)
+                 pred.numel, _REDUCTIONS[reduction])
     return out
 
 

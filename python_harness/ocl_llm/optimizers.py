@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from aethercl import ops
+from aethercl import train as ops  # stream=None there: the thread's current stream
 from aethercl import train_types as T
 
 from .buffer import GPUBuffer
@@ -48,7 +48,7 @@ class _Optimizer:
             self.steps[i] += 1
             desc = T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
                                    grad=p.grad.data.ptr, step=self.steps[i], **self._fields(i, p))
-            ops.optimizer_step(p.device, desc, None)
+            ops.optimizer_step(p.device, desc)
             updated += 1
         return updated
 
@@ -127,6 +127,6 @@ def clip_grad_norm(parameters: Sequence[Parameter], max_norm: float) -> Optional
             p.grad = p.grad.clone()
         seen.add(p.grad.data.ptr)
     total = OclTensor.empty((1,), runtime=with_grad[0].runtime)
-    ops.clip_grad_norm(with_grad[0].device, len(with_grad), [p.grad.data.ptr for p in with_grad],
-                       [p.numel for p in with_grad], float(max_norm), total.data.ptr, None)
+    ops.clip_grad_norm(with_grad[0].device, [p.grad.data.ptr for p in with_grad],
+                       [p.numel for p in with_grad], float(max_norm), total.data.ptr)
     return total
