@@ -29,8 +29,8 @@ __version__: str = _version()
 
 from .errors import (  # noqa: E402
     AetherCLError, BuildFailedError, DeviceError, InternalError, InvalidArgumentError,
-    InvalidHandleError, NoDeviceError, NotInitializedError, OutOfMemoryError, OutOfRangeError,
-    UnsupportedError)
+    InvalidHandleError, KernelArgumentError, NoDeviceError, NotInitializedError, OutOfMemoryError,
+    OutOfRangeError, UnsupportedError)
 from .library import Library, find_library  # noqa: E402
 from .status import Status  # noqa: E402
 from .abi import load_manifest, parse_manifest  # noqa: E402
@@ -45,7 +45,8 @@ from . import dtypes, ops, spirv, status  # noqa: E402,F401
 
 __all__ = ["AetherCLError", "Buffer", "BuildFailedError", "Communicator", "Device", "DeviceError",
            "Event", "HostBuffer", "InternalError", "InvalidArgumentError", "InvalidHandleError",
-           "Kernel", "Library", "Local", "Program", "bfloat16", "dtypes", "spirv",
+           "Kernel", "KernelArgumentError", "Library", "Local", "Program", "bfloat16", "dtypes",
+           "spirv",
            "NoDeviceError", "NotInitializedError", "OutOfMemoryError", "OutOfRangeError", "Status", "Stream",
            "UnsupportedError", "__version__", "copy_peer", "current_device", "default_library",
            "empty_cache", "find_library", "load_manifest", "memory_stats", "ops",

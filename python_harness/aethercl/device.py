@@ -94,7 +94,7 @@ class Device(DeviceKernels):
               label: Optional[str] = None) -> "Buffer":
         """An uninitialised buffer sized for an array of this shape and dtype."""
         shape = tuple(int(s) for s in shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.normalize(dtype).itemsize
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes.element_type(dtype).itemsize
         return Buffer(self, max(nbytes, 1), shape=shape, dtype=dtype, label=label, tag_dtype=True)
 
     def zeros(self, shape: Sequence[int], dtype: Any = np.float32,
@@ -155,11 +155,13 @@ def _as_contiguous(array: Any) -> np.ndarray:
 
 class Buffer:
     """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
-    to_numpy() default to the right array; with tag_dtype (Device.buffer, Device.empty, astype) a
-    dtype the driver knows (float32, float16, bfloat16, float64, int32, int64, int8, uint8) is also
-    set on the buffer (aethercl_buffer_set_dtype) and shows in memory statistics; frontends that
-    allocate per step leave it off and pay no extra call. free() is idempotent; a context manager frees on exit, and a
-    forgotten buffer is freed when it is garbage collected."""
+    to_numpy() default to the right array; a dtype no buffer can hold (complex, strings, objects:
+    dtypes.element_type) raises TypeError before anything is allocated. With tag_dtype
+    (Device.buffer, Device.empty, astype) a dtype the driver knows (float32, float16, bfloat16,
+    float64, int32, int64, int8, uint8) is also set on the buffer (aethercl_buffer_set_dtype) and
+    shows in memory statistics; frontends that allocate per step leave it off and pay no extra
+    call. free() is idempotent; a context manager frees on exit, and a forgotten buffer is freed
+    when it is garbage collected."""
 
     def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
                  dtype: Any = None, label: Optional[str] = None,
@@ -167,7 +169,7 @@ class Buffer:
         self.device = device
         self.nbytes = int(nbytes)
         self.shape = tuple(shape) if shape is not None else None
-        self._dtype: Any = dtypes.normalize(dtype) if dtype is not None else None
+        self._dtype: Any = dtypes.element_type(dtype) if dtype is not None else None
         self._label: Optional[str] = None
         self.handle: Optional[int] = None
         self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
@@ -189,7 +191,7 @@ class Buffer:
 
     @dtype.setter
     def dtype(self, value) -> None:
-        value = dtypes.normalize(value) if value is not None else None
+        value = dtypes.element_type(value) if value is not None else None
         if value is not None and dtypes.has_code(value):
             self.device.lib.check("aethercl_buffer_set_dtype", self.device.index,
                                   self._require_alive(), dtypes.code_of(value))

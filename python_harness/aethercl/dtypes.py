@@ -46,6 +46,21 @@ def normalize(dtype) -> DType:
     return np.dtype(dtype)
 
 
+def element_type(dtype) -> DType:
+    """normalize(dtype) for a type a buffer can hold: a float of 2, 4 or 8 bytes, bfloat16, an
+    integer of 1 to 8 bytes, or bool (one byte; OpenCL C reads it as uchar). Others (complex,
+    float128, strings, objects, records, dates) raise TypeError where the buffer is made, as
+    OpenCL has no such element type."""
+    dtype = normalize(dtype)
+    if dtype is bfloat16 or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8)) or \
+            (dtype.kind in "iu" and dtype.itemsize <= 8) or dtype.kind == "b":
+        return dtype
+    hint = " (store complex values as pairs of floats: array.view(np.float32))" \
+        if dtype.kind == "c" else ""
+    raise TypeError(f"a buffer cannot hold {dtype}: element types are float16/32/64, bfloat16, "
+                    f"(u)int8/16/32/64 and bool{hint}")
+
+
 def code_of(dtype) -> int:
     """The aethercl_dtype code; ValueError for a type the driver does not know."""
     dtype = normalize(dtype)
@@ -78,5 +93,5 @@ def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["BF16", "BFloat16Type", "F16", "F32", "F64", "I32", "I64", "I8", "NAMES", "U8",
-           "bf16_bits_to_float32", "bfloat16", "code_of", "has_code", "normalize",
+           "bf16_bits_to_float32", "bfloat16", "code_of", "element_type", "has_code", "normalize",
            "storage_dtype"]

@@ -37,6 +37,15 @@ class InvalidArgumentError(AetherCLError, ValueError):
     """A NULL, negative, overflowing or inconsistent argument (AETHERCL_INVALID_ARGUMENT)."""
 
 
+class KernelArgumentError(InvalidArgumentError, TypeError):
+    """Arguments of a kernel launch refused before the driver saw them: the wrong count, or a
+    value of the wrong kind for its parameter (a number where a buffer belongs). Also a TypeError,
+    as Python calls with wrong arguments raise; code 1, function "aethercl_launch"."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("aethercl_launch", 1, message)
+
+
 class InvalidHandleError(AetherCLError, ValueError):
     """An unknown, freed or other-device buffer handle or address (AETHERCL_INVALID_HANDLE)."""
 
@@ -96,5 +105,6 @@ def error_for(function: str, code: int, message: str) -> AetherCLError:
 
 
 __all__ = ["AetherCLError", "BuildFailedError", "DeviceError", "ERROR_CLASSES", "InternalError",
-           "InvalidArgumentError", "InvalidHandleError", "NoDeviceError", "NotInitializedError",
-           "OutOfMemoryError", "OutOfRangeError", "STATUS_NAMES", "UnsupportedError", "error_for"]
+           "InvalidArgumentError", "InvalidHandleError", "KernelArgumentError", "NoDeviceError",
+           "NotInitializedError", "OutOfMemoryError", "OutOfRangeError", "STATUS_NAMES",
+           "UnsupportedError", "error_for"]

@@ -1,61 +1,17 @@
 """Your own kernels from Python: Device.compile(source) -> Program, program.kernel(name) -> Kernel,
-and kernel(global_size, local_size, *args, stream=None) launches it.
-
-Arguments: a Buffer is passed as a buffer; aethercl.Local(nbytes) as local memory; a NumPy scalar
-(np.float32(2.0), np.uint32(n)) as its exact bytes; a plain Python int/float/bool is typed from the
-kernel's argument info (the driver builds programs with -cl-kernel-arg-info), e.g. `uint n` takes
-a Python int as a 4-byte unsigned value; a vector parameter (float4) takes a sequence of its lanes;
-`bytes` are passed as they are."""
+and kernel(global_size, local_size, *args, stream=None) launches it (on the calling thread's
+current stream unless stream= names one). What each argument may be: aethercl.kernel_args."""
 from __future__ import annotations
 
 import ctypes
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from .abi import AetherclArg
 from .errors import AetherCLError
+from .kernel_args import ArgumentChecker, Local
 from .streams import resolve
-
-ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
-
-_SCALAR_TYPES = {"char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
-                 "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16,
-                 "int": np.int32, "uint": np.uint32, "unsigned int": np.uint32,
-                 "long": np.int64, "ulong": np.uint64, "unsigned long": np.uint64,
-                 "float": np.float32, "double": np.float64, "half": np.float16,
-                 "bool": np.uint8}
-
-
-class Local:
-    """Local (work-group shared) memory of `nbytes` bytes for a `__local T*` parameter;
-    `Local(n, np.float32)` sizes it for n elements."""
-
-    def __init__(self, count: int, dtype=None):
-        count = int(count)
-        self.nbytes = count * (np.dtype(dtype).itemsize if dtype is not None else 1)
-        if self.nbytes <= 0:
-            raise ValueError("local memory needs at least 1 byte")
-
-    def __repr__(self) -> str:
-        return f"Local({self.nbytes} bytes)"
-
-
-def _numpy_type(type_name: str, address_bits: int):
-    """(NumPy scalar type, lanes, padded lanes) of an OpenCL value type, or None when unknown."""
-    name = " ".join(w for w in type_name.split() if w not in ("const", "volatile", "restrict"))
-    if name in ("size_t", "ptrdiff_t", "intptr_t", "uintptr_t"):
-        unsigned = name in ("size_t", "uintptr_t")
-        scalar = {(64, True): np.uint64, (64, False): np.int64, (32, True): np.uint32,
-                  (32, False): np.int32}[(address_bits, unsigned)]
-        return scalar, 1, 1
-    digits = len(name) - len(name.rstrip("0123456789"))
-    lanes = int(name[-digits:]) if digits else 1
-    base = name[:-digits] if digits else name
-    if base not in _SCALAR_TYPES or lanes not in (1, 2, 3, 4, 8, 16):
-        return None
-    return _SCALAR_TYPES[base], lanes, 4 if lanes == 3 else lanes
 
 
 class Program:
@@ -110,7 +66,8 @@ class Kernel:
         self.handle: Optional[int] = handle
         self.info: Dict[str, Any] = json.loads(
             self.device.lib.json_call("aethercl_kernel_info", handle))
-        self._address_bits = int(self.device.info().get("address_bits", 64))
+        self._arguments = ArgumentChecker(self.info,
+                                          int(self.device.info().get("address_bits", 64)))
 
     @property
     def name(self) -> str:
@@ -125,51 +82,6 @@ class Kernel:
             raise ValueError("the kernel has been destroyed")
         return self.handle
 
-    def _scalar_bytes(self, index: int, value) -> bytes:
-        if isinstance(value, (bytes, bytearray)):
-            return bytes(value)
-        if isinstance(value, np.generic):
-            return value.tobytes()
-        parameter = self.info["args"][index] if index < len(self.info["args"]) else {}
-        typed = _numpy_type(parameter.get("type") or "", self._address_bits)
-        if typed is None:
-            raise TypeError(f"argument {index} of kernel '{self.name}': the kernel does not say "
-                            f"its type ({parameter.get('type')!r}); pass a NumPy scalar such as "
-                            f"np.float32(...) or bytes")
-        scalar, lanes, padded = typed
-        values = np.atleast_1d(np.asarray(value))
-        if values.size != lanes:
-            raise TypeError(f"argument {index} of kernel '{self.name}' is a "
-                            f"{parameter.get('type')}: give {lanes} value(s), not {values.size}")
-        if np.issubdtype(np.dtype(scalar), np.integer):
-            info = np.iinfo(scalar)
-            if np.any(values != np.floor(values)) or values.min() < info.min or \
-                    values.max() > info.max:
-                raise OverflowError(f"argument {index} of kernel '{self.name}': {value!r} does "
-                                    f"not fit a {parameter.get('type')}")
-        lanes_array = np.zeros(padded, dtype=scalar)
-        lanes_array[:lanes] = values.astype(scalar)
-        return lanes_array.tobytes()
-
-    def _marshal(self, args: Sequence[Any]) -> Tuple[ctypes.Array, List[Any]]:
-        from .device import Buffer  # the device module imports this one
-        array = (AetherclArg * max(1, len(args)))()
-        keep: List[Any] = []
-        for i, value in enumerate(args):
-            if isinstance(value, Buffer):
-                array[i] = AetherclArg(ARG_BUFFER, 0, value._require_alive())
-            elif isinstance(value, Local):
-                array[i] = AetherclArg(ARG_LOCAL, value.nbytes, None)
-            elif value is None:
-                raise TypeError(f"argument {i} of kernel '{self.name}' is None")
-            else:
-                payload = self._scalar_bytes(i, value)
-                data = (ctypes.c_char * max(1, len(payload))).from_buffer_copy(
-                    payload or b"\0")
-                keep.append(data)
-                array[i] = AetherclArg(ARG_SCALAR, len(payload), ctypes.addressof(data))
-        return array, keep
-
     def __call__(self, global_size: Union[int, Sequence[int]],
                  local_size: Union[None, int, Sequence[int]] = None, *args, stream=None) -> None:
         dims = (int(global_size),) if np.isscalar(global_size) else tuple(int(g) for g in global_size)
@@ -183,7 +95,7 @@ class Kernel:
                 raise ValueError(f"local_size {local} has {len(local)} dimensions, global_size "
                                  f"{dims} has {work_dim}")
             local_array = (ctypes.c_size_t * work_dim)(*local)
-        array, keep = self._marshal(args)
+        array, keep = self._arguments.marshal(args)
         lib = self.device.lib
         stream_handle = resolve(lib, self.device.index, stream)
         result = lib.aethercl_launch(self.device.index, self._require_alive(), stream_handle,
