@@ -8,10 +8,14 @@ Modules, one concern each (a module only imports those above it):
   buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
   autograd    grad mode, FunctionContext and the backward contexts, topological order
   tensor      OclTensor and its operations
+  state       state dicts: host copies of named tensors, loaded back with differences named
   nn, model   layers; SimpleModel
   optim, loss AdamOptimizer; cross_entropy_loss_and_backward
   text        TinyTokenizer, read_corpus, TextData
-  checkpoint  save/read/load_checkpoint
+  legacy      the checkpoint format before serialize, read as the current one
+  serialize   save / load: JSON metadata beside .npz weights, SHA-256 per tensor (also of
+              ocl_llm.layers and ocl_llm.optimizers)
+  checkpoint  save/read/load_checkpoint of the training job (through save / load)
   report      ProgressBar, plot_losses, print_summary
   data_parallel  DataParallel: replicas on several devices, gradients all-reduced
   train, cli  train_step, evaluate, generate, train; the command line (main)
@@ -33,6 +37,7 @@ from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        is_grad_enabled, topological_order)
 from .buffer import MASK_VALUE, GPUBuffer, causal_mask, constant_buffer
 from .checkpoint import CHECKPOINT_FORMAT, load_checkpoint, read_checkpoint, save_checkpoint
+from .serialize import load, save
 from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_inspector
 from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
@@ -68,7 +73,7 @@ __all__ = [
     "cross_entropy_loss_and_backward",
     # text, checkpoints, training
     "TinyTokenizer", "TOKENIZER_CHARS", "UNK_DISPLAY", "TextData", "read_corpus",
-    "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint",
+    "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint", "save", "load",
     "train_step", "evaluate", "generate", "train", "ProgressBar", "plot_losses",
     "print_summary", "build_arg_parser", "config_from_args", "main", "parse_gpus",
     "start_inspector", "DataParallel",

@@ -8,6 +8,7 @@ import numpy as np
 
 from .config import FP_TYPE
 from .nn import Embedding, LayerNorm, Linear, Parameter, PositionalEncoding, TransformerBlock
+from .state import load_into, state_of
 from .tensor import OclTensor
 
 
@@ -55,18 +56,17 @@ class SimpleModel:
         for block in self.blocks:
             block.training = False
 
-    def state_dict(self) -> Dict[str, np.ndarray]:
-        return {f"param_{i}": p.to_host() for i, p in enumerate(self.parameters())}
+    def named_tensors(self):
+        """The parameters as param_<i>, in the documented order."""
+        return ((f"param_{i}", p) for i, p in enumerate(self.parameters()))
 
-    def load_state_dict(self, state_dict: Dict[str, np.ndarray]) -> None:
-        params = self.parameters()
-        if len(state_dict) != len(params):
-            raise ValueError(f"state has {len(state_dict)} tensors, the model {len(params)}")
-        for i, p in enumerate(params):
-            value = np.asarray(state_dict[f"param_{i}"], FP_TYPE)
-            if value.shape != p.shape:
-                raise ValueError(f"param_{i} ({p.name}): {value.shape} vs {p.shape}")
-            p.data.write(value)
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        return state_of(self.named_tensors())
+
+    def load_state_dict(self, state_dict: Dict[str, np.ndarray], strict: bool = True) -> None:
+        """Refuses (ValueError naming every difference, nothing written) unknown names, other
+        shapes and, when strict, missing names."""
+        load_into(self.named_tensors(), state_dict, "SimpleModel", strict)
 
     def free_memory(self) -> None:
         for p in self.parameters():

@@ -1,5 +1,5 @@
 """AdamOptimizer: Adam with coupled L2 weight decay through execute_adam_update_on_gpu, its m and
-v moments kept on each parameter's device."""
+v moments kept on each parameter's device, with a state dict of the optimizers' common form."""
 from __future__ import annotations
 
 from typing import Any, Dict, Sequence
@@ -11,6 +11,7 @@ from aethercl import ops
 from .buffer import GPUBuffer
 from .config import FP_TYPE
 from .nn import Parameter
+from .state import differences
 
 
 class AdamOptimizer:
@@ -45,18 +46,38 @@ class AdamOptimizer:
             updated += 1
         return updated
 
+    def hyper(self) -> Dict[str, Any]:
+        """The constructor's hyper-parameters (JSON values)."""
+        return dict(lr=self.lr, betas=list(self.betas), eps=self.eps,
+                    weight_decay=self.weight_decay)
+
     def state_dict(self) -> Dict[str, Any]:
-        return {"t": self.t,
-                "m": {f"state_{i}": m.read(p.shape) for i, (p, m) in
-                      enumerate(zip(self.parameters, self.m))},
-                "v": {f"state_{i}": v.read(p.shape) for i, (p, v) in
-                      enumerate(zip(self.parameters, self.v))}}
+        """The optimizers' common form (ocl_llm.optimizers): {"type", "hyper", "steps" (t for
+        every parameter: Adam counts steps globally), "state": {"m.<i>", "v.<i>"}}."""
+        state = {}
+        for slot, buffers in (("m", self.m), ("v", self.v)):
+            for i, (p, buffer) in enumerate(zip(self.parameters, buffers)):
+                state[f"{slot}.{i}"] = buffer.read(p.shape)
+        return {"type": type(self).__name__, "hyper": self.hyper(),
+                "steps": [self.t] * len(self.parameters), "state": state}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self.t = int(state["t"])
-        for i, (p, m, v) in enumerate(zip(self.parameters, self.m, self.v)):
-            m.write(np.asarray(state["m"][f"state_{i}"], FP_TYPE).reshape(p.shape))
-            v.write(np.asarray(state["v"][f"state_{i}"], FP_TYPE).reshape(p.shape))
+        """Restores a state_dict() over parameters of the same shapes; refuses a mismatch with
+        what differs, changing nothing."""
+        expected = {f"{slot}.{i}": p.shape for slot in ("m", "v")
+                    for i, p in enumerate(self.parameters)}
+        problems = differences(expected, state.get("state", {}))
+        if state.get("type", type(self).__name__) != type(self).__name__:
+            problems.insert(0, f"it is {state['type']}'s")
+        if problems:
+            raise ValueError(f"the state does not fit {type(self).__name__}: "
+                             + "; ".join(problems))
+        for key, value in state.get("hyper", {}).items():
+            setattr(self, key, tuple(value) if isinstance(value, list) else value)
+        self.t = max((int(s) for s in state.get("steps", ())), default=0)
+        for slot, buffers in (("m", self.m), ("v", self.v)):
+            for i, (p, buffer) in enumerate(zip(self.parameters, buffers)):
+                buffer.write(np.ascontiguousarray(state["state"][f"{slot}.{i}"], FP_TYPE))
 
     def free_memory(self) -> None:
         for buffer in self.m + self.v:

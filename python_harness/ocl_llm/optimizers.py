@@ -1,15 +1,19 @@
 """SGD (momentum, dampening, Nesterov, weight decay) and AdamW through aethercl_optimizer_step,
-global gradient-norm clipping through aethercl_clip_grad_norm (computed and applied on the device;
-the norm comes back as a one-element tensor, read only if the caller asks), and zero_grad."""
+with state dicts (hyper-parameters, step counts, moments); global gradient-norm clipping through
+aethercl_clip_grad_norm (computed and applied on the device; the norm comes back as a one-element
+tensor, read only if the caller asks), and zero_grad."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
 
 from aethercl import train as ops  # stream=None there: the thread's current stream
 from aethercl import train_types as T
 
 from .buffer import GPUBuffer
 from .nn import Parameter
+from .state import differences
 from .tensor import OclTensor
 
 
@@ -20,6 +24,7 @@ def zero_grad(parameters: Sequence[Parameter]) -> None:
 
 class _Optimizer:
     kind = -1
+    slots: Tuple[str, ...] = ()   # the names of state1 and state2 in state dicts
 
     def __init__(self, parameters: Sequence[Parameter]):
         self.parameters: List[Parameter] = list(parameters)
@@ -39,6 +44,10 @@ class _Optimizer:
     def _fields(self, i: int, p: Parameter) -> dict:
         raise NotImplementedError
 
+    def hyper(self) -> Dict[str, Any]:
+        """The constructor's hyper-parameters (JSON values)."""
+        raise NotImplementedError
+
     def step(self) -> int:
         """One update of every parameter with a gradient; returns how many were updated."""
         updated = 0
@@ -52,6 +61,45 @@ class _Optimizer:
             updated += 1
         return updated
 
+    def _named_states(self):
+        for slot, states in zip(self.slots, (self.state1, self.state2)):
+            for i, buffer in enumerate(states):
+                if buffer is not None:
+                    yield f"{slot}.{i}", buffer
+
+    def state_dict(self) -> Dict[str, Any]:
+        """{"type", "hyper" (the hyper-parameters), "steps" (updates per parameter), "state"
+        (host copies of the moments made so far, "<slot>.<parameter index>")}."""
+        return {"type": type(self).__name__, "hyper": self.hyper(), "steps": list(self.steps),
+                "state": {name: buffer.read(self.parameters[int(name.split(".")[1])].shape)
+                          for name, buffer in self._named_states()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores a state_dict() of the same optimizer type over parameters of the same shapes
+        (hyper-parameters included); refuses a mismatch with what differs, changing nothing."""
+        expected = {f"{slot}.{i}": p.shape for slot in self.slots
+                    for i, p in enumerate(self.parameters)}
+        problems = differences(expected, state.get("state", {}), strict=False)
+        if state.get("type", type(self).__name__) != type(self).__name__:
+            problems.insert(0, f"it is {state['type']}'s")
+        if len(state.get("steps", ())) != len(self.parameters):
+            problems.append(f"{len(state.get('steps', ()))} step counts for "
+                            f"{len(self.parameters)} parameters")
+        if problems:
+            raise ValueError(f"the state does not fit {type(self).__name__}: "
+                             + "; ".join(problems))
+        for key, value in state.get("hyper", {}).items():
+            setattr(self, key, tuple(value) if isinstance(value, list) else value)
+        self.steps = [int(s) for s in state["steps"]]
+        for slot, states in zip(self.slots, (self.state1, self.state2)):
+            for i, p in enumerate(self.parameters):
+                value = state.get("state", {}).get(f"{slot}.{i}")
+                if value is not None:
+                    self._state(states, i, p).write(np.ascontiguousarray(value, np.float32))
+                elif states[i] is not None:     # not made yet in the saved run: starts at zero
+                    states[i].free()
+                    states[i] = None
+
     def free_memory(self) -> None:
         for buffer in self.state1 + self.state2:
             if buffer is not None:
@@ -60,12 +108,17 @@ class _Optimizer:
 
 class SGD(_Optimizer):
     kind = T.OPTIMIZER_SGD
+    slots = ("momentum",)
 
     def __init__(self, parameters, lr: float = 0.01, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
         super().__init__(parameters)
         self.lr, self.momentum, self.dampening = lr, momentum, dampening
         self.weight_decay, self.nesterov = weight_decay, nesterov
+
+    def hyper(self) -> Dict[str, Any]:
+        return dict(lr=self.lr, momentum=self.momentum, dampening=self.dampening,
+                    weight_decay=self.weight_decay, nesterov=bool(self.nesterov))
 
     def _fields(self, i, p):
         buf = self._state(self.state1, i, p).ptr if self.momentum > 0 else None
@@ -76,7 +129,8 @@ class SGD(_Optimizer):
 
 class AdamW(_Optimizer):
     kind = T.OPTIMIZER_ADAMW
-    kind_name = "adamw"   # recorded in checkpoints (ocl_llm.checkpoint)
+    kind_name = "adamw"   # the legacy checkpoint's name (ocl_llm.checkpoint)
+    slots = ("m", "v")
 
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
@@ -87,24 +141,9 @@ class AdamW(_Optimizer):
     def t(self) -> int:
         return max(self.steps, default=0)
 
-    def state_dict(self):
-        """The format of AdamOptimizer.state_dict: t and the m, v moments per parameter."""
-        import numpy as np
-        def read(states, i, p):
-            return states[i].read(p.shape) if states[i] is not None else np.zeros(p.shape,
-                                                                                 np.float32)
-        return {"t": self.t,
-                "m": {f"state_{i}": read(self.state1, i, p) for i, p in enumerate(self.parameters)},
-                "v": {f"state_{i}": read(self.state2, i, p) for i, p in enumerate(self.parameters)}}
-
-    def load_state_dict(self, state) -> None:
-        import numpy as np
-        self.steps = [int(state["t"])] * len(self.parameters)
-        for i, p in enumerate(self.parameters):
-            self._state(self.state1, i, p).write(
-                np.asarray(state["m"][f"state_{i}"], np.float32).reshape(p.shape))
-            self._state(self.state2, i, p).write(
-                np.asarray(state["v"][f"state_{i}"], np.float32).reshape(p.shape))
+    def hyper(self) -> Dict[str, Any]:
+        return dict(lr=self.lr, betas=list(self.betas), eps=self.eps,
+                    weight_decay=self.weight_decay)
 
     def _fields(self, i, p):
         return dict(state1=self._state(self.state1, i, p).ptr,

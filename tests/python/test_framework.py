@@ -351,7 +351,7 @@ def test_checkpoint_round_trip_resumes_with_the_same_losses(fw, tmp_path):
     path = F.save_checkpoint(tmp_path / "ck.npz", model, optimizer, tokenizer, config, progress)
     assert path.with_suffix(".json").is_file()
     with np.load(path, allow_pickle=False) as archive:
-        assert archive["param_0"].dtype == np.float32
+        assert archive["model/param_0"].dtype == np.float32
     expected = [F.train_step(model, optimizer, *data.train_batch(0, s)) for s in (3, 4)]
     state_after = [p.to_host() for p in model.parameters()]
     optimizer.free_memory()

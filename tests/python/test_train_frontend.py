@@ -148,7 +148,8 @@ def test_transformer_with_dropout_and_adamw_trains_and_resumes(frontend, tmp_pat
     path = L.save_checkpoint(tmp_path / "ck.npz", model, optimizer, tokenizer, config, progress)
     model2, optimizer2, *_ = L.load_checkpoint(path)
     assert isinstance(optimizer2, AdamW) and optimizer2.t == 30
-    for a, b in zip(optimizer.state_dict()["m"].values(), optimizer2.state_dict()["m"].values()):
+    for a, b in zip(optimizer.state_dict()["state"].values(),
+                    optimizer2.state_dict()["state"].values()):
         np.testing.assert_array_equal(a, b)
     for o, m in ((optimizer, model), (optimizer2, model2)):
         o.free_memory()
