@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import AetherCLError
 from .kernel_args import ArgumentChecker, Local
-from .streams import resolve
+from .streams import Event, Stream, resolve
 
 
 class Program:
@@ -66,8 +66,10 @@ class Kernel:
         self.handle: Optional[int] = handle
         self.info: Dict[str, Any] = json.loads(
             self.device.lib.json_call("aethercl_kernel_info", handle))
-        self._arguments = ArgumentChecker(self.info,
-                                          int(self.device.info().get("address_bits", 64)))
+        device_info = self.device.info()
+        self._arguments = ArgumentChecker(self.info, int(device_info.get("address_bits", 64)))
+        self._item_limits = list(device_info.get("max_work_item_sizes") or [1 << 30] * 3)
+        self._local_sizes: Dict[int, tuple] = {}
 
     @property
     def name(self) -> str:
@@ -81,6 +83,24 @@ class Kernel:
         if self.handle is None:
             raise ValueError("the kernel has been destroyed")
         return self.handle
+
+    def default_local_size(self, work_dim: int) -> tuple:
+        """The work-group shape dispatch(groups=) uses without `local`: up to 256 work-items
+        (fewer where the kernel or the device allows fewer), powers of two spread over the
+        dimensions (256; 16 x 16; 8 x 8 x 4). A kernel whose local memory is sized for its group
+        needs `local` given."""
+        if work_dim not in self._local_sizes:
+            budget = min(int(self.info.get("max_work_group_size") or 1), 256)
+            local = [1] * work_dim
+            grown = True
+            while grown:
+                grown = False
+                for d in range(work_dim):
+                    if np.prod(local) * 2 <= budget and local[d] * 2 <= self._item_limits[d]:
+                        local[d] *= 2
+                        grown = True
+            self._local_sizes[work_dim] = tuple(local)
+        return self._local_sizes[work_dim]
 
     def __call__(self, global_size: Union[int, Sequence[int]],
                  local_size: Union[None, int, Sequence[int]] = None, *args, stream=None) -> None:
@@ -129,7 +149,8 @@ class Kernel:
 
 class DeviceKernels:
     """The runtime half of Device (device.py mixes it in): your own kernels, buffers made from data
-    or a size, dispatch/wait, the kernel log and interop handles. Expects `lib` and `index`."""
+    or a size, dispatch/wait, streams, events and fences, the kernel log and interop handles.
+    Expects `lib` and `index`."""
 
     # ---- your own kernels -------------------------------------------------------------------
     def compile(self, source: str, options: str = "") -> Program:
@@ -161,13 +182,18 @@ class DeviceKernels:
     def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
                  stream=None) -> None:
         """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
-        work-items each (global = groups x local), with args as Kernel.__call__ takes them."""
+        work-items each (global = groups x local; without local, Kernel.default_local_size,
+        refused with Local arguments), with args as Kernel.__call__ takes them, on stream (None:
+        the current stream)."""
         if (global_size is None) == (groups is None):
             raise ValueError("give exactly one of global_size and groups")
         if groups is not None:
-            if local is None:
-                raise ValueError("groups needs local (the work-group size)")
             g = (groups,) if np.isscalar(groups) else tuple(groups)
+            if local is None:
+                if any(isinstance(a, Local) for a in args):
+                    raise ValueError("groups with aethercl.Local arguments needs local (the "
+                                     "work-group size the local memory is sized for)")
+                local = kernel.default_local_size(len(g))
             l_ = (local,) if np.isscalar(local) else tuple(local)
             if len(g) != len(l_):
                 raise ValueError(f"groups {g} and local {l_} differ in dimensions")
@@ -177,6 +203,21 @@ class DeviceKernels:
     def wait(self) -> None:
         """Waits for all work on the device (aethercl_synchronize)."""
         self.synchronize()
+
+    # ---- streams and events -----------------------------------------------------------------
+    def stream(self, timing: bool = False):
+        """A new stream of this device (`with dev.stream():` makes it the thread's current one);
+        timing=True lets events on it measure elapsed time."""
+        return Stream(self, timing=timing)
+
+    def event(self, stream=None):
+        """An event recorded on stream (None: the calling thread's current stream)."""
+        return Event.record(stream, device=self)
+
+    def fence(self):
+        """An event marking everything issued so far on the calling thread's current stream:
+        fence().wait() waits for that work only, unlike wait(), which waits for the device."""
+        return self.event()
 
     def kernel_log(self) -> list:
         """The most recent kernel launches, oldest first (aethercl_kernel_log)."""

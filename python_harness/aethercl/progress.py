@@ -1,7 +1,8 @@
 """Training progress: a bar through tqdm when it is installed and the stream is a terminal, else
 one plain line every few steps (no carriage returns, no ANSI codes: logs and CI stay readable).
-NO_COLOR (any value) keeps tqdm to plain ASCII. The ETA leaves out the first step, which on a
-cold kernel cache is mostly kernel compilation."""
+NO_COLOR (any value) keeps tqdm to plain ASCII. The ETA and the rate (tokens, images, ... per
+second: `unit`) leave out the first step, which on a cold kernel cache is mostly kernel
+compilation."""
 from __future__ import annotations
 
 import os
@@ -21,19 +22,19 @@ def _is_terminal(stream: Any) -> bool:
 
 
 class ProgressBar:
-    """Progress of `total` steps: update(step, loss, tokens, val) after each step; message()
-    prints a line without breaking the bar; close() ends it. `start` is the start time
-    (time.perf_counter())."""
+    """Progress of `total` steps: update(step, loss, count, val) after each step, `count` the
+    items (`unit`: "tok", "img") done so far; message() prints a line without breaking the bar;
+    close() ends it. `start` is the start time (time.perf_counter())."""
 
     def __init__(self, total: int, stream: Optional[IO[str]] = None, width: int = 24,
-                 use_tqdm: Optional[bool] = None) -> None:
-        self.total, self.width = max(int(total), 1), width
+                 use_tqdm: Optional[bool] = None, unit: str = "tok") -> None:
+        self.total, self.width, self.unit = max(int(total), 1), width, unit
         self.stream = stream if stream is not None else sys.stderr
         self.tty = _is_terminal(self.stream)
         self.no_color = "NO_COLOR" in os.environ
         self.every = max(1, self.total // 25)
         self.start = time.perf_counter()
-        self.warm: Optional[tuple] = None  # (step, time) after the first, compiling step
+        self.warm: Optional[tuple] = None  # (step, time, count) after the first, compiling step
         self.last_line = ""
         self.tqdm: Any = None
         if use_tqdm is None:
@@ -60,17 +61,20 @@ class ProgressBar:
 
     def update(self, step: int, loss: float, tokens: int, val: Optional[float] = None,
                force: bool = False) -> None:
-        """Shows step `step` of total with its loss, validation loss and token rate; off a
-        terminal a line is printed every total/25 steps and when `force` is set."""
+        """Shows step `step` of total with its loss, validation loss and the rate of `tokens`
+        (the count of `unit` done so far) since the first step; off a terminal a line is printed
+        every total/25 steps and when `force` is set."""
         now = time.perf_counter()
         if self.warm is None and step >= 1:
-            self.warm = (step, now)
-        elapsed = now - self.start
-        rate = tokens / elapsed if elapsed > 0 else 0.0
+            self.warm = (step, now, tokens)
         eta = self.eta(step, now)
         eta_text = format_seconds(eta) if eta is not None else "--"
+        if eta is None:
+            rate_text = "--"
+        else:
+            rate_text = f"{(tokens - self.warm[2]) / max(now - self.warm[1], 1e-9):.0f}"
         details = (f"loss {loss:6.3f}" + (f" val {val:6.3f}" if val is not None else "")
-                   + f" | {rate:7.0f} tok/s")
+                   + f" | {rate_text:>7} {self.unit}/s")
         if self.tqdm is not None:
             self.tqdm.n = step
             self.tqdm.set_postfix_str(details, refresh=False)

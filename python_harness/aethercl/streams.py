@@ -22,10 +22,10 @@ def resolve(lib, index: int, stream=None) -> Optional[int]:
 
     The one place where "no stream" is decided: the C functions read a NULL stream as the default
     stream, while every Python call without one runs on the current stream, as the seed functions
-    do. The current stream is asked for on every call (one C call, well under a microsecond): it is
-    per thread and per device, and the driver may change it behind Python's back (destroying a
-    stream makes its threads fall back to the default stream). An uninitialised device answers
-    NULL here; the call that follows reports it."""
+    do. The current stream is asked for on every call (one C call, 1-2 us from Python): it is per
+    thread and per device, and the driver may change it behind Python's back (destroying a stream
+    makes its threads fall back to the default stream), so no cache could be trusted. An
+    uninitialised device answers NULL here; the call that follows reports it."""
     if stream is None:
         return lib.cdll.aethercl_stream_current(index)
     if isinstance(stream, Stream):

@@ -16,6 +16,7 @@ Modules, one concern each (a module only imports those above it):
   serialize   save / load: JSON metadata beside .npz weights, SHA-256 per tensor (also of
               ocl_llm.layers and ocl_llm.optimizers)
   checkpoint  save/read/load_checkpoint of the training job (through save / load)
+  gradcheck   gradcheck: device gradients against finite differences
   report      ProgressBar, plot_losses, print_summary
   data_parallel  DataParallel: replicas on several devices, gradients all-reduced
   train, cli  train_step, evaluate, generate, train; the command line (main)
@@ -38,6 +39,7 @@ from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
 from .buffer import MASK_VALUE, GPUBuffer, causal_mask, constant_buffer
 from .checkpoint import CHECKPOINT_FORMAT, load_checkpoint, read_checkpoint, save_checkpoint
 from .serialize import load, save
+from .gradcheck import gradcheck
 from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_inspector
 from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
@@ -61,6 +63,7 @@ __all__ = [
     "current_device", "set_matmul_precision", "MATMUL_PRECISIONS", "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
     # tensors and autograd
     "OclTensor", "FunctionContext", "NoGradContext", "is_grad_enabled", "topological_order",
+    "gradcheck",
     "MatMulBackwardContext", "MatMulBatchedBackwardContext", "AddBackwardContext",
     "AddBroadcastPEBackwardContext", "MulBackwardContext", "ScalarMulBackwardContext",
     "GeluBackwardContext", "SoftmaxBackwardContext", "LayerNormBackwardContextRevised",

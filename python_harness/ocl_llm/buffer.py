@@ -32,13 +32,19 @@ class GPUBuffer(Buffer):
         except AetherCLError as error:
             raise MemoryError(f"allocate_gpu_memory({self.size}) for '{tag}': {error}") from error
         runtime.buffers.add(self)
-        # While an inspector runs, named buffers get their tag as label (one call each); the many
-        # short-lived "tensor" temporaries stay unlabelled (the page counts them) to keep the
-        # step's cost flat.
-        if tag != "tensor" and inspect.active() is not None:
-            self.label = tag
+        if tag != "tensor":
+            self.rename(tag)
         if _init_zeros and self.size:
             self.write(np.zeros(self.size // self.dtype.itemsize, self.dtype))
+
+    def rename(self, tag: str) -> None:
+        """Sets the tag; while an inspector runs, also the driver's label and dtype of the buffer
+        (a call each), so the page lists it. The many short-lived "tensor" temporaries are never
+        renamed (the page counts them), which keeps a step's cost flat."""
+        self.tag = tag
+        if inspect.active() is not None:
+            self.label = tag
+            self.dtype = self.dtype
 
     @property
     def ptr(self) -> Optional[int]:

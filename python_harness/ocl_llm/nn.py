@@ -24,7 +24,7 @@ class Parameter(OclTensor):
         super().__init__(data, requires_grad=requires_grad, runtime=runtime)
         self.requires_grad = bool(requires_grad)
         self.name = name
-        self.data.tag = name
+        self.data.rename(name)
 
 
 class Linear:
