@@ -87,6 +87,13 @@ def model_sizes(args, model: str) -> dict:
     return sizes
 
 
+def short_title(model: str, sizes: dict, parameters: int, preset: str) -> str:
+    if model == "cnn":
+        return f"cnn: {sizes['channels']}x{sizes['size']}x{sizes['size']}, batch {sizes['batch']}"
+    return (f"gpt {preset}: {sizes['layers']} x {sizes['width']}, context {sizes['context']}, "
+            f"batch {sizes['batch']}, {parameters / 1e6:.1f}M parameters")
+
+
 def title(model: str, sizes: dict, parameters: int, preset: str) -> str:
     if model == "cnn":
         return (f"cnn: digits CNN layers on {sizes['channels']}x{sizes['size']}x{sizes['size']}, "
@@ -197,7 +204,9 @@ def main(argv=None) -> int:
             if best:
                 best["best"] = True
             results.append({"model": model, "sizes": sizes, "parameters": parameters,
-                            "title": title(model, sizes, parameters, args.preset), "unit": unit,
+                            "title": title(model, sizes, parameters, args.preset),
+                            "short_title": short_title(model, sizes, parameters, args.preset),
+                            "unit": unit,
                             "items_per_step": items_per_step(model, sizes), "rows": rows,
                             "best_torch": best and {k: best[k] for k in ("variant", "precision")},
                             "check": train_report.loss_check(model, rows)})

@@ -112,6 +112,8 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
             row["skipped"] = f"{type(error).__name__}: {error}"
         rows.append(row)
     set_matmul_precision("fp32")
+    release_all()
+    device.empty_cache()   # the PyTorch side may run on this device next
     return {"device": info, "weights": weights, "rows": rows}
 
 

@@ -98,7 +98,7 @@ def plot(results: List[dict], path: str, device: str) -> None:
                     f" {r['items_per_s']:,.0f}" + (f" ({ratio:.2f}x)" if ratio else ""),
                     va="center", fontsize=7)
         ax.set_xlabel(f"{res['unit']} per second (median step)")
-        ax.set_title(f"{res['title']}\n{device}", fontsize=9)
+        ax.set_title(f"{res['short_title']}\n{device}", fontsize=9)
         ax.margins(x=0.25)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
