@@ -124,3 +124,20 @@ def test_frontend_buffers_show_label_and_dtype_while_an_inspector_runs(dev, monk
     listed = {b["label"]: b for b in dev.memory_stats()["labelled_buffers"]}
     assert listed["probe.weight"]["dtype"] == "f32" and listed["probe.bias"]["dtype"] == "f32"
     assert layer.weight.data.alive
+
+
+def test_training_under_an_inspector_logs_kernel_times_without_trace(device, monkeypatch,
+                                                                       tmp_path):
+    """The training job runs its steps on a timing stream while an inspector runs, so the kernel
+    log (the page's kernel list) has device times although AETHERCL_TRACE is off."""
+    monkeypatch.delenv("AETHERCL_TRACE", raising=False)
+    monkeypatch.setattr(inspect, "active", lambda: object())
+    config = dict(L.DEFAULT_CONFIG, embed_dim=8, num_heads=2, d_ff=16, num_layers=1, max_len=8,
+                  batch_size=2, max_steps=2, eval_every=100, eval_batches=1, sample_length=0,
+                  data_file=str(L.BUNDLED_CORPUS), vocab_size=L.TinyTokenizer().vocab_size)
+    L.train(config, gpu_id=device.index, save_dir=str(tmp_path), sample_prompt=None,
+            stream=io.StringIO(), shutdown=False)
+    log = aethercl.Device(device.index).kernel_log()
+    timed = [e for e in log if e["stream"] is not None and e["end_ns"] is not None]
+    assert timed and all(e["end_ns"] >= e["start_ns"] for e in timed)
+    ocl_shutdown(shutdown_driver=False)
