@@ -2,7 +2,7 @@
 # exactly the manifest's symbols (the counterpart of the linker version script on ELF).
 function(aethercl_write_def_file manifest output dll_name)
   file(STRINGS ${manifest} _lines REGEX "^[A-Z0-9_]+ *\\|")
-  set(_def "; Generated from abi/driver.abi by tools/abi_def.cmake; do not edit.\n")
+  set(_def "; Generated from abi/driver.abi by cmake/abi_def.cmake; do not edit.\n")
   string(APPEND _def "LIBRARY ${dll_name}\nEXPORTS\n")
   foreach(_line IN LISTS _lines)
     string(REPLACE "|" ";" _fields "${_line}")
@@ -19,7 +19,7 @@ endfunction()
 # programs that look the exports up by name (tests/windows/conformance.c).
 function(aethercl_write_name_header manifest output)
   file(STRINGS ${manifest} _lines REGEX "^[A-Z0-9_]+ *\\|")
-  set(_text "/* Generated from abi/driver.abi by tools/abi_def.cmake; do not edit. */\n")
+  set(_text "/* Generated from abi/driver.abi by cmake/abi_def.cmake; do not edit. */\n")
   string(APPEND _text "static const char* const kManifestNames[] = {\n")
   foreach(_line IN LISTS _lines)
     string(REPLACE "|" ";" _fields "${_line}")

@@ -1,7 +1,7 @@
 # Generates driver_null.c from abi/driver.abi (cmake -P): every exported function returns success
 # at once, so a frontend's own cost can be measured on it. Inputs: MANIFEST, OUTPUT.
 file(STRINGS ${MANIFEST} _lines REGEX "^[A-Z0-9_]+ *\\|")
-set(_c "/* Generated from abi/driver.abi by tools/null_driver.cmake; do not edit.\n")
+set(_c "/* Generated from abi/driver.abi by cmake/null_driver.cmake; do not edit.\n")
 string(APPEND _c " * The do-nothing driver: int functions return 1, allocations return unique non-zero tokens,\n")
 string(APPEND _c " * reads leave the destination untouched. For measuring frontends, never for results. */\n")
 # The public header declares every function (and the structs some take), so the definitions
