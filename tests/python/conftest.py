@@ -11,6 +11,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aethercl import Library  # noqa: E402
 from helpers import Device  # noqa: E402
+from sampling import full_matrix_requested, pairwise_cover  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "matrix: a parameter matrix whose cases are sampled pairwise (every value and "
+        "every pair of values of two parameters kept) unless AETHERCL_TEST_FULL=1 "
+        "(tools/aethercl test --full)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Samples the cases of tests marked `matrix`; test ids named on the command line run as
+    named."""
+    if full_matrix_requested() or any("::" in str(arg) for arg in config.args):
+        return
+    groups = {}
+    for item in items:
+        if item.get_closest_marker("matrix") and hasattr(item, "callspec"):
+            groups.setdefault((item.module.__name__, item.originalname), []).append(item)
+    dropped = []
+    for group in groups.values():
+        cases = [{name: repr(value) for name, value in item.callspec.params.items()}
+                 for item in group]
+        kept = set(pairwise_cover(cases))
+        dropped += [item for index, item in enumerate(group) if index not in kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        dropped_ids = {id(item) for item in dropped}
+        items[:] = [item for item in items if id(item) not in dropped_ids]
 
 
 @pytest.fixture(scope="session")

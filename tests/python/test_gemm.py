@@ -18,6 +18,7 @@ about 2^-11 (TF32) to 2^-8 (BF16) of S, far above RTOL * sqrt(k).
 
 Every output is poisoned (NaN) before the call and every buffer has guard bytes after it."""
 import ctypes
+import json
 import math
 
 import numpy as np
@@ -177,6 +178,7 @@ def fp32_precision(lib, device):
 
 # ---- the full cross: mode x dtype x transposition x batch layout --------------------------------
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("ab", list(DTYPES))
@@ -190,6 +192,7 @@ def test_modes_dtypes_layouts(lib, device, rng, fp32_precision, mode, ab, trans,
              ((3, 5, 1) if padded else (0, 0, 0)))
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("c_dtype", list(DTYPES))
 @pytest.mark.parametrize("ab", list(DTYPES))
 @pytest.mark.parametrize("mode", MODES[:5])
@@ -223,6 +226,7 @@ def test_shapes_across_tiles(lib, device, rng, fp32_precision, mode, shape):
 # kernel forms run; AETHERCL_CPU_KERNELS=0 gives them to PoCL too. It splits the portable kernel's
 # products, so tensor cores are off here. Slices of a k that does not divide (1000, 387) leave a
 # tail product; padding and offsets test the slices' strides.
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("fp32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16")])
 @pytest.mark.parametrize("shape", [(16, 16, 1024), (5, 17, 1000), (33, 2, 387)])
@@ -245,6 +249,7 @@ def test_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode, 
 # and leading dimensions keep 16-byte alignment (tensor cores need 4 bytes; 16 keeps every
 # cp.async width in play); k = 1000 and 584 leave a tail product after the slices of whole
 # 32-element steps. 16-bit products split from k = 2048 on (gemm/tensor_core_gemm.cpp).
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16")])
@@ -269,6 +274,7 @@ def test_tensor_core_split_k(lib, device, rng, fp32_precision, monkeypatch, tmp_
 
 # A half-precision C is folded from the float32 partial products and rounded once, as an unsplit
 # product rounds it; on the portable kernel and on the tensor-core kernel (emulated).
+@pytest.mark.matrix
 @pytest.mark.parametrize("c_dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("mode,ab,tensor_cores", [("fp32", "f32", "0"), ("bf16", "bf16", "0"),
                                                   ("tf32", "f32", "0"), ("tf32", "f32", "emulate"),
@@ -293,6 +299,7 @@ def test_split_k_is_not_taken_where_it_does_not_apply(lib, device, rng, fp32_pre
         assert "gemm_fold_parts" not in names, kwargs
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16"), ("tf32", "bf16"), ("bf16", "f32")])
@@ -307,6 +314,7 @@ def test_tensor_core_friendly_shapes(lib, device, rng, fp32_precision, mode, ab,
 # The warpgroup kernel's forms forced whatever the product's size: the bulk-copy kernel (the
 # default tiles, and 3xTF32's), the cp.async one. On compute capability 9.0 the real instructions
 # run them; other devices run the portable kernel on the same checks.
+@pytest.mark.matrix
 @pytest.mark.parametrize("params", ["wgmma=1,bulk=1,row_bytes=32,stages=5,inflight=0",
                                     "wgmma=1,bulk=1,row_bytes=32,bn=64,stages=3,inflight=0",
                                     "wgmma=1"])
@@ -323,6 +331,7 @@ def test_warpgroup_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, p
              trans_b=tb, m=70, n=131, k=45, layout="broadcast_b", pad=4, beta=0.5, c_init=1.0)
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("instructions", ["emulate-wgmma", "auto"])
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 def test_tf32_rounded_by_the_warpgroup_kernel_matches_packed_rounding(
@@ -499,6 +508,7 @@ def test_set_matmul_precision_refuses_unknown_modes(lib, device):
 EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")]
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
 @pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
@@ -523,6 +533,7 @@ def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypa
     assert "gemm_mma_product" in names, names
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"),
                                      ("fp16", "f16")])
@@ -575,6 +586,7 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
 # K-tiles of 64 or 128 bytes per row.
 # Rows, columns and k end inside tiles and K-tiles; split-K slices (tf32, 3xtf32), a batch with
 # broadcast B, a bfloat16 C with beta.
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
 @pytest.mark.parametrize("params", ["bm=16,bn=128,wm=16,wn=32,stages=4,row_bytes=64",
@@ -602,6 +614,7 @@ def test_skinny_tensor_core_tiles(lib, device, rng, fp32_precision, monkeypatch,
 
 # mma.sync K-tiles of 128 bytes per row (32 TF32 or 64 16-bit elements of k): the 8-unit swizzle
 # of K-contiguous tiles and the longer MN-contiguous ones, every layout, tails of k inside a tile.
+@pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)
 @pytest.mark.parametrize("instructions", ["emulate", "auto"])
@@ -668,6 +681,41 @@ def test_skinny_override_needs_a_stored_m_by_k(lib, device, rng, fp32_precision,
         t.free()
 
 
+# Valid mma.sync tile configurations (mma_kernel.cpp's rules), from small to the largest there is.
+# What each asks of a device on the emulated kernel: MmaConfig::local_bytes, stages x (bm + bn)
+# x row_bytes, plus 24 bytes of emulation scratch per work-item; 32 work-items per warp tile.
+MMA_CONFIGS_BY_SIZE = [
+    dict(bm=64, bn=64, wm=32, wn=32, stages=2, row_bytes=64),        # 128 items, 19 KiB
+    dict(bm=128, bn=128, wm=64, wn=64, stages=4, row_bytes=64),      # 128 items, 67 KiB
+    dict(bm=128, bn=128, wm=32, wn=32, stages=8, row_bytes=128),     # 512 items, 268 KiB
+    dict(bm=32, bn=1024, wm=16, wn=64, stages=8, row_bytes=128),     # 1024 items, 1.03 MiB
+    dict(bm=1024, bn=1024, wm=256, wn=128, stages=8, row_bytes=128),  # 1024 items, 2.02 MiB
+]
+
+
+def config_too_large_for(info):
+    """The smallest configuration of MMA_CONFIGS_BY_SIZE that needs more local memory or
+    work-items per group than the device reports (None where every one fits)."""
+    for c in MMA_CONFIGS_BY_SIZE:
+        items = (c["bm"] // c["wm"]) * (c["bn"] // c["wn"]) * 32
+        local = c["stages"] * (c["bm"] + c["bn"]) * c["row_bytes"] + 24 * items
+        if local > info["local_mem_bytes"] or items > info["max_work_group_size"]:
+            return ",".join(f"{key}={value}" for key, value in c.items())
+    return None
+
+
+def test_config_too_large_follows_the_device_limits():
+    assert config_too_large_for({"local_mem_bytes": 48 << 10, "max_work_group_size": 1024}) == \
+        "bm=128,bn=128,wm=64,wn=64,stages=4,row_bytes=64"
+    assert config_too_large_for({"local_mem_bytes": 512 << 10, "max_work_group_size": 4096}) == \
+        "bm=32,bn=1024,wm=16,wn=64,stages=8,row_bytes=128"
+    assert config_too_large_for({"local_mem_bytes": 2 << 20, "max_work_group_size": 4096}) == \
+        "bm=1024,bn=1024,wm=256,wn=128,stages=8,row_bytes=128"
+    assert config_too_large_for({"local_mem_bytes": 16 << 20, "max_work_group_size": 256}) == \
+        "bm=128,bn=128,wm=32,wn=32,stages=8,row_bytes=128"
+    assert config_too_large_for({"local_mem_bytes": 16 << 20, "max_work_group_size": 4096}) is None
+
+
 def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32_precision,
                                                           monkeypatch):
     # Malformed AETHERCL_MMA_PARAMS (the bulk kernel's keys among them) fail the product with a
@@ -696,11 +744,16 @@ def test_bad_tensor_core_override_is_refused_and_harmless(lib, device, rng, fp32
         assert "AETHERCL_MMA_PARAMS" in lib.last_error(), text
         assert np.isnan(tc.numpy()).all(), text
     # A valid configuration too large for the device is refused with what it needs, not run
-    # on other kernels behind the tuner's back.
-    monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=32,bn=1024,wm=16,wn=64,stages=8,row_bytes=128")
-    assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0
-    assert "does not fit" in lib.last_error() and "local memory" in lib.last_error()
-    assert np.isnan(tc.numpy()).all()
+    # on other kernels behind the tuner's back. "Too large" comes from the device's own limits
+    # (a device of over 2.02 MiB of local memory and 1,024 work-items per group runs every valid
+    # configuration; tests/limits runs this suite on devices that report less).
+    too_large = config_too_large_for(json.loads(lib.json_call("aethercl_device_info",
+                                                              device.index)))
+    if too_large is not None:
+        monkeypatch.setenv("AETHERCL_MMA_PARAMS", too_large)
+        assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 0, too_large
+        assert "does not fit" in lib.last_error() and "local memory" in lib.last_error()
+        assert np.isnan(tc.numpy()).all()
     monkeypatch.delenv("AETHERCL_MMA_PARAMS")
     g.gemm(lib, device.index, desc)
     assert np.abs(tc.numpy() - a.astype(np.float64) @ b).max() < 1e-3
