@@ -1,21 +1,22 @@
-"""Typed layer over the raw library: a Device (initialise, info, synchronise, memory statistics
-and pool controls; a context manager; your own kernels through Device.compile, the kernel log and
-interop, from program.py's DeviceKernels) and a Buffer (a device allocation with an element type,
-NumPy in/out, conversions, a label, and deterministic free)."""
+"""Device, the typed layer over the raw library: initialise, info, synchronise, memory statistics
+and pool controls, buffers (aethercl.buffer), your own kernels (compile -> aethercl.program),
+dispatch, streams, events and fences, the kernel log and interop handles; a context manager."""
 from __future__ import annotations
 
 import json
 import threading
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Sequence, Type, Union
 
 import numpy as np
 
 from . import dtypes
 from .errors import AetherCLError
 from .library import Library
-from .program import DeviceKernels, Kernel, Local, Program
-from .streams import resolve
+from .buffer import Buffer
+from .kernel_args import Local
+from .program import Kernel, Program
+from .streams import Event, Stream, resolve
 
 _DEFAULT_LIBRARY: Optional[Library] = None
 _CURRENT = threading.local()  # .stack: the Devices of the enclosing `with` blocks
@@ -35,7 +36,7 @@ def current_device() -> Optional["Device"]:
     return stack[-1] if stack else None
 
 
-class Device(DeviceKernels):
+class Device:
     """One visible device of the driver, selected by gpu_index (aethercl_device_count() order).
 
     As a context manager it is this thread's current_device() inside the block; leaving the
@@ -106,6 +107,112 @@ class Device(DeviceKernels):
         """A buffer holding a copy of the array (made C-contiguous)."""
         return Buffer.from_numpy(self, array, label=label)
 
+    # ---- your own kernels -------------------------------------------------------------------
+    def compile(self, source: str, options: str = "") -> Program:
+        """Builds OpenCL C source (aethercl_program_create); a build error raises AetherCLError
+        with the compiler's log."""
+        handle = self.lib.check_handle("aethercl_program_create", self.index,
+                                       source.encode("utf-8"), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def compile_il(self, il: bytes, options: str = "") -> Program:
+        """Builds a SPIR-V module (aethercl_program_create_il); devices without IL support raise
+        AetherCLError with code 9 (AETHERCL_NOT_IMPLEMENTED)."""
+        il = bytes(il)
+        handle = self.lib.check_handle("aethercl_program_create_il", self.index, il, len(il),
+                                       (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def load_spirv(self, path, options: str = "") -> Program:
+        with open(path, "rb") as f:
+            return self.compile_il(f.read(), options)
+
+    def load_binary(self, binary: bytes, options: str = "") -> Program:
+        """Loads a device binary from Program.binary() (aethercl_program_create_binary)."""
+        binary = bytes(binary)
+        handle = self.lib.check_handle("aethercl_program_create_binary", self.index, binary,
+                                       len(binary), (options or "").encode("utf-8"))
+        return Program(self, handle)
+
+    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
+                 stream=None) -> None:
+        """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
+        work-items each (global = groups x local; without local, Kernel.default_local_size,
+        refused with Local arguments), with args as Kernel.__call__ takes them, on stream (None:
+        the current stream)."""
+        if (global_size is None) == (groups is None):
+            raise ValueError("give exactly one of global_size and groups")
+        if groups is not None:
+            g = (groups,) if np.isscalar(groups) else tuple(groups)
+            if local is None:
+                if any(isinstance(a, Local) for a in args):
+                    raise ValueError("groups with aethercl.Local arguments needs local (the "
+                                     "work-group size the local memory is sized for)")
+                local = kernel.default_local_size(len(g))
+            l_ = (local,) if np.isscalar(local) else tuple(local)
+            if len(g) != len(l_):
+                raise ValueError(f"groups {g} and local {l_} differ in dimensions")
+            global_size = tuple(int(a) * int(b) for a, b in zip(g, l_))
+        kernel(global_size, local, *args, stream=stream)
+
+    def wait(self) -> None:
+        """Waits for all work on the device (aethercl_synchronize)."""
+        self.synchronize()
+
+    # ---- streams and events -----------------------------------------------------------------
+    def stream(self, timing: bool = False):
+        """A new stream of this device (`with dev.stream():` makes it the thread's current one);
+        timing=True lets events on it measure elapsed time."""
+        return Stream(self, timing=timing)
+
+    def event(self, stream=None):
+        """An event recorded on stream (None: the calling thread's current stream)."""
+        return Event.record(stream, device=self)
+
+    def fence(self):
+        """An event marking everything issued so far on the calling thread's current stream:
+        fence().wait() waits for that work only, unlike wait(), which waits for the device."""
+        return self.event()
+
+    def kernel_log(self) -> list:
+        """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
+        return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))
+
+    # ---- interop ----------------------------------------------------------------------------
+    def cl_context(self) -> int:
+        """The device's cl_context (an int address; the driver keeps ownership)."""
+        return self.lib.check_handle("aethercl_cl_context", self.index)
+
+    def cl_queue(self, stream=None) -> int:
+        """The cl_command_queue of stream (None: the calling thread's current stream;
+        Stream.default(dev) for the default stream's)."""
+        return self.lib.check_handle("aethercl_cl_queue", self.index,
+                                     resolve(self.lib, self.index, stream))
+
+    # ---- memory -----------------------------------------------------------------------------
+    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
+               label: Optional[str] = None):
+        """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
+        device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
+        if (data is None) == (size is None):
+            raise ValueError("give exactly one of data and size")
+        if data is not None:
+            array = np.asarray(data)
+            if dtype is None or dtypes.normalize(dtype) == array.dtype:
+                buffer = Buffer.from_numpy(self, array, label=label)
+                try:
+                    buffer.set_dtype(buffer.dtype)  # shown in memory statistics
+                except BaseException:
+                    buffer.free()
+                    raise
+                return buffer
+            with Buffer.from_numpy(self, array) as source:
+                converted = source.astype(dtype)
+            if label:
+                converted.label = label
+            return converted
+        return self.empty((int(size),), np.float32 if dtype is None else dtype, label=label)
+
     def __enter__(self) -> "Device":
         if not hasattr(_CURRENT, "stack"):
             _CURRENT.stack = []
@@ -147,213 +254,6 @@ def reset_peak_memory_stats(device: Optional[DeviceLike] = None) -> None:
 def memory_stats(device: Optional[DeviceLike] = None) -> Dict[str, Any]:
     """A device's memory statistics (default: the current device, else 0)."""
     return _device_of(device).memory_stats()
-
-
-def _as_contiguous(array: Any) -> np.ndarray:
-    return np.ascontiguousarray(array)
-
-
-class Buffer:
-    """A device allocation of `nbytes` bytes. `shape`/`dtype` are optional metadata that make
-    to_numpy() default to the right array; a dtype no buffer can hold (complex, strings, objects:
-    dtypes.element_type) raises TypeError before anything is allocated. With tag_dtype
-    (Device.buffer, Device.empty, astype) a dtype the driver knows (float32, float16, bfloat16,
-    float64, int32, int64, int8, uint8) is also set on the buffer (aethercl_buffer_set_dtype) and
-    shows in memory statistics; frontends that allocate per step leave it off and pay no extra
-    call. free() is idempotent; a context manager frees on exit, and a forgotten buffer is freed
-    when it is garbage collected."""
-
-    def __init__(self, device: Device, nbytes: int, shape: Optional[Tuple[int, ...]] = None,
-                 dtype: Any = None, label: Optional[str] = None,
-                 tag_dtype: bool = False) -> None:
-        self.device = device
-        self.nbytes = int(nbytes)
-        self.shape = tuple(shape) if shape is not None else None
-        self._dtype: Any = dtypes.element_type(dtype) if dtype is not None else None
-        self._label: Optional[str] = None
-        self.handle: Optional[int] = None
-        self.handle = device.lib.check_handle("allocate_gpu_memory", device.index, self.nbytes)
-        try:
-            if tag_dtype and self._dtype is not None:
-                self.dtype = self._dtype  # tells the driver too (one call)
-            if label:
-                self.label = label
-        except BaseException:
-            self.free()
-            raise
-
-    @property
-    def dtype(self):
-        """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes). Assigning
-        one the driver knows also sets it on the buffer (aethercl_buffer_set_dtype), where memory
-        statistics show it; buffers of Device.buffer, Device.empty and astype are tagged so."""
-        return self._dtype
-
-    @dtype.setter
-    def dtype(self, value) -> None:
-        value = dtypes.element_type(value) if value is not None else None
-        if value is not None and dtypes.has_code(value):
-            self.device.lib.check("aethercl_buffer_set_dtype", self.device.index,
-                                  self._require_alive(), dtypes.code_of(value))
-        self._dtype = value
-
-    @classmethod
-    def from_numpy(cls, device: Device, array: Any, label: Optional[str] = None) -> "Buffer":
-        """A new buffer holding a copy of the array, with its shape and dtype."""
-        array = _as_contiguous(array)
-        buffer = cls(device, max(array.nbytes, 1), shape=array.shape, dtype=array.dtype,
-                     label=label)
-        try:
-            buffer.write(array)
-        except BaseException:
-            buffer.free()
-            raise
-        return buffer
-
-    @property
-    def alive(self) -> bool:
-        """False once freed."""
-        return self.handle is not None
-
-    def _require_alive(self) -> int:
-        if self.handle is None:
-            raise ValueError("the buffer has been freed")
-        return self.handle
-
-    @property
-    def label(self) -> Optional[str]:
-        """The label memory statistics and error messages name the buffer by (None: none)."""
-        return self._label
-
-    @label.setter
-    def label(self, text: Optional[str]) -> None:
-        self.device.lib.check("aethercl_set_buffer_label", self.device.index,
-                              self._require_alive(), (text or "").encode("utf-8"))
-        self._label = text or None
-
-    def write(self, array: Any, offset: int = 0, stream: Any = None) -> "Buffer":
-        """Copies the bytes of `array` (made C-contiguous) to the buffer at byte `offset`.
-
-        Without `stream`: the seed write (ordered on the thread's current stream; `array` is free
-        again when this returns). With a Stream: aethercl_write_async on it; from a HostBuffer's
-        memory the copy is asynchronous and the array must stay untouched until the stream has
-        passed this point."""
-        array = _as_contiguous(array)
-        pointer = array.ctypes.data if array.nbytes else None
-        if stream is None:
-            self.device.lib.check("write_host_to_gpu_blocking", self.device.index,
-                                  self._require_alive(), int(offset), array.nbytes, pointer)
-        else:
-            self.device.lib.check("aethercl_write_async", self.device.index,
-                                  self._require_alive(), int(offset), array.nbytes, pointer,
-                                  resolve(self.device.lib, self.device.index, stream))
-        return self
-
-    def read_into(self, out: np.ndarray, offset: int = 0, stream: Any = None) -> np.ndarray:
-        """Reads len(out) bytes at byte `offset` into `out`. Without `stream`: the seed read (waits
-        for every stream of the device). With a Stream: aethercl_read_async on it; into a
-        HostBuffer's memory it returns at once and the data is there once the stream has passed
-        this point, into other memory it returns after the data has arrived."""
-        if not out.flags.c_contiguous:
-            raise ValueError("read_into needs a C-contiguous array")
-        pointer = out.ctypes.data if out.nbytes else None
-        if stream is None:
-            self.device.lib.check("read_gpu_to_host_blocking", self.device.index,
-                                  self._require_alive(), int(offset), out.nbytes, pointer)
-        else:
-            self.device.lib.check("aethercl_read_async", self.device.index,
-                                  self._require_alive(), int(offset), out.nbytes, pointer,
-                                  resolve(self.device.lib, self.device.index, stream))
-        return out
-
-    def read(self, out: Optional[np.ndarray] = None, offset: int = 0,
-             stream: Any = None) -> np.ndarray:
-        """read_into(out) with `out` defaulting to a new array of the buffer's shape and dtype."""
-        if out is None:
-            return self.to_numpy(offset=offset) if stream is None else self.read_into(
-                np.empty(self.shape or (self.nbytes - int(offset),),
-                         self.dtype or np.uint8), offset, stream)
-        return self.read_into(out, offset, stream)
-
-    def to_numpy(self, shape: Optional[Sequence[int]] = None, dtype: Any = None,
-                 offset: int = 0) -> np.ndarray:
-        """The contents as an array of dtype (default: the buffer's; bfloat16 buffers give
-        float32 values, exactly, and their raw patterns with dtype=np.uint16)."""
-        widen_bf16 = dtype is None and self._dtype is dtypes.bfloat16
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-        elif self._dtype is not None:
-            dtype = dtypes.storage_dtype(self._dtype)
-        else:
-            dtype = np.dtype(np.uint8)
-        if shape is None:
-            same = self._dtype is not None and dtype == dtypes.storage_dtype(self._dtype)
-            shape = self.shape if self.shape is not None and same else (
-                (self.nbytes - int(offset)) // dtype.itemsize,)
-        out = self.read_into(np.empty(tuple(shape), dtype), offset)
-        return dtypes.bf16_bits_to_float32(out) if widen_bf16 else out
-
-    def __array__(self, dtype=None, copy=None):
-        array = self.to_numpy()
-        return array if dtype is None else array.astype(dtype)
-
-    def astype(self, dtype: Any, stream: Any = None) -> "Buffer":
-        """A new buffer with every element converted to dtype on the device (aethercl_convert:
-        nearest-even rounding, saturating integer conversions)."""
-        if self._dtype is None:
-            raise ValueError("astype needs a typed buffer (give the Buffer a dtype)")
-        target = dtypes.normalize(dtype)
-        count = self.nbytes // self._dtype.itemsize
-        out = Buffer(self.device, max(1, count * target.itemsize), shape=self.shape,
-                     dtype=target, tag_dtype=True)
-        try:
-            self.device.lib.check("aethercl_convert", self.device.index, self._require_alive(),
-                                  dtypes.code_of(self._dtype), out.handle,
-                                  dtypes.code_of(target), count,
-                                  resolve(self.device.lib, self.device.index, stream))
-        except BaseException:
-            out.free()
-            raise
-        return out
-
-    def cl_mem(self) -> int:
-        """The cl_mem behind the buffer (interop; valid until the buffer is freed)."""
-        return self.device.lib.check_handle("aethercl_cl_mem", self.device.index,
-                                            self._require_alive())
-
-    def copy_to(self, other: "Buffer", nbytes: Optional[int] = None) -> None:
-        """Device-to-device copy of the first `nbytes` bytes (default: all of this buffer)."""
-        self.device.lib.check("execute_clone_on_gpu", self.device.index, self._require_alive(),
-                              other._require_alive(), self.nbytes if nbytes is None else nbytes)
-
-    def clone(self) -> "Buffer":
-        """A new buffer with a device-side copy of this one."""
-        copy = Buffer(self.device, self.nbytes, shape=self.shape, dtype=self._dtype)
-        self.copy_to(copy)
-        return copy
-
-    def free(self) -> None:
-        """Returns the memory to the device pool; idempotent."""
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            self.device.lib.free_gpu_memory(self.device.index, handle)
-
-    def __enter__(self) -> "Buffer":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.free()
-
-    def __del__(self) -> None:
-        try:
-            self.free()
-        except Exception:  # interpreter shutdown: the library may be gone already
-            pass
-
-    def __repr__(self) -> str:
-        state = f"handle=0x{self.handle:x}" if self.handle is not None else "freed"
-        extra = f", shape={self.shape}, dtype={self.dtype}" if self.shape is not None else ""
-        return f"Buffer({self.nbytes} B{extra}, {state})"
 
 
 __all__ = ["AetherCLError", "Buffer", "Device", "DeviceLike", "Kernel", "Local", "Program",

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from .abi import AetherclArg
+from .buffer import Buffer
 from .errors import KernelArgumentError
 
 ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
@@ -59,7 +60,6 @@ def numpy_type(type_name: str, address_bits: int):
 
 def describe(value) -> str:
     """What the caller passed, in the words of an error message ("a float", "a Buffer")."""
-    from .device import Buffer
     if value is None:
         return "None"
     if isinstance(value, Buffer):
@@ -93,7 +93,6 @@ class ArgumentChecker:
         return f"argument {index} of '{self.name}'"
 
     def _kind_of(self, value) -> str:
-        from .device import Buffer
         if isinstance(value, Buffer):
             return "buffer"
         return "local" if isinstance(value, Local) else "scalar"
@@ -149,7 +148,6 @@ class ArgumentChecker:
 
     def marshal(self, args: Sequence[Any]) -> Tuple[ctypes.Array, List[Any]]:
         """The aethercl_arg array and the scalar payloads it points to (keep them alive)."""
-        from .device import Buffer  # the device module imports this one
         self.check(args)
         array = (AetherclArg * max(1, len(args)))()
         keep: List[Any] = []

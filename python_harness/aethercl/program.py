@@ -11,10 +11,11 @@ import numpy as np
 
 from .errors import AetherCLError
 from .kernel_args import ArgumentChecker, Local
-from .streams import Event, Stream, resolve
+from .owned import OwnedHandle
+from .streams import resolve
 
 
-class Program:
+class Program(OwnedHandle):
     """A built program of one device (aethercl_program_create / _il / _binary)."""
 
     def __init__(self, device, handle: int):
@@ -36,28 +37,14 @@ class Program:
         """The device binary (aethercl_program_binary), reusable with Device.load_binary."""
         return self.device.lib.bytes_call("aethercl_program_binary", self._require_alive())
 
-    def destroy(self) -> None:
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            self.device.lib.aethercl_program_destroy(handle)
-
-    def __enter__(self) -> "Program":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.destroy()
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
+    def _release(self, handle: int) -> None:
+        self.device.lib.aethercl_program_destroy(handle)
 
     def __repr__(self) -> str:
         return f"Program(device={self.device.index}, handle={self.handle!r})"
 
 
-class Kernel:
+class Kernel(OwnedHandle):
     """One __kernel function of a Program. Calling it launches it (aethercl_launch)."""
 
     def __init__(self, program: Program, handle: int):
@@ -124,141 +111,11 @@ class Kernel:
         if result != 1:
             raise lib.error("aethercl_launch")
 
-    def destroy(self) -> None:
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            self.device.lib.aethercl_kernel_destroy(handle)
-
-    def __enter__(self) -> "Kernel":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.destroy()
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
+    def _release(self, handle: int) -> None:
+        self.device.lib.aethercl_kernel_destroy(handle)
 
     def __repr__(self) -> str:
         return f"Kernel({self.info.get('name')!r}, args={self.info.get('num_args')})"
 
 
-
-
-class DeviceKernels:
-    """The runtime half of Device (device.py mixes it in): your own kernels, buffers made from data
-    or a size, dispatch/wait, streams, events and fences, the kernel log and interop handles.
-    Expects `lib` and `index`."""
-
-    # ---- your own kernels -------------------------------------------------------------------
-    def compile(self, source: str, options: str = "") -> Program:
-        """Builds OpenCL C source (aethercl_program_create); a build error raises AetherCLError
-        with the compiler's log."""
-        handle = self.lib.check_handle("aethercl_program_create", self.index,
-                                       source.encode("utf-8"), (options or "").encode("utf-8"))
-        return Program(self, handle)
-
-    def compile_il(self, il: bytes, options: str = "") -> Program:
-        """Builds a SPIR-V module (aethercl_program_create_il); devices without IL support raise
-        AetherCLError with code 9 (AETHERCL_NOT_IMPLEMENTED)."""
-        il = bytes(il)
-        handle = self.lib.check_handle("aethercl_program_create_il", self.index, il, len(il),
-                                       (options or "").encode("utf-8"))
-        return Program(self, handle)
-
-    def load_spirv(self, path, options: str = "") -> Program:
-        with open(path, "rb") as f:
-            return self.compile_il(f.read(), options)
-
-    def load_binary(self, binary: bytes, options: str = "") -> Program:
-        """Loads a device binary from Program.binary() (aethercl_program_create_binary)."""
-        binary = bytes(binary)
-        handle = self.lib.check_handle("aethercl_program_create_binary", self.index, binary,
-                                       len(binary), (options or "").encode("utf-8"))
-        return Program(self, handle)
-
-    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
-                 stream=None) -> None:
-        """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
-        work-items each (global = groups x local; without local, Kernel.default_local_size,
-        refused with Local arguments), with args as Kernel.__call__ takes them, on stream (None:
-        the current stream)."""
-        if (global_size is None) == (groups is None):
-            raise ValueError("give exactly one of global_size and groups")
-        if groups is not None:
-            g = (groups,) if np.isscalar(groups) else tuple(groups)
-            if local is None:
-                if any(isinstance(a, Local) for a in args):
-                    raise ValueError("groups with aethercl.Local arguments needs local (the "
-                                     "work-group size the local memory is sized for)")
-                local = kernel.default_local_size(len(g))
-            l_ = (local,) if np.isscalar(local) else tuple(local)
-            if len(g) != len(l_):
-                raise ValueError(f"groups {g} and local {l_} differ in dimensions")
-            global_size = tuple(int(a) * int(b) for a, b in zip(g, l_))
-        kernel(global_size, local, *args, stream=stream)
-
-    def wait(self) -> None:
-        """Waits for all work on the device (aethercl_synchronize)."""
-        self.synchronize()
-
-    # ---- streams and events -----------------------------------------------------------------
-    def stream(self, timing: bool = False):
-        """A new stream of this device (`with dev.stream():` makes it the thread's current one);
-        timing=True lets events on it measure elapsed time."""
-        return Stream(self, timing=timing)
-
-    def event(self, stream=None):
-        """An event recorded on stream (None: the calling thread's current stream)."""
-        return Event.record(stream, device=self)
-
-    def fence(self):
-        """An event marking everything issued so far on the calling thread's current stream:
-        fence().wait() waits for that work only, unlike wait(), which waits for the device."""
-        return self.event()
-
-    def kernel_log(self) -> list:
-        """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
-        return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))
-
-    # ---- interop ----------------------------------------------------------------------------
-    def cl_context(self) -> int:
-        """The device's cl_context (an int address; the driver keeps ownership)."""
-        return self.lib.check_handle("aethercl_cl_context", self.index)
-
-    def cl_queue(self, stream=None) -> int:
-        """The cl_command_queue of stream (None: the calling thread's current stream;
-        Stream.default(dev) for the default stream's)."""
-        return self.lib.check_handle("aethercl_cl_queue", self.index,
-                                     resolve(self.lib, self.index, stream))
-
-    # ---- memory -----------------------------------------------------------------------------
-    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
-               label: Optional[str] = None):
-        """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
-        device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
-        from . import dtypes
-        from .device import Buffer
-        if (data is None) == (size is None):
-            raise ValueError("give exactly one of data and size")
-        if data is not None:
-            array = np.asarray(data)
-            if dtype is None or dtypes.normalize(dtype) == array.dtype:
-                buffer = Buffer.from_numpy(self, array, label=label)
-                try:
-                    buffer.dtype = buffer.dtype  # shown in memory statistics
-                except BaseException:
-                    buffer.free()
-                    raise
-                return buffer
-            with Buffer.from_numpy(self, array) as source:
-                converted = source.astype(dtype)
-            if label:
-                converted.label = label
-            return converted
-        return self.empty((int(size),), np.float32 if dtype is None else dtype, label=label)
-
-
-__all__ = ["AetherCLError", "DeviceKernels", "Kernel", "Local", "Program"]
+__all__ = ["AetherCLError", "Kernel", "Local", "Program"]

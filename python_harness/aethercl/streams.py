@@ -12,6 +12,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .owned import OwnedHandle
+
 STREAM_TIMING = 1
 
 
@@ -105,7 +107,7 @@ class Stream:
         return f"Stream({name}, device={self.device.index}{', timing' if self.timing else ''})"
 
 
-class Event:
+class Event(OwnedHandle):
     """A recorded point on a stream; completes when the work issued before it has."""
 
     def __init__(self, device, handle: int):
@@ -144,16 +146,8 @@ class Event:
                               ctypes.byref(ms))
         return float(ms.value)
 
-    def destroy(self) -> None:
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            self.device.lib.check("aethercl_event_destroy", handle)
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
+    def _release(self, handle: int) -> None:
+        self.device.lib.check("aethercl_event_destroy", handle)
 
 
 class HostBuffer:

@@ -44,7 +44,7 @@ class GPUBuffer(Buffer):
         self.tag = tag
         if inspect.active() is not None:
             self.label = tag
-            self.dtype = self.dtype
+            self.set_dtype(self.dtype)
 
     @property
     def ptr(self) -> Optional[int]:
