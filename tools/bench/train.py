@@ -67,7 +67,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--torch_device", default="auto",
                    help="auto: cuda for a GPU, cpu (with --threads) for a CPU device")
     p.add_argument("--torch_variants", nargs="+", default=None,
-                   help="of eager sdpa_fused compile (default: all)")
+                   choices=("eager", "sdpa_fused", "compile"), help="default: all three")
     p.add_argument("--threads", type=int, default=None,
                    help="PyTorch CPU threads (default: the OpenCL device's compute units)")
     p.add_argument("--json", default=None, help="write every figure here")
@@ -186,7 +186,9 @@ def main(argv=None) -> int:
             device_info = ours["device"]
             rows = ours["rows"]
             parameters = sum(int(w.size) for w in (ours["weights"] or {}).values())
-            if python and ours["weights"] is not None:
+            if python and ours["weights"] is None:
+                torch_reason = "our side trained no model here: no initial weights to share"
+            elif python:
                 device, threads = torch_device(args, device_info, probe)
                 if device is None:
                     torch_reason = threads
