@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generates the Python side of the ABI from its sources of truth: aethercl/ops.py (one typed
 wrapper per manifest symbol, its docstring the first sentence of the symbol's paragraph in
-include/aethercl/driver.h) and ops.pyi from abi/driver.abi, and aethercl/status.py from
-abi/status.def.
+include/aethercl/driver.h) and ops.pyi from abi/driver.abi, aethercl/status.py from
+abi/status.def, and aethercl/structs.py (the header's integer #defines, enums and structs as
+ctypes) from the header.
 
     python3 tools/gen_abi.py            # rewrite the generated files
     python3 tools/gen_abi.py --check    # exit 1 naming every file that is out of date
@@ -427,11 +428,117 @@ def render_status(rows) -> str:
     return "\n".join(out) + "\n"
 
 
+# --- the header's constants and structs ----------------------------------------------------------
+
+# C struct field types -> ctypes names (pointers of any kind are handles: c_void_p).
+FIELD_TYPES = {"int": "c_int", "unsigned int": "c_uint", "long long": "c_longlong",
+               "unsigned long long": "c_ulonglong", "size_t": "c_size_t", "float": "c_float",
+               "double": "c_double"}
+# Python class names that the struct's C name does not spell (default: aethercl_gemm_desc ->
+# GemmDesc).
+STRUCT_NAMES = {"aethercl_batchnorm_desc": "BatchNormDesc"}
+# Enums generated elsewhere (status.py, from abi/status.def).
+SKIPPED_ENUMS = {"aethercl_status"}
+
+
+def _masked(header_text: str) -> str:
+    """The header with comments blanked (line numbers kept) and preprocessor lines but #define
+    kept."""
+    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), header_text)
+
+
+def header_defines(header_text: str) -> List[Tuple[str, int]]:
+    """(NAME without AETHERCL_, value) of every integer #define AETHERCL_*."""
+    return [(m.group(1), int(m.group(2))) for m in re.finditer(
+        r"^#define\s+AETHERCL_(\w+)\s+(\d+)[uUlL]*\s*$", _masked(header_text), re.M)]
+
+
+def header_enums(header_text: str) -> List[Tuple[str, List[Tuple[str, int]]]]:
+    """(enum name, [(CONSTANT without AETHERCL_, value)]) of every enum aethercl_*, in order."""
+    enums = []
+    for match in re.finditer(r"\benum\s+(aethercl_\w+)\s*\{([^}]*)\}", _masked(header_text)):
+        if match.group(1) in SKIPPED_ENUMS:
+            continue
+        values, value = [], -1
+        for item in (i.strip() for i in match.group(2).split(",")):
+            if not item:
+                continue
+            name, _, given = (part.strip() for part in item.partition("="))
+            value = int(given, 0) if given else value + 1
+            if not name.startswith("AETHERCL_"):
+                raise ValueError(f"enum {match.group(1)}: {name} lacks the AETHERCL_ prefix")
+            values.append((name[len("AETHERCL_"):], value))
+        enums.append((match.group(1), values))
+    return enums
+
+
+def header_structs(header_text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
+    """(struct name, [(field, ctypes expression)]) of every typedef struct aethercl_*, fields in
+    declaration order (`int m, n;` and `int shape[4];` included)."""
+    structs = []
+    for match in re.finditer(r"typedef\s+struct\s+(aethercl_\w+)\s*\{([^}]*)\}\s*(\w+)\s*;",
+                             _masked(header_text)):
+        fields = []
+        for declaration in (d.strip() for d in match.group(2).split(";")):
+            if not declaration:
+                continue
+            head = re.match(r"((?:const\s+)?(?:unsigned\s+)?(?:long\s+long|\w+)\s*\**)\s*(.*)$",
+                            declaration, re.S)
+            c_type, declarators = " ".join(head.group(1).split()), head.group(2)
+            for declarator in (d.strip() for d in declarators.split(",")):
+                star, name, length = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[(\d+)\])?",
+                                                  declarator).groups()
+                if "*" in c_type + star:
+                    ctype = "ctypes.c_void_p"
+                elif c_type in FIELD_TYPES:
+                    ctype = f"ctypes.{FIELD_TYPES[c_type]}"
+                else:
+                    raise ValueError(f"{match.group(1)}.{name}: no ctypes type for {c_type}")
+                fields.append((name, f"{ctype} * {length}" if length else ctype))
+        structs.append((match.group(1), fields))
+    return structs
+
+
+def struct_class_name(c_name: str) -> str:
+    return STRUCT_NAMES.get(c_name) or "".join(
+        part[:1].upper() + part[1:] for part in c_name[len("aethercl_"):].split("_"))
+
+
+def render_structs(header_text: str) -> str:
+    out = [BANNER.format(sources="include/aethercl/driver.h"),
+           '"""The integer #defines, enums and structs of include/aethercl/driver.h for ctypes: each '
+           'constant\nnamed without its AETHERCL_ prefix, ENUMS (enum -> {constant: value}, in '
+           'declaration order),\nand one ctypes.Structure per typedef struct, fields in the '
+           'header\'s order."""',
+           "from __future__ import annotations", "", "import ctypes", "from typing import Dict",
+           "", "# #define AETHERCL_*"]
+    out += [f"{name} = {value}" for name, value in header_defines(header_text)]
+    enums = header_enums(header_text)
+    for enum_name, values in enums:
+        out += ["", f"# enum {enum_name}"] + [f"{name} = {value}" for name, value in values]
+    out += ["", "ENUMS: Dict[str, Dict[str, int]] = {"]
+    for enum_name, values in enums:
+        out += _call(f'    "{enum_name}": dict', [f"{name}={name}" for name, _ in values], ",",
+                     "")
+    out += ["}"]
+    structs = header_structs(header_text)
+    for c_name, fields in structs:
+        out += ["", "", f"class {struct_class_name(c_name)}(ctypes.Structure):",
+                f'    """struct {c_name}."""', "    _fields_ = ["]
+        out += [f'        ("{name}", {ctype}),' for name, ctype in fields]
+        out += ["    ]"]
+    out += ["", "", "# C struct name -> its class.", "STRUCTS = {"]
+    out += [f'    "{c_name}": {struct_class_name(c_name)},' for c_name, _ in structs]
+    out += ["}"]
+    return "\n".join(out) + "\n"
+
+
 def generate(manifest_text: str, header_text: str, status_text: str) -> Dict[str, str]:
     """File name (inside python_harness/aethercl) -> generated text."""
     ws = wrappers(abi.parse_manifest(manifest_text), header_descriptions(header_text))
     return {"ops.py": render_ops(ws), "ops.pyi": render_stub(ws),
-            "status.py": render_status(status_rows(status_text))}
+            "status.py": render_status(status_rows(status_text)),
+            "structs.py": render_structs(header_text)}
 
 
 def generate_from_tree() -> Dict[Path, str]:

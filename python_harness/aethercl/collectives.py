@@ -10,9 +10,8 @@ import numpy as np
 from ._calls import pointer, pointer_array
 from .device import Buffer, Device, default_library
 from .library import Library
+from .structs import BF16, F16, F32, F64, I8, I32, I64, MAX, MEAN, MIN, SUM, U8  # noqa: F401
 
-F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
-SUM, MEAN, MAX, MIN = range(4)
 OPS = {"sum": SUM, "mean": MEAN, "max": MAX, "min": MIN}
 _NUMPY_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16}
 

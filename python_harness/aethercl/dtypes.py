@@ -10,7 +10,7 @@ from typing import Union
 
 import numpy as np
 
-F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
+from .structs import BF16, F16, F32, F64, I8, I32, I64, U8  # noqa: F401 (aethercl_dtype)
 
 
 class BFloat16Type:

@@ -1,33 +1,17 @@
-"""aethercl_gemm from Python: the aethercl_gemm_desc struct, dtype and compute-mode codes, and a
-call that fills the descriptor from keyword arguments."""
+"""aethercl_gemm from Python: the aethercl_gemm_desc struct, dtype and compute-mode codes (from the
+generated aethercl.structs), and a call that fills the descriptor from keyword arguments."""
 from __future__ import annotations
 
 import ctypes
 
 from .streams import resolve
+from .structs import (BF16, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_DEFAULT,  # noqa: F401
+                      COMPUTE_FP16, COMPUTE_FP32, COMPUTE_TF32, F16, F32, F64, I8, I32, I64, U8,
+                      GemmDesc)
 
-F32, F16, BF16, F64, I32, I64, I8, U8 = range(8)
-COMPUTE_DEFAULT, COMPUTE_FP32, COMPUTE_TF32, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_FP16 = range(6)
 COMPUTE_MODES = {"default": COMPUTE_DEFAULT, "fp32": COMPUTE_FP32, "tf32": COMPUTE_TF32,
                  "3xtf32": COMPUTE_3XTF32, "bf16": COMPUTE_BF16, "fp16": COMPUTE_FP16}
 DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2}
-
-
-class GemmDesc(ctypes.Structure):
-    """struct aethercl_gemm_desc of include/aethercl/driver.h (ABI version 3)."""
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
-        ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("batch", ctypes.c_int),
-        ("stride_a", ctypes.c_longlong), ("stride_b", ctypes.c_longlong),
-        ("stride_c", ctypes.c_longlong),
-        ("lda", ctypes.c_int), ("ldb", ctypes.c_int), ("ldc", ctypes.c_int),
-        ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
-        ("a", ctypes.c_void_p), ("offset_a", ctypes.c_size_t), ("dtype_a", ctypes.c_int),
-        ("b", ctypes.c_void_p), ("offset_b", ctypes.c_size_t), ("dtype_b", ctypes.c_int),
-        ("c", ctypes.c_void_p), ("offset_c", ctypes.c_size_t), ("dtype_c", ctypes.c_int),
-        ("compute", ctypes.c_int),
-    ]
 
 
 def gemm_desc(a, b, c, m, n, k, *, trans_a=0, trans_b=0, batch=1, lda=None, ldb=None, ldc=None,

@@ -16,8 +16,7 @@ import numpy as np
 from .abi import AetherclArg
 from .buffer import Buffer
 from .errors import KernelArgumentError
-
-ARG_BUFFER, ARG_SCALAR, ARG_LOCAL = 0, 1, 2
+from .structs import ARG_BUFFER, ARG_LOCAL, ARG_SCALAR
 
 _SCALAR_TYPES = {"char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
                  "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16,

@@ -13,8 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .owned import OwnedHandle
-
-STREAM_TIMING = 1
+from .structs import STREAM_TIMING
 
 
 def resolve(lib, index: int, stream=None) -> Optional[int]:

@@ -1,28 +1,27 @@
-"""ctypes mirrors of the version-3 training-op descriptors and enums of include/aethercl/driver.h.
-Each descriptor class fills struct_size itself; `make(**fields)` accepts Buffers, raw handles or
-None for the pointer fields."""
+"""The version-3 training-op descriptors and enums of include/aethercl/driver.h, their layouts and
+codes from the generated aethercl.structs. Each descriptor class fills struct_size itself;
+`make(**fields)` accepts Buffers, raw handles or None for the pointer fields."""
 from __future__ import annotations
 
 import ctypes
 
+from . import structs
 from ._calls import pointer as handle_of
+from .structs import (ARGMAX, ARGMIN, MAX, MEAN, MIN, NO_REDUCTION, NORM_LAYER,  # noqa: F401
+                      NORM_RMS, OPTIMIZER_ADAMW, OPTIMIZER_SGD, POOL_AVG, POOL_MAX, RNG_BITS,
+                      RNG_NORMAL, RNG_UNIFORM, SUM)
 
-# enum aethercl_reduce_op
-SUM, MEAN, MAX, MIN, ARGMAX, ARGMIN, NO_REDUCTION = range(7)
-# enum aethercl_rng_distribution
-RNG_BITS, RNG_UNIFORM, RNG_NORMAL = range(3)
-# enum aethercl_unary_op
-UNARY_OPS = ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "exp", "log",
-             "sqrt", "rsqrt", "abs", "neg", "add_scalar", "sub_scalar", "rsub_scalar",
-             "mul_scalar", "div_scalar", "rdiv_scalar", "max_scalar", "min_scalar", "pow_scalar")
-UNARY = {name: code for code, name in enumerate(UNARY_OPS)}
-# enum aethercl_binary_op
-BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
-BINARY = {name: code for code, name in enumerate(BINARY_OPS)}
-# enum aethercl_norm_kind, aethercl_optimizer_kind, aethercl_pool_kind
-NORM_LAYER, NORM_RMS = 0, 1
-OPTIMIZER_SGD, OPTIMIZER_ADAMW = 0, 1
-POOL_MAX, POOL_AVG = 0, 1
+
+def _codes(enum: str, prefix: str) -> dict:
+    """{"relu": 0, ...}: an enum of the header by lower-case name, in code order."""
+    values = structs.ENUMS[enum]
+    return {name[len(prefix):].lower(): values[name] for name in sorted(values, key=values.get)}
+
+
+UNARY = _codes("aethercl_unary_op", "UNARY_")
+UNARY_OPS = tuple(UNARY)
+BINARY = _codes("aethercl_binary_op", "BINARY_")
+BINARY_OPS = tuple(BINARY)
 
 _P = ctypes.c_void_p
 
@@ -53,63 +52,35 @@ class _Descriptor(ctypes.Structure):
 
 
 class BroadcastDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("ndim", ctypes.c_int),
-                ("shape_a", ctypes.c_int * 4), ("shape_b", ctypes.c_int * 4),
-                ("a", _P), ("b", _P), ("c", _P)]
+    _fields_ = structs.BroadcastDesc._fields_
 
 
 class IndexDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("ndim", ctypes.c_int), ("axis", ctypes.c_int),
-                ("shape_a", ctypes.c_int * 4), ("shape_b", ctypes.c_int * 4), ("x", _P),
-                ("index", _P), ("y", _P)]
+    _fields_ = structs.IndexDesc._fields_
 
 
 class NormDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("kind", ctypes.c_int), ("rows", ctypes.c_int),
-                ("cols", ctypes.c_int), ("eps", ctypes.c_float), ("x", _P), ("gamma", _P),
-                ("beta", _P), ("y", _P), ("dy", _P), ("dx", _P), ("dgamma", _P),
-                ("dbeta", _P)]
+    _fields_ = structs.NormDesc._fields_
 
 
 class BatchNormDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("n", ctypes.c_int), ("channels", ctypes.c_int),
-                ("spatial", ctypes.c_int), ("training", ctypes.c_int),
-                ("momentum", ctypes.c_float), ("eps", ctypes.c_float), ("x", _P),
-                ("gamma", _P), ("beta", _P), ("running_mean", _P), ("running_var", _P),
-                ("save_mean", _P), ("save_rstd", _P), ("y", _P), ("dy", _P), ("dx", _P),
-                ("dgamma", _P), ("dbeta", _P)]
+    _fields_ = structs.BatchNormDesc._fields_
 
 
 class OptimizerDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("kind", ctypes.c_int),
-                ("count", ctypes.c_size_t), ("param", _P), ("grad", _P), ("state1", _P),
-                ("state2", _P), ("lr", ctypes.c_float), ("weight_decay", ctypes.c_float),
-                ("momentum", ctypes.c_float), ("dampening", ctypes.c_float),
-                ("nesterov", ctypes.c_int), ("beta1", ctypes.c_float), ("beta2", ctypes.c_float),
-                ("eps", ctypes.c_float), ("step", ctypes.c_int)]
+    _fields_ = structs.OptimizerDesc._fields_
 
 
 class CrossEntropyDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("rows", ctypes.c_int),
-                ("classes", ctypes.c_int), ("ignore_index", ctypes.c_int),
-                ("label_smoothing", ctypes.c_float), ("reduction", ctypes.c_int),
-                ("logits", _P), ("targets", _P), ("loss", _P), ("grad", _P)]
+    _fields_ = structs.CrossEntropyDesc._fields_
 
 
 class Conv2dDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t)] + [
-        (name, ctypes.c_int) for name in (
-            "n", "c_in", "h", "w", "c_out", "kernel_h", "kernel_w", "stride_h", "stride_w",
-            "pad_h", "pad_w", "dilation_h", "dilation_w", "groups", "compute")] + [
-        (name, _P) for name in ("x", "weight", "bias", "y", "dy", "dx", "dweight", "dbias")]
+    _fields_ = structs.Conv2dDesc._fields_
 
 
 class Pool2dDesc(_Descriptor):
-    _fields_ = [("struct_size", ctypes.c_size_t)] + [
-        (name, ctypes.c_int) for name in (
-            "kind", "n", "channels", "h", "w", "kernel_h", "kernel_w", "stride_h", "stride_w",
-            "pad_h", "pad_w", "count_include_pad")] + [
-        (name, _P) for name in ("x", "y", "indices", "dy", "dx")]
+    _fields_ = structs.Pool2dDesc._fields_
 
 
 DESCRIPTORS = {"aethercl_broadcast_desc": BroadcastDesc, "aethercl_norm_desc": NormDesc,

@@ -1,6 +1,8 @@
 """What is generated from the ABI's sources of truth stays generated and current: aethercl/ops.py,
-ops.pyi and status.py equal what tools/gen_abi.py makes from abi/driver.abi, the header and
-abi/status.def (so a manifest line added without regenerating fails here); the hand-written
+ops.pyi, status.py and structs.py equal what tools/gen_abi.py makes from abi/driver.abi, the header
+and abi/status.def (so a manifest line or struct field added without regenerating fails here);
+the modules that describe structs (train_types, gemm, abi's aethercl_arg) use or equal the
+generated layouts; the hand-written
 public enum aethercl_status equals abi/status.def, and the library's names come from it; the
 generator handles the parameter kinds version-3 functions use (struct pointers, token arrays,
 size and index arrays, output cells), checked through real ctypes calls into Python callbacks."""
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import aethercl
-from aethercl import AetherCLError, Device, Library, abi, ops, status
+from aethercl import AetherCLError, Device, Library, abi, gemm, ops, status, structs, train_types
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -55,6 +57,33 @@ def test_a_manifest_line_without_regeneration_is_detected():
     assert "def example_op(dev: DeviceLike, buffer: Pointer) -> None:" in files["ops.py"]
     with pytest.raises(ValueError, match="aethercl_example_op"):   # no paragraph in the header
         gen_abi.generate(MANIFEST + extra_line, HEADER, STATUS_TABLE)
+
+
+def test_a_header_field_or_constant_without_regeneration_is_detected():
+    header = HEADER.replace("  int compute;                     /* compute mode */",
+                            "  int compute;\n  float extra;", 1)
+    header = header.replace("AETHERCL_POOL_AVG = 1", "AETHERCL_POOL_AVG = 1, AETHERCL_POOL_LP = 2",
+                            1)
+    assert header.count("float extra;") == 1 and "AETHERCL_POOL_LP" in header
+    text = gen_abi.generate(MANIFEST, header, STATUS_TABLE)["structs.py"]
+    assert text != (ROOT / "python_harness/aethercl/structs.py").read_text()
+    assert '("compute", ctypes.c_int),\n        ("extra", ctypes.c_float),' in text
+    assert "POOL_LP = 2" in text
+
+
+def test_structs_cover_the_header_and_are_the_ones_in_use():
+    assert len(structs.STRUCTS) == len(re.findall(r"^typedef struct aethercl_\w+ \{", HEADER, re.M))
+    enums = set(re.findall(r"^enum (aethercl_\w+) \{", HEADER, re.M)) - {"aethercl_status"}
+    assert set(structs.ENUMS) == enums
+    assert structs.STRUCTS["aethercl_batchnorm_desc"] is structs.BatchNormDesc
+    assert gemm.GemmDesc is structs.GemmDesc
+    for c_name, cls in train_types.DESCRIPTORS.items():
+        assert cls._fields_ is structs.STRUCTS[c_name]._fields_, c_name
+        assert ctypes.sizeof(cls) == ctypes.sizeof(structs.STRUCTS[c_name]), c_name
+    # abi.py stays stdlib-only for the generator, so it keeps its own aethercl_arg: the same one.
+    assert abi.AetherclArg._fields_ == structs.Arg._fields_
+    assert train_types.UNARY["pow_scalar"] == structs.UNARY_POW_SCALAR == 21
+    assert train_types.BINARY_OPS[structs.BINARY_POW] == "pow"
 
 
 def test_every_symbol_has_one_wrapper_and_seed_names_are_kept():
