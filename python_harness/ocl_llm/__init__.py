@@ -7,10 +7,13 @@ Modules, one concern each (a module only imports those above it):
               set_matmul_precision
   buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
   autograd    grad mode, FunctionContext and the backward contexts, topological order
-  tensor      OclTensor and its operations
+  tensor      OclTensor and its operations, Parameter
+  functional  functions on tensors with autograd over the version-3 training ops
   state       state dicts: host copies of named tensors, loaded back with differences named
-  nn, model   layers; SimpleModel
-  optim, loss AdamOptimizer; cross_entropy_loss_and_backward
+  model       the documented transformer: its layers and SimpleModel
+  layers      Module-style layers (Module, Sequential, Linear, Conv2d, ...)
+  optimizers  AdamOptimizer (the transformer's), SGD, AdamW, clip_grad_norm
+  loss        cross_entropy_loss_and_backward
   text        TinyTokenizer, read_corpus, TextData
   legacy      the checkpoint format before serialize, read as the current one
   serialize   save / load: JSON metadata beside .npz weights, SHA-256 per tensor (also of
@@ -30,7 +33,7 @@ from aethercl import AetherCLError, Device, Library
 
 from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        BatchedTransposeLastTwoBackwardContext, EmbeddingBackwardContext,
-                       FunctionContext, GeluBackwardContext, LayerNormBackwardContextRevised,
+                       FunctionContext, GeluBackwardContext, LayerNormBackwardContext,
                        MatMulBackwardContext, MatMulBatchedBackwardContext, MulBackwardContext,
                        NoGradContext, ReshapeBackwardContext, ScalarMulBackwardContext,
                        SoftmaxBackwardContext, Transpose12BatchedBackwardContext,
@@ -44,14 +47,13 @@ from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_ins
 from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
-from .model import SimpleModel
-from .nn import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAttention, Parameter,
-                 PositionalEncoding, TransformerBlock)
-from .optim import AdamOptimizer
+from .model import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAttention,
+                    PositionalEncoding, SimpleModel, TransformerBlock)
+from .optimizers import AdamOptimizer
 from .report import ProgressBar, plot_losses, print_summary
 from .runtime import (MATMUL_PRECISIONS, Runtime, current_device, current_runtime,
                       ocl_initialize, ocl_shutdown, release_all, set_matmul_precision)
-from .tensor import OclTensor
+from .tensor import OclTensor, Parameter
 from .text import TOKENIZER_CHARS, UNK_DISPLAY, TextData, TinyTokenizer, read_corpus
 from .train import evaluate, generate, train, train_step
 
@@ -66,7 +68,7 @@ __all__ = [
     "gradcheck",
     "MatMulBackwardContext", "MatMulBatchedBackwardContext", "AddBackwardContext",
     "AddBroadcastPEBackwardContext", "MulBackwardContext", "ScalarMulBackwardContext",
-    "GeluBackwardContext", "SoftmaxBackwardContext", "LayerNormBackwardContextRevised",
+    "GeluBackwardContext", "SoftmaxBackwardContext", "LayerNormBackwardContext",
     "TransposeBackwardContext", "BatchedTransposeLastTwoBackwardContext",
     "Transpose12BatchedBackwardContext", "TransposeCPUFallbackBackwardContext",
     "ReshapeBackwardContext", "EmbeddingBackwardContext",

@@ -166,7 +166,7 @@ class SoftmaxBackwardContext(FunctionContext):
         return (dx,)
 
 
-class LayerNormBackwardContextRevised(FunctionContext):
+class LayerNormBackwardContext(FunctionContext):
     """Uses the forward input itself (kept alive by the strong parent reference)."""
 
     def backward(self, g):

@@ -9,7 +9,7 @@ from typing import Any, Dict, Tuple
 import numpy as np
 
 from .model import SimpleModel
-from .optim import AdamOptimizer
+from .optimizers import AdamOptimizer
 from .serialize import FORMAT, load, read_any, save
 from .text import TinyTokenizer
 

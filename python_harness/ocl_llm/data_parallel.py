@@ -22,7 +22,7 @@ from aethercl.collectives import copy_peer
 from .buffer import GPUBuffer
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
-from .optim import AdamOptimizer
+from .optimizers import AdamOptimizer
 from .runtime import Runtime, current_runtime, ocl_initialize, set_current_runtime
 
 

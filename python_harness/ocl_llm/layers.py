@@ -14,9 +14,8 @@ import numpy as np
 from . import functional as F
 from .buffer import GPUBuffer
 from .config import FP_TYPE
-from .nn import Parameter
 from .state import load_into, state_of
-from .tensor import OclTensor
+from .tensor import OclTensor, Parameter
 
 
 class Module:

@@ -1,15 +1,181 @@
-"""SimpleModel: embedding, positional encoding, transformer blocks, final LayerNorm and the
-projection to the vocabulary, with the documented parameter order and state dicts."""
+"""The documented transformer: its layers (Linear, Embedding, GeLUActivation, LayerNorm without
+affine parameters, PositionalEncoding, MultiHeadAttention, the pre-LN TransformerBlock) and
+SimpleModel (embedding, positional encoding, blocks, final LayerNorm, projection to the vocabulary)
+with the documented parameter order and state dicts. Module-style layers: ocl_llm.layers."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import math
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .config import FP_TYPE
-from .nn import Embedding, LayerNorm, Linear, Parameter, PositionalEncoding, TransformerBlock
+from aethercl import ops
+
+from .autograd import EmbeddingBackwardContext
+from .buffer import GPUBuffer, causal_mask
+from .config import FP_TYPE, IDX_TYPE
 from .state import load_into, state_of
-from .tensor import OclTensor
+from .tensor import OclTensor, Parameter
+
+
+class Linear:
+    """y = x @ W + b with W (in, out) and b (1, out)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 rng: Optional[np.random.Generator] = None, name: str = "linear"):
+        rng = rng if rng is not None else np.random.default_rng()
+        std = 1.0 / math.sqrt(in_features)
+        self.W = Parameter((rng.standard_normal((in_features, out_features)) * std)
+                           .astype(FP_TYPE), name=name + ".W")
+        self.b = Parameter(np.zeros((1, out_features), FP_TYPE), name=name + ".b") if bias else None
+
+    def __call__(self, x: OclTensor) -> OclTensor:
+        y = x.matmul(self.W)
+        return y.add(self.b) if self.b is not None else y
+
+    def parameters(self) -> List[Parameter]:
+        return [self.W] + ([self.b] if self.b is not None else [])
+
+
+class Embedding:
+    """Token embedding on the device: execute_embedding_lookup_gpu / _backward_gpu."""
+
+    def __init__(self, vocab_size: int, embed_dim: int,
+                 rng: Optional[np.random.Generator] = None, name: str = "embedding"):
+        rng = rng if rng is not None else np.random.default_rng()
+        self.vocab_size, self.embed_dim = vocab_size, embed_dim
+        self.weight_param = Parameter(rng.standard_normal((vocab_size, embed_dim))
+                                      .astype(FP_TYPE), name=name + ".weight")
+        self.weight_param._is_embedding_weight = True
+        self.weight_param._associated_layer = self
+
+    def __call__(self, input_ids: np.ndarray) -> OclTensor:
+        ids = np.ascontiguousarray(input_ids, dtype=IDX_TYPE)
+        if ids.ndim == 1:
+            ids = ids[None, :]
+        b, s = ids.shape
+        weight = self.weight_param
+        ids_buffer = GPUBuffer(ids.nbytes, tag="token_ids", dtype=IDX_TYPE,
+                               runtime=weight.runtime)
+        ids_buffer.write(ids)
+        ctx = EmbeddingBackwardContext(weight)
+        ctx.save_for_backward(ids_buffer, b, s, self.embed_dim, self.vocab_size)
+        out = weight._result((b, s, self.embed_dim), ctx)
+        ops.embedding_lookup(weight.device, ids_buffer.ptr, weight.data.ptr, out.data.ptr,
+                             b, s, self.embed_dim, self.vocab_size)
+        return out
+
+    @property
+    def weight_host(self) -> np.ndarray:
+        return self.weight_param.to_host()
+
+    def parameters(self) -> List[Parameter]:
+        return [self.weight_param]
+
+
+class GeLUActivation:
+    def __call__(self, x: OclTensor) -> OclTensor:
+        return x.gelu()
+
+
+class LayerNorm:
+    """Normalisation without affine parameters (as the documented model)."""
+
+    def __init__(self, eps: float = 1e-5):
+        self.eps = eps
+
+    def __call__(self, x: OclTensor) -> OclTensor:
+        return x.layer_norm(self.eps)
+
+
+class PositionalEncoding:
+    """Sinusoidal table kept on the device (pe_gpu_full); added with execute_add_broadcast_pe_gpu,
+    which reads the first S*E floats of the table, i.e. rows 0..S-1."""
+
+    def __init__(self, max_len: int, embed_dim: int):
+        position = np.arange(max_len)[:, None]
+        div = np.exp(np.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))
+        pe = np.zeros((max_len, embed_dim), np.float64)
+        pe[:, 0::2] = np.sin(position * div)
+        pe[:, 1::2] = np.cos(position * div)[:, : embed_dim // 2]
+        self.max_len, self.embed_dim = max_len, embed_dim
+        self.pe_gpu_full = GPUBuffer(max_len * embed_dim * 4, tag="pe_table")
+        self.pe_gpu_full.write(pe.astype(FP_TYPE))
+
+    def __call__(self, x: OclTensor) -> OclTensor:
+        if x.shape[-2] > self.max_len:
+            raise ValueError(f"sequence of {x.shape[-2]} exceeds max_len {self.max_len}")
+        return x._add_broadcast_pe(self.pe_gpu_full)
+
+    def free_memory(self) -> None:
+        self.pe_gpu_full.free()
+
+
+class MultiHeadAttention:
+    """Self-attention: bias-free Q/K/V, heads split with transpose_12, K^T with transpose_batched,
+    scores and P.V with matmul_batched, an optional causal mask, output projection with bias."""
+
+    def __init__(self, embed_dim: int, num_heads: int, causal: bool = True,
+                 rng: Optional[np.random.Generator] = None, name: str = "attn"):
+        if embed_dim % num_heads:
+            raise ValueError("embed_dim must be a multiple of num_heads")
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.d_k = embed_dim // num_heads
+        self.causal = causal
+        self.q = Linear(embed_dim, embed_dim, bias=False, rng=rng, name=name + ".q")
+        self.k = Linear(embed_dim, embed_dim, bias=False, rng=rng, name=name + ".k")
+        self.v = Linear(embed_dim, embed_dim, bias=False, rng=rng, name=name + ".v")
+        self.o = Linear(embed_dim, embed_dim, bias=True, rng=rng, name=name + ".o")
+
+    def _split(self, t: OclTensor, B: int, S: int) -> OclTensor:
+        H, dk = self.num_heads, self.d_k
+        return t.reshape(B, S, H, dk).transpose(1, 2).reshape(B * H, S, dk)
+
+    def __call__(self, x: OclTensor) -> OclTensor:
+        B, S, E = x.shape
+        H, dk = self.num_heads, self.d_k
+        q = self._split(self.q(x), B, S)
+        k = self._split(self.k(x), B, S)
+        v = self._split(self.v(x), B, S)
+        scores = q.matmul(k.transpose(-2, -1)).mul_scalar(1.0 / math.sqrt(dk))
+        if self.causal:
+            scores = scores._add_broadcast_pe(causal_mask(S, x.runtime))
+        probs = scores.softmax(-1)
+        context = probs.matmul(v).reshape(B, H, S, dk).transpose(1, 2).reshape(B, S, E)
+        return self.o(context)
+
+    def parameters(self) -> List[Parameter]:
+        return self.q.parameters() + self.k.parameters() + self.v.parameters() + \
+            self.o.parameters()
+
+
+class TransformerBlock:
+    """Pre-LN block: x + MHA(LN(x)), then x + W2 GELU(W1 LN(x) + b1) + b2."""
+
+    def __init__(self, embed_dim: int, num_heads: int, d_ff: int, causal: bool = True,
+                 rng: Optional[np.random.Generator] = None, name: str = "block",
+                 dropout: float = 0.0):
+        self.ln1, self.ln2 = LayerNorm(), LayerNorm()
+        self.dropout, self.training = float(dropout), True
+        self.attn = MultiHeadAttention(embed_dim, num_heads, causal, rng, name + ".attn")
+        self.ff1 = Linear(embed_dim, d_ff, rng=rng, name=name + ".ff1")
+        self.ff2 = Linear(d_ff, embed_dim, rng=rng, name=name + ".ff2")
+        self.act = GeLUActivation()
+
+    def __call__(self, x: OclTensor) -> OclTensor:
+        x = x.add(self._drop(self.attn(self.ln1(x))))
+        return x.add(self._drop(self.ff2(self.act(self.ff1(self.ln2(x))))))
+
+    def _drop(self, h: OclTensor) -> OclTensor:
+        """Residual dropout (aethercl_dropout) while training; identity otherwise."""
+        if not self.training or self.dropout == 0.0:
+            return h
+        from .functional import dropout
+        return dropout(h, self.dropout, True)
+
+    def parameters(self) -> List[Parameter]:
+        # documented order: Wq, Wk, Wv, Wo, bo, W1, b1, W2, b2
+        return self.attn.parameters() + self.ff1.parameters() + self.ff2.parameters()
 
 
 class SimpleModel:

@@ -1,20 +1,23 @@
-"""SGD (momentum, dampening, Nesterov, weight decay) and AdamW through aethercl_optimizer_step,
-with state dicts (hyper-parameters, step counts, moments); global gradient-norm clipping through
-aethercl_clip_grad_norm (computed and applied on the device; the norm comes back as a one-element
-tensor, read only if the caller asks), and zero_grad."""
+"""Optimizers: SGD (momentum, dampening, Nesterov, weight decay) and AdamW through
+aethercl_optimizer_step; AdamOptimizer, the documented transformer's Adam with coupled L2 weight
+decay through execute_adam_update_on_gpu; all with state dicts (hyper-parameters, step counts,
+moments). Global gradient-norm clipping through aethercl_clip_grad_norm (computed and applied on
+the device; the norm comes back as a one-element tensor, read only if the caller asks), and
+zero_grad."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from aethercl import train as ops  # stream=None there: the thread's current stream
+from aethercl import ops
+from aethercl import train as train_ops  # stream=None there: the thread's current stream
 from aethercl import train_types as T
 
 from .buffer import GPUBuffer
-from .nn import Parameter
+from .config import FP_TYPE
 from .state import differences
-from .tensor import OclTensor
+from .tensor import OclTensor, Parameter
 
 
 def zero_grad(parameters: Sequence[Parameter]) -> None:
@@ -57,7 +60,7 @@ class _Optimizer:
             self.steps[i] += 1
             desc = T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
                                    grad=p.grad.data.ptr, step=self.steps[i], **self._fields(i, p))
-            ops.optimizer_step(p.device, desc)
+            train_ops.optimizer_step(p.device, desc)
             updated += 1
         return updated
 
@@ -152,6 +155,76 @@ class AdamW(_Optimizer):
                     eps=self.eps)
 
 
+class AdamOptimizer:
+    """Adam with coupled L2 weight decay through execute_adam_update_on_gpu; m and v on the
+    device."""
+
+    def __init__(self, parameters: Sequence[Parameter], lr: float = 3e-4,
+                 betas: Sequence[float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        self.parameters = list(parameters)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+        self.t = 0
+        self.m = [GPUBuffer(p.nbytes, tag=f"adam_m_{i}", _init_zeros=True, runtime=p.runtime)
+                  for i, p in enumerate(self.parameters)]
+        self.v = [GPUBuffer(p.nbytes, tag=f"adam_v_{i}", _init_zeros=True, runtime=p.runtime)
+                  for i, p in enumerate(self.parameters)]
+
+    def zero_grad(self) -> None:
+        for p in self.parameters:
+            p.zero_grad()
+
+    def step(self) -> int:
+        """One update of every parameter that has a gradient; returns how many were updated."""
+        self.t += 1
+        b1, b2 = self.betas
+        updated = 0
+        for p, m, v in zip(self.parameters, self.m, self.v):
+            if p.grad is None:
+                continue
+            ops.adam_update(p.device, p.data.ptr, p.grad.data.ptr, m.ptr, v.ptr, p.numel, self.t,
+                            self.lr, b1, b2, self.eps, self.weight_decay)
+            updated += 1
+        return updated
+
+    def hyper(self) -> Dict[str, Any]:
+        """The constructor's hyper-parameters (JSON values)."""
+        return dict(lr=self.lr, betas=list(self.betas), eps=self.eps,
+                    weight_decay=self.weight_decay)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The optimizers' common form (as SGD and AdamW): {"type", "hyper", "steps" (t for
+        every parameter: Adam counts steps globally), "state": {"m.<i>", "v.<i>"}}."""
+        state = {}
+        for slot, buffers in (("m", self.m), ("v", self.v)):
+            for i, (p, buffer) in enumerate(zip(self.parameters, buffers)):
+                state[f"{slot}.{i}"] = buffer.read(p.shape)
+        return {"type": type(self).__name__, "hyper": self.hyper(),
+                "steps": [self.t] * len(self.parameters), "state": state}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restores a state_dict() over parameters of the same shapes; refuses a mismatch with
+        what differs, changing nothing."""
+        expected = {f"{slot}.{i}": p.shape for slot in ("m", "v")
+                    for i, p in enumerate(self.parameters)}
+        problems = differences(expected, state.get("state", {}))
+        if state.get("type", type(self).__name__) != type(self).__name__:
+            problems.insert(0, f"it is {state['type']}'s")
+        if problems:
+            raise ValueError(f"the state does not fit {type(self).__name__}: "
+                             + "; ".join(problems))
+        for key, value in state.get("hyper", {}).items():
+            setattr(self, key, tuple(value) if isinstance(value, list) else value)
+        self.t = max((int(s) for s in state.get("steps", ())), default=0)
+        for slot, buffers in (("m", self.m), ("v", self.v)):
+            for i, (p, buffer) in enumerate(zip(self.parameters, buffers)):
+                buffer.write(np.ascontiguousarray(state["state"][f"{slot}.{i}"], FP_TYPE))
+
+    def free_memory(self) -> None:
+        for buffer in self.m + self.v:
+            buffer.free()
+
+
 def clip_grad_norm(parameters: Sequence[Parameter], max_norm: float) -> Optional[OclTensor]:
     """Scales every gradient so that their global L2 norm is at most max_norm, on the device.
     Returns the norm before clipping as a one-element device tensor (None without gradients)."""
@@ -166,6 +239,6 @@ def clip_grad_norm(parameters: Sequence[Parameter], max_norm: float) -> Optional
             p.grad = p.grad.clone()
         seen.add(p.grad.data.ptr)
     total = OclTensor.empty((1,), runtime=with_grad[0].runtime)
-    ops.clip_grad_norm(with_grad[0].device, [p.grad.data.ptr for p in with_grad],
+    train_ops.clip_grad_norm(with_grad[0].device, [p.grad.data.ptr for p in with_grad],
                        [p.numel for p in with_grad], float(max_norm), total.data.ptr)
     return total

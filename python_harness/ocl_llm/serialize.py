@@ -16,8 +16,7 @@ import numpy as np
 from . import layers as _layers
 from .legacy import LEGACY_FORMAT, read_legacy
 from .model import SimpleModel
-from .optim import AdamOptimizer
-from .optimizers import SGD, AdamW
+from .optimizers import SGD, AdamOptimizer, AdamW
 from .runtime import Runtime, current_runtime, ocl_initialize, set_current_runtime
 from .text import TinyTokenizer
 

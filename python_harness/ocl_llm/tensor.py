@@ -11,7 +11,7 @@ from aethercl import Device, ops
 
 from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        BatchedTransposeLastTwoBackwardContext, FunctionContext,
-                       GeluBackwardContext, LayerNormBackwardContextRevised,
+                       GeluBackwardContext, LayerNormBackwardContext,
                        MatMulBackwardContext, MatMulBatchedBackwardContext, MulBackwardContext,
                        NoGradContext, ReshapeBackwardContext, ScalarMulBackwardContext,
                        SoftmaxBackwardContext, Transpose12BatchedBackwardContext,
@@ -283,7 +283,7 @@ class OclTensor:
     def layer_norm(self, eps: float = 1e-5) -> "OclTensor":
         cols = self.shape[-1]
         rows = self.numel // cols
-        ctx = LayerNormBackwardContextRevised(self)
+        ctx = LayerNormBackwardContext(self)
         ctx.save_for_backward(rows, cols, float(eps))
         out = self._result(self.shape, ctx)
         ops.layernorm(self.device, self.data.ptr, out.data.ptr, rows, cols, eps)
@@ -341,3 +341,14 @@ class OclTensor:
             out.requires_grad = True
             out._ctx = ReshapeBackwardContext(self)
         return out
+
+
+class Parameter(OclTensor):
+    """A trainable leaf tensor (requires_grad=True by default)."""
+
+    def __init__(self, data: np.ndarray, requires_grad: bool = True, name: str = "param",
+                 runtime: Optional[Runtime] = None):
+        super().__init__(data, requires_grad=requires_grad, runtime=runtime)
+        self.requires_grad = bool(requires_grad)
+        self.name = name
+        self.data.rename(name)

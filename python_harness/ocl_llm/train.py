@@ -18,7 +18,7 @@ from .data_parallel import DataParallel
 from .config import IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
-from .optim import AdamOptimizer
+from .optimizers import AdamOptimizer, AdamW
 from .report import ProgressBar, plot_losses
 from .runtime import current_device, ocl_initialize, ocl_shutdown, set_matmul_precision
 from .tensor import OclTensor
@@ -28,7 +28,6 @@ from .text import TextData, TinyTokenizer, read_corpus
 def make_optimizer(model: SimpleModel, config: Dict[str, Any]):
     """Adam with coupled L2 decay (the original) or AdamW (--optimizer adamw)."""
     if config.get("optimizer", "adam") == "adamw":
-        from .optimizers import AdamW
         return AdamW(model.parameters(), lr=config["lr"], betas=config["betas"],
                      eps=config["eps"], weight_decay=config["wd"])
     return AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
