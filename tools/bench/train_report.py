@@ -9,7 +9,7 @@ LABELS = {("ours", "aethercl"): "AetherCL ocl_llm",
           ("torch", "eager"): "PyTorch eager (plain)",
           ("torch", "sdpa_fused"): "PyTorch SDPA + fused AdamW",
           ("torch", "compile"): "PyTorch torch.compile"}
-CNN_LABELS = {("torch", "sdpa_fused"): "PyTorch fused AdamW, channels_last"}
+CNN_LABELS = {("torch", "sdpa_fused"): "PyTorch fused AdamW (+channels_last)"}
 
 
 def label(row: dict, model: str) -> str:
