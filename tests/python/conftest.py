@@ -10,8 +10,8 @@ sys.path.insert(0, str(ROOT / "python_harness"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aethercl import Library  # noqa: E402
-from helpers import Device  # noqa: E402
-from sampling import full_matrix_requested, pairwise_cover  # noqa: E402
+from support.helpers import Device  # noqa: E402
+from support.sampling import full_matrix_requested, pairwise_cover  # noqa: E402
 
 
 def pytest_configure(config):
@@ -88,7 +88,7 @@ def kernel_forms(request, monkeypatch):
 @pytest.fixture
 def scope(device):
     """Tensors of a training-op test: guard bytes checked and buffers freed at the end."""
-    from train_helpers import Scope
+    from support.train_helpers import Scope
     s = Scope(device)
     yield s
     s.close()

@@ -25,9 +25,9 @@ import itertools
 import numpy as np
 import pytest
 
-from hostile_cases import manifest_symbols
-from op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count
-from reference_backend import ReferenceLibrary
+from support.hostile_cases import manifest_symbols
+from support.op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count
+from support.reference_backend import ReferenceLibrary
 
 SYMBOLS = {s.name: s for s in manifest_symbols() if s.name in SPECS}
 INVALID_ARGUMENT = 1

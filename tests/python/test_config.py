@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import run_child
+from support.helpers import run_child
 
 STATS = """
 import json

@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-import convert_reference as ref
-from helpers import GUARD_BYTES, GUARD_PATTERN
+from support import convert_reference as ref
+from support.helpers import GUARD_BYTES, GUARD_PATTERN
 
 CODES = list(range(8))
 SIZE_MAX = 2**64 - 1

@@ -8,7 +8,7 @@ against float64 with the same tolerance and must lose no update (integer-valued 
 import numpy as np
 import pytest
 
-from op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
+from support.op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
                        expect_refusal)
 
 INT_MIN, INT_MAX = -2**31, 2**31 - 1

@@ -4,11 +4,11 @@ refuses, and after freeing the driver works normally."""
 import json
 import os
 
-from helpers import run_child
+from support.helpers import run_child
 
 EXHAUST = r"""
 import json
-from hostile_cases import Harness
+from support.hostile_cases import Harness
 MiB = 1 << 20
 def stats():
     return json.loads(lib.json_call("aethercl_memory_stats", 0))

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_child
+from support.helpers import run_child
 
 HERE = Path(__file__).resolve().parent
 
 ADD_AND_STATS = r"""
 import json
-from hostile_cases import Harness
+from support.hostile_cases import Harness
 assert lib.initialize_gpu(0) == 1
 Harness(lib, 0).roundtrip()          # builds (or loads) the elementwise family
 s = json.loads(lib.json_call("aethercl_memory_stats", 0))
@@ -82,7 +82,7 @@ def test_a_damaged_cache_entry_is_detected_and_rebuilt(tmp_path, good_entry, cor
 # Three kernel families (elementwise, layout, rowwise), each result checked.
 THREE_FAMILIES = r"""
 import json
-from hostile_cases import Harness
+from support.hostile_cases import Harness
 assert lib.initialize_gpu(0) == 1
 h = Harness(lib, 0)
 h.roundtrip()
@@ -158,8 +158,8 @@ def test_an_unwritable_cache_is_skipped_with_one_warning(tmp_path):
 
 BROKEN_FAMILY = r"""
 import ctypes, json
-from hostile_cases import Harness, _buffers, _call, _values
-from op_specs import SPECS
+from support.hostile_cases import Harness, _buffers, _call, _values
+from support.op_specs import SPECS
 assert lib.initialize_gpu(0) == 1
 h = Harness(lib, 0)
 report = {"add": [], "working": [], "broken": [], "tried": []}

@@ -20,7 +20,8 @@ EXPECTED = [2.0 * i for i in range(64)]
 
 
 def run_scenario(name, argument=""):
-    process = subprocess.Popen([sys.executable, str(HERE / "fork_scenarios.py"), name, argument],
+    script = HERE / "support" / "fork_scenarios.py"
+    process = subprocess.Popen([sys.executable, str(script), name, argument],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, env=dict(os.environ))
     try:

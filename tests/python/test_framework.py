@@ -7,7 +7,7 @@ Gradient checks: the driver computes in float32; the scalar loss L = sum(out * R
 is summed in float64 on the host and differentiated with central differences of step H. Tolerance
 GRAD_RTOL relative to the largest gradient plus GRAD_ATOL: the differences carry float32 rounding
 of L divided by 2H (about 1e-5) and an O(H^2) truncation error.
-OCL_TEST_BACKEND=reference runs the same tests on tests/python/reference_backend.py (a NumPy
+OCL_TEST_BACKEND=reference runs the same tests on tests/python/support/reference_backend.py (a NumPy
 stand-in) to check the frontend alone; by default everything runs on the driver."""
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class CountingLibrary:
 def fw(lib, gpu_index):
     inner = lib
     if os.environ.get("OCL_TEST_BACKEND") == "reference":
-        from reference_backend import ReferenceLibrary
+        from support.reference_backend import ReferenceLibrary
         inner = ReferenceLibrary()
     counting = CountingLibrary(inner)
     F.ocl_initialize(gpu_index, library=counting, verbose=False)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from aethercl import gemm as g
-from helpers import kernels_launched, run_child
+from support.helpers import kernels_launched, run_child
 
 RTOL = 16 * 2.0 ** -24
 EXTRA = {"3xtf32": 4 * 2.0 ** -22}

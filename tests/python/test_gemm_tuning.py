@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import run_child
+from support.helpers import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 TUNER = ROOT / "tools" / "tune_gemm.py"
@@ -37,7 +37,7 @@ def device_key(lib, index):
 
 MATMUL_CHILD = """
     import os
-    from helpers import Device
+    from support.helpers import Device
     lib.check("initialize_gpu", 0)
     device = Device(lib, 0)
     rng = np.random.default_rng(3)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hostile_cases import all_cases, covered_functions, manifest_symbols
-from op_specs import SPECIAL, SPECS
+from support.hostile_cases import all_cases, covered_functions, manifest_symbols
+from support.op_specs import SPECIAL, SPECS
 
 HERE = Path(__file__).resolve().parent
 SYMBOLS = manifest_symbols()
@@ -27,7 +27,7 @@ LIFECYCLE_ONLY = {"shutdown_driver"}
 
 
 def _run_child(start=0, only=None, timeout=600):
-    command = [sys.executable, str(HERE / "hostile_cases.py"), "--start", str(start)]
+    command = [sys.executable, str(HERE / "support" / "hostile_cases.py"), "--start", str(start)]
     if only:
         command += ["--only", only]
     process = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -103,7 +103,7 @@ class _FakeLibrary:
 
 
 def test_not_implemented_passes_only_where_a_case_names_the_missing_feature():
-    from hostile_cases import CaseResult, Harness
+    from support.hostile_cases import CaseResult, Harness
     message = "aethercl_program_create_il: this device has no IL (SPIR-V) support"
     h = Harness(_FakeLibrary(9, message), 0)
     h.function = "aethercl_program_create_il"
@@ -125,7 +125,7 @@ def test_not_implemented_passes_only_where_a_case_names_the_missing_feature():
 
 LIFECYCLE_SCRIPT = r"""
 import ctypes, json
-from hostile_cases import Harness
+from support.hostile_cases import Harness
 DEFAULTS = {"int": 1, "unsigned int": 1, "float": 0.5, "size_t": 16, "unsigned long long": 0x1000}
 # Work without an initialised device (enumeration, static strings, host-memory blocks,
 # process-wide tracing).
@@ -207,7 +207,7 @@ print(json.dumps({"calls": calls, "problems": problems}))
 
 
 def test_lifecycle_calls_before_init_and_after_shutdown():
-    from helpers import run_child
+    from support.helpers import run_child
     code = f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + LIFECYCLE_SCRIPT
     result = run_child(code, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -218,8 +218,8 @@ def test_lifecycle_calls_before_init_and_after_shutdown():
 
 FOREIGN_SCRIPT = r"""
 import ctypes, json
-from hostile_cases import Harness, _buffers, _call, _values
-from op_specs import SPECS
+from support.hostile_cases import Harness, _buffers, _call, _values
+from support.op_specs import SPECS
 count = lib.aethercl_device_count()
 if count < 2:
     print(json.dumps({"devices": count})); raise SystemExit(0)
@@ -243,8 +243,8 @@ for s in lib.symbols:
                 or buffer not in message):
             problems.append(f"{s.name}/{buffer}: {result} {code} {message!r}")
 # version-3 training ops: each buffer argument in turn from the other device
-from hostile_train_cases import Call, alloc_buffers, clip_buffers
-from op_specs import TRAIN_SPECS
+from support.hostile_train_cases import Call, alloc_buffers, clip_buffers
+from support.op_specs import TRAIN_SPECS
 for s in lib.symbols:
     if s.name not in TRAIN_SPECS:
         continue
@@ -294,7 +294,7 @@ print(json.dumps({"devices": count, "tried": tried, "problems": problems}))
 def test_tokens_of_another_device_are_refused():
     """PoCL can show its CPU twice (POCL_DEVICES); elsewhere a second device is needed, and the
     doctest 'foreign tokens' checks the registry's device check with one device."""
-    from helpers import run_child
+    from support.helpers import run_child
     env_backup = dict(os.environ)
     os.environ.setdefault("POCL_DEVICES", "pthread pthread")
     os.environ.pop("AETHERCL_DEVICES", None)

@@ -19,7 +19,7 @@ from aethercl import Device as ShimDevice, find_library, inspect
 from aethercl.inspect import app as inspect_app
 from aethercl.inspect.history import History
 
-import webdriver
+from support import webdriver
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -107,7 +107,7 @@ def test_handing_out_a_queue_stops_the_submission_thread():
     and turns it off (forced on here: PoCL runs without it by default)."""
     import json as json_module
     import os
-    from helpers import run_child
+    from support.helpers import run_child
     env_backup = dict(os.environ)
     os.environ["AETHERCL_SUBMIT_THREAD"] = "1"
     try:

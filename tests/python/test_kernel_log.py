@@ -8,9 +8,9 @@ import os
 import pytest
 
 from aethercl import abi
-from helpers import run_child
-from hostile_cases import Harness, _buffers, _call, _values
-from op_specs import SPECIAL, SPECS
+from support.helpers import run_child
+from support.hostile_cases import Harness, _buffers, _call, _values
+from support.op_specs import SPECIAL, SPECS
 
 KEYS = ["kernel", "entry_point", "stream", "global", "local", "queued_ns", "start_ns", "end_ns"]
 CAPACITY = 4096

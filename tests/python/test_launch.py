@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aethercl.abi import AetherclArg
-from helpers import run_child
+from support.helpers import run_child
 
 BUFFER, SCALAR, LOCAL = 0, 1, 2
 SIZE_MAX = 2**64 - 1

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_child
+from support.helpers import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ROOT / "tools" / "gpu" / "replay_launch.py"

@@ -4,8 +4,8 @@ bit (NaN payloads, signed zeros, infinities and denormals included)."""
 import numpy as np
 import pytest
 
-from helpers import Tensor
-from op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
+from support.helpers import Tensor
+from support.op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
                        expect_refusal, special_values)
 
 pytestmark = pytest.mark.usefixtures("kernel_forms")  # CPU and GPU kernel forms

@@ -11,7 +11,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from helpers import POISON_F32
+from support.helpers import POISON_F32
 
 
 # Every case runs with the device's own row group size and with groups of up to 64 items.

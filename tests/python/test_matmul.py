@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import kernels_launched
+from support.helpers import kernels_launched
 
 RTOL = 8 * 2.0 ** -24
 POISON_BITS = 0x7FC0DEAD

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers import run_child
+from support.helpers import run_child
 
 SIZE_MAX = 2**64 - 1
 

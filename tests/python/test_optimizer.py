@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from op_checks import assert_bitwise, check_buffer_refusals, expect_refusal
+from support.op_checks import assert_bitwise, check_buffer_refusals, expect_refusal
 
 F = "execute_adam_update_on_gpu"
 LR, B1, B2, EPS = 3e-4, 0.9, 0.999, 1e-8

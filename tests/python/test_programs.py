@@ -11,7 +11,7 @@ import pytest
 
 import aethercl
 from aethercl import spirv
-from helpers import run_child
+from support.helpers import run_child
 
 SOURCE = """
 __kernel void scale_add(__global const float* x, __global float* y, float alpha, uint n) {

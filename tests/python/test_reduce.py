@@ -7,8 +7,8 @@ order terms remain), and repeated calls must be bit-identical."""
 import numpy as np
 import pytest
 
-from helpers import Tensor
-from op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
+from support.helpers import Tensor
+from support.op_checks import (assert_bitwise, check_buffer_refusals, check_dim_refusals,
                        expect_refusal)
 
 REDUCE_SHAPES = [(1, 1, 1), (1, 1, 7), (3, 5, 7), (16, 64, 16), (16, 64, 53), (2, 1000, 3),

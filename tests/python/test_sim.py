@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run_child
+from support.helpers import run_child
 
 SIZE_MAX = 2**64 - 1
 APP = Path(__file__).resolve().parents[2] / "python_harness" / "app.py"

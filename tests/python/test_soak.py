@@ -7,7 +7,7 @@ import os
 import warnings
 from pathlib import Path
 
-from helpers import run_child
+from support.helpers import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -347,7 +347,7 @@ def test_two_devices_streams_and_cross_device_waits():
     of one device waited on by a stream of the other goes through the host."""
     import json
     import os
-    from helpers import run_child
+    from support.helpers import run_child
     backup = dict(os.environ)
     os.environ["POCL_DEVICES"] = "pthread pthread"
     try:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from strict_json import StrictJSONError, call_strict, parse_strict
+from support.strict_json import StrictJSONError, call_strict, parse_strict
 
 LABEL_MAX_BYTES = 63
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from helpers import run_child
+from support.helpers import run_child
 
 RACE = r"""
 import json, threading, time
@@ -93,7 +93,7 @@ stop.set()
 for t in threads:
     t.join(120)
     assert not t.is_alive(), "a worker hangs"
-from hostile_cases import Harness
+from support.hostile_cases import Harness
 Harness(lib, 0).roundtrip()
 lib.shutdown_driver()
 print(json.dumps({"problems": problems, **counts}))

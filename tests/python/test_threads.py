@@ -9,8 +9,8 @@ import threading
 import numpy as np
 import pytest
 
-from hostile_cases import _values
-from op_specs import SPECS, element_count
+from support.hostile_cases import _values
+from support.op_specs import SPECS, element_count
 
 THREADS, ITERATIONS, JOIN_TIMEOUT = 8, 24, 300
 

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from helpers import run_child
+from support.helpers import run_child
 
 # execute_add_on_gpu's kernel: the _vec4 form on GPUs, the _lanes form on CPU devices.
 ADD_KERNELS = ("elementwise_add_vec4", "elementwise_add_lanes")

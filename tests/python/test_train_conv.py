@@ -11,8 +11,8 @@ import pytest
 
 from aethercl import train as ops
 from aethercl import train_types as T
-import train_reference as R
-from train_helpers import close, no_poison
+from support import train_reference as R
+from support.train_helpers import close, no_poison
 
 # (n, c_in, h, w, c_out, k, stride, pad, dilation, groups)
 CONV_CASES = [

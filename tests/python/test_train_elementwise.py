@@ -13,8 +13,8 @@ import pytest
 
 from aethercl import train as ops
 from aethercl import train_types as T
-import train_reference as R
-from train_helpers import close, no_poison
+from support import train_reference as R
+from support.train_helpers import close, no_poison
 
 EXACT = {"relu", "leaky_relu", "abs", "neg", "add_scalar", "sub_scalar", "rsub_scalar",
          "mul_scalar", "div_scalar", "max_scalar", "min_scalar", "rdiv_scalar", "sqrt"}

@@ -20,7 +20,7 @@ from ocl_llm.layers import (BatchNorm2d, Conv2d, Dropout, Flatten, GELU, LayerNo
                             Linear, MaxPool2d, ReLU, Sequential, Sigmoid, Tanh)
 from ocl_llm.optimizers import SGD, AdamW, clip_grad_norm  # noqa: E402
 from ocl_llm.tensor import OclTensor  # noqa: E402
-import train_reference as R  # noqa: E402
+from support import train_reference as R  # noqa: E402
 
 
 @pytest.fixture

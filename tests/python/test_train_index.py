@@ -10,7 +10,7 @@ import pytest
 
 import aethercl
 from aethercl import train as ops
-from train_helpers import no_poison
+from support.train_helpers import no_poison
 
 # (shape of x, length of the index along the axis, axis)
 CASES = [((7,), 5, 0), ((4, 6), 3, 1), ((4, 6), 9, 0), ((3, 1, 5), 4, 1), ((2, 3, 4, 5), 2, 3),

@@ -12,8 +12,8 @@ import pytest
 
 from aethercl import train as ops
 from aethercl import train_types as T
-import train_reference as R
-from train_helpers import close, no_poison
+from support import train_reference as R
+from support.train_helpers import close, no_poison
 
 
 def sgd_reference(p, grads, lr, wd, momentum, dampening, nesterov):

@@ -12,8 +12,8 @@ import pytest
 
 from aethercl import train as ops
 from aethercl import train_types as T
-import train_reference as R
-from train_helpers import close, no_poison
+from support import train_reference as R
+from support.train_helpers import close, no_poison
 
 SHAPES = [(1,), (37,), (5, 7), (3, 1, 4), (2, 3, 5, 7), (4, 129), (1, 1, 1, 300), (2, 0, 3),
           # few outputs over a long axis: the split form (partials per chunk, then their fold)

@@ -12,8 +12,8 @@ import pytest
 
 from aethercl import train as ops
 from aethercl import train_types as T
-import train_reference as R
-from train_helpers import close, no_poison
+from support import train_reference as R
+from support.train_helpers import close, no_poison
 
 KAT = [((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
        ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/python: support.* imports from there
 sys.path.insert(0, str(HERE.parents[1] / "python_harness"))
 sys.path.insert(0, str(HERE))
 

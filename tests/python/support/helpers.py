@@ -96,11 +96,11 @@ def kernels_launched(lib, gpu: int, trace_path, call):
 def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs Python code in a fresh process with the shim importable and the library loaded as
     `lib` (an aethercl.Library); returns the completed process (check returncode/stdout)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     prelude = textwrap.dedent(f"""
         import sys, ctypes
         sys.path.insert(0, {str(root / 'python_harness')!r})
-        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        sys.path.insert(0, {str(root / 'tests' / 'python')!r})
         import numpy as np
         from aethercl import Library
         lib = Library()

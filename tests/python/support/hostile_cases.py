@@ -22,14 +22,14 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/python: support.* imports from there
 sys.path.insert(0, str(HERE))
-from hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
-from hostile_harness import _buffers, _call, _values  # noqa: E402,F401
-from hostile_runtime_cases import runtime_cases  # noqa: E402
-from hostile_sim_cases import sim_cases  # noqa: E402
-from hostile_gemm_cases import gemm_cases  # noqa: E402
-from hostile_multi_cases import many_device_cases  # noqa: E402
+from support.hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
+from support.hostile_harness import _buffers, _call, _values  # noqa: E402,F401
+from support.hostile_runtime_cases import runtime_cases  # noqa: E402
+from support.hostile_sim_cases import sim_cases  # noqa: E402
+from support.hostile_gemm_cases import gemm_cases  # noqa: E402
+from support.hostile_multi_cases import many_device_cases  # noqa: E402
 
 def compute_cases(symbol) -> List[Case]:
     name, spec = symbol.name, SPECS[symbol.name]
@@ -472,14 +472,14 @@ def all_cases(symbols) -> List[Case]:
     if "aethercl_gemm" in names:
         cases += gemm_cases()
     if "aethercl_launch" in names:
-        from hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
+        from support.hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
         cases += kernel_runtime_cases()
     if "simulated_kernel_allocate" in names:
         cases += sim_cases()
     for symbol in symbols:
         if symbol.name.startswith("execute_") and symbol.name not in SPECIAL:
             cases += compute_cases(symbol)
-    from hostile_train_cases import all_train_cases  # version-3 training ops
+    from support.hostile_train_cases import all_train_cases  # version-3 training ops
     cases += all_train_cases(symbols)
     return cases
 

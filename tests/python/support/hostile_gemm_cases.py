@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 from typing import List
 
-from hostile_harness import (BAD_TOKENS, C_INVALID_ARGUMENT, C_INVALID_HANDLE,  # noqa: F401
+from support.hostile_harness import (BAD_TOKENS, C_INVALID_ARGUMENT, C_INVALID_HANDLE,  # noqa: F401
                              C_OUT_OF_RANGE, FOREIGN_GPU_INDICES, INT_MAX, INT_MIN,
                              NEVER_ISSUED, SIZE_MAX, TOKEN_WORDS, Case, fail)
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/python: support.* imports from there
 sys.path.insert(0, str(HERE.parents[1] / "python_harness"))
 sys.path.insert(0, str(HERE))
 
 from aethercl import abi  # noqa: E402
 from aethercl.status import Status  # noqa: E402
-from op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count  # noqa: E402
+from support.op_specs import ELEMENT_BYTES, SPECIAL, SPECS, dims_of, element_count  # noqa: E402
 
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
 SIZE_MAX = 2**64 - 1

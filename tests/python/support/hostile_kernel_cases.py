@@ -8,7 +8,7 @@ import ctypes
 import json
 from typing import Callable, List, Tuple
 
-from hostile_harness import (C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_NOT_IMPLEMENTED,
+from support.hostile_harness import (C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_NOT_IMPLEMENTED,
                              C_OUT_OF_RANGE, FOREIGN_GPU_INDICES, INT_MAX, INT_MIN, SIZE_MAX,
                              Harness, Status, fail)
 

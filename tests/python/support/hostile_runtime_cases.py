@@ -7,8 +7,8 @@ from __future__ import annotations
 import ctypes
 from typing import Dict, List
 
-from hostile_harness import *  # noqa: F401,F403 (constants, Harness, fail, Case)
-from hostile_harness import Case, Harness, fail
+from support.hostile_harness import *  # noqa: F401,F403 (constants, Harness, fail, Case)
+from support.hostile_harness import Case, Harness, fail
 
 # ---- AETHERCL_3 runtime functions (streams, events, host memory, transfers) -----------------
 # Generated from the manifest by parameter name: every stream, event, buffer, host-pointer,

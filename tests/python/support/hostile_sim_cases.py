@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/python: support.* imports from there
 sys.path.insert(0, str(HERE))
-from hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
-from hostile_harness import _buffers, _call, _values  # noqa: E402,F401
+from support.hostile_harness import *  # noqa: E402,F401,F403 (constants, Harness, op_specs names)
+from support.hostile_harness import _buffers, _call, _values  # noqa: E402,F401
 
 
 def sim_cases() -> List[Case]:

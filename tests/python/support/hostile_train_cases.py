@@ -12,7 +12,7 @@ import re
 from typing import Dict, List
 
 from aethercl import train_types as T
-from op_specs import TRAIN_SPECS
+from support.op_specs import TRAIN_SPECS
 
 INT_MAX, INT_MIN, SIZE_MAX = 2**31 - 1, -2**31, 2**64 - 1
 C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE, C_OUT_OF_MEMORY = 1, 2, 3, 4
@@ -108,7 +108,7 @@ def clip_buffers(h, values, fill=0) -> Dict[str, int]:
 
 
 def train_cases(symbol) -> List[tuple]:
-    from hostile_cases import fail  # noqa: F401  (the harness's failure exception)
+    from support.hostile_cases import fail  # noqa: F401  (the harness's failure exception)
     name, spec = symbol.name, TRAIN_SPECS[symbol.name]
     base = dict(spec.values)
     is_clip = name == "aethercl_clip_grad_norm"
@@ -239,7 +239,7 @@ def train_cases(symbol) -> List[tuple]:
                 h.succeeded(run(h, values, buffers)[1])
                 for b, handle in buffers.items():
                     if b in sizes and sizes[b] == 0 and h.contents(handle, 1) != before[b][:1]:
-                        from hostile_cases import fail as failed
+                        from support.hostile_cases import fail as failed
                         failed(f"{dim}=0: {b} (0 elements) was written")
             add(f"{dim}=0", zero)
         elif dim in spec.positive:
@@ -295,7 +295,7 @@ def train_cases(symbol) -> List[tuple]:
             def nan_case(h, argument=argument):
                 result = run(h, dict(base, **{argument: math.nan}))[1]
                 if result not in (0, 1):
-                    from hostile_cases import fail as failed
+                    from support.hostile_cases import fail as failed
                     failed(f"returned {result!r}")
                 if result == 0:
                     h.refused(result, 0, {C_INVALID_ARGUMENT})

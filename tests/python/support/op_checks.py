@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import Tensor
+from support.helpers import Tensor
 
 INT_MAX = 2**31 - 1
 

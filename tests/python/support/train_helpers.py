@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers import POISON_F32, Tensor
+from support.helpers import POISON_F32, Tensor
 
 
 class Scope:
