@@ -11,9 +11,9 @@ from typing import Any, Dict, List, Optional, Sequence, Type, Union
 import numpy as np
 
 from . import dtypes
+from .buffer import Buffer
 from .errors import AetherCLError
 from .library import Library
-from .buffer import Buffer
 from .kernel_args import Local
 from .program import Kernel, Program
 from .streams import Event, Stream, resolve
