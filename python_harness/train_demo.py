@@ -44,6 +44,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     config["time_limit_s"] = args.time_limit or None
     plot = args.plot or str(Path(args.save_dir) / "loss_curve.png")
     F.start_inspector(args)
+    # The progress bar goes to stderr: line-buffered stdout keeps the two in order when both are
+    # piped or written to a file.
+    sys.stdout.reconfigure(line_buffering=True)
     print("AetherCL demo: a character-level transformer (OCL-LLM frontend) learns English from "
           "public-domain texts; every tensor operation runs through the driver.")
     try:
