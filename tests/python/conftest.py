@@ -92,3 +92,12 @@ def scope(device):
     s = Scope(device)
     yield s
     s.close()
+
+
+@pytest.fixture
+def fp32_precision(lib, device):
+    """The GEMM suites' matmul precision: DEFAULT means FP32, restored whatever a test set."""
+    from aethercl import gemm
+    lib.check("aethercl_set_matmul_precision", device.index, gemm.COMPUTE_FP32)
+    yield
+    lib.check("aethercl_set_matmul_precision", device.index, gemm.COMPUTE_FP32)
