@@ -1,6 +1,6 @@
 """Bad input to the many-device functions on several devices: every refusal returns the failure
 value with a message naming the function and the argument, and leaves every buffer as it was.
-(The single-device cases, including bad tokens, are generated in tests/python/hostile_cases.py.)"""
+(The single-device cases, including bad tokens, are generated in tests/python/support/hostile_cases.py.)"""
 import ctypes
 import json
 import subprocess

@@ -1,7 +1,7 @@
 """aethercl_gemm against float64 NumPy on the portable kernels: every compute mode x operand
 dtype x transposition x batch layout (strided, broadcast A, broadcast B), C dtypes, alpha/beta,
 leading dimensions and offsets, split-K, zero-work shapes, the seed matmul precision and streams.
-Reference and tolerance: gemm_checks.py."""
+Reference and tolerance: support/gemm_checks.py."""
 import ctypes
 import math
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from aethercl import gemm as g
-from gemm_checks import as_multiplied, run_gemm, DTYPES, EXTRA, LAYOUTS, MODES, POISON_BITS, RTOL
+from support.gemm_checks import (as_multiplied, run_gemm, DTYPES, EXTRA, LAYOUTS, MODES,
+                                 POISON_BITS, RTOL)
 from support.helpers import kernels_launched, run_child
 
 

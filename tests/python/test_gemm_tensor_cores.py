@@ -1,7 +1,7 @@
 """aethercl_gemm's tensor-core kernels against float64 NumPy: on NVIDIA GPUs the real instructions,
 elsewhere the same kernels with emulated warp instructions (AETHERCL_TENSOR_CORES=emulate,
 emulate-wgmma): mma.sync and warpgroup forms, bulk copies, skinny tiles, split-K, tuning overrides
-and their refusals. Reference and tolerance: gemm_checks.py."""
+and their refusals. Reference and tolerance: support/gemm_checks.py."""
 import ctypes
 import json
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aethercl import gemm as g
-from gemm_checks import encode, make_values, run_gemm, DTYPES
+from support.gemm_checks import encode, make_values, run_gemm, DTYPES
 from support.helpers import kernels_launched
 
 
