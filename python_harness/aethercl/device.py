@@ -123,7 +123,8 @@ class Device:
                                        (options or "").encode("utf-8"))
         return Program(self, handle)
 
-    def load_spirv(self, path, options: str = "") -> Program:
+    def load_spirv(self, path: str, options: str = "") -> Program:
+        """Builds the SPIR-V module in the file at `path` (compile_il)."""
         with open(path, "rb") as f:
             return self.compile_il(f.read(), options)
 
@@ -134,8 +135,8 @@ class Device:
                                        len(binary), (options or "").encode("utf-8"))
         return Program(self, handle)
 
-    def dispatch(self, kernel: Kernel, *args, global_size=None, groups=None, local=None,
-                 stream=None) -> None:
+    def dispatch(self, kernel: Kernel, *args: Any, global_size: Any = None, groups: Any = None,
+                 local: Any = None, stream: Optional[Stream] = None) -> None:
         """Launches kernel over global_size work-items, or over `groups` work-groups of `local`
         work-items each (global = groups x local; without local, Kernel.default_local_size,
         refused with Local arguments), with args as Kernel.__call__ takes them, on stream (None:
@@ -160,16 +161,16 @@ class Device:
         self.synchronize()
 
     # ---- streams and events -----------------------------------------------------------------
-    def stream(self, timing: bool = False):
+    def stream(self, timing: bool = False) -> Stream:
         """A new stream of this device (`with dev.stream():` makes it the thread's current one);
         timing=True lets events on it measure elapsed time."""
         return Stream(self, timing=timing)
 
-    def event(self, stream=None):
+    def event(self, stream: Optional[Stream] = None) -> Event:
         """An event recorded on stream (None: the calling thread's current stream)."""
         return Event.record(stream, device=self)
 
-    def fence(self):
+    def fence(self) -> Event:
         """An event marking everything issued so far on the calling thread's current stream:
         fence().wait() waits for that work only, unlike wait(), which waits for the device."""
         return self.event()
@@ -183,15 +184,15 @@ class Device:
         """The device's cl_context (an int address; the driver keeps ownership)."""
         return self.lib.check_handle("aethercl_cl_context", self.index)
 
-    def cl_queue(self, stream=None) -> int:
+    def cl_queue(self, stream: Optional[Stream] = None) -> int:
         """The cl_command_queue of stream (None: the calling thread's current stream;
         Stream.default(dev) for the default stream's)."""
         return self.lib.check_handle("aethercl_cl_queue", self.index,
                                      resolve(self.lib, self.index, stream))
 
     # ---- memory -----------------------------------------------------------------------------
-    def buffer(self, data=None, size: Optional[int] = None, dtype=None,
-               label: Optional[str] = None):
+    def buffer(self, data: Any = None, size: Optional[int] = None, dtype: Any = None,
+               label: Optional[str] = None) -> Buffer:
         """`buffer(data)` copies an array to a new buffer (converted to dtype if given, on the
         device); `buffer(size=n, dtype=...)` allocates n elements (float32 by default)."""
         if (data is None) == (size is None):
