@@ -16,9 +16,9 @@ from support.sampling import full_matrix_requested, pairwise_cover  # noqa: E402
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "matrix: a parameter matrix whose cases are sampled pairwise (every value and "
-        "every pair of values of two parameters kept) unless AETHERCL_TEST_FULL=1 "
-        "(tools/aethercl test --full)")
+        "markers", "matrix(strength=2): a parameter matrix whose cases are sampled (every value, "
+        "and with strength 2 every pair of values of two parameters, kept) unless "
+        "AETHERCL_TEST_FULL=1 (tools/aethercl test --full)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,7 +34,8 @@ def pytest_collection_modifyitems(config, items):
     for group in groups.values():
         cases = [{name: repr(value) for name, value in item.callspec.params.items()}
                  for item in group]
-        kept = set(pairwise_cover(cases))
+        kept = set(pairwise_cover(cases, group[0].get_closest_marker("matrix").kwargs.get(
+            "strength", 2)))
         dropped += [item for index, item in enumerate(group) if index not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

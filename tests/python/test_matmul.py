@@ -257,6 +257,10 @@ VARIANTS = [
 VARIANT_SHAPES = [(2, 133, 70, 41), (2, 136, 132, 40)]
 
 
+# Each variant builds once per shape class (vector global loads or not), an LLVM build of a minute
+# under PoCL on a busy 2-core machine: the default run takes each variant with one of the two
+# shapes, alternating (--full: both).
+@pytest.mark.matrix(strength=1)
 @pytest.mark.parametrize("shape", VARIANT_SHAPES, ids=["odd", "aligned"])
 @pytest.mark.parametrize("params", VARIANTS)
 def test_kernel_variants(lib, device, rng, monkeypatch, params, shape):
