@@ -216,6 +216,9 @@ def test_launches_and_conversions_run_on_the_given_stream(dev):
     kernel = dev.compile("""__kernel void twice(__global float* x) {
                               x[get_global_id(0)] *= 2.0f; }""").kernel("twice")
     x = dev.buffer(np.arange(64, dtype=np.float32))
+    # The upload ran on the default stream, which orders nothing on `stream`: wait for it (with a
+    # submission thread the launches below could otherwise run before it lands).
+    dev.wait()
     for _ in range(3):
         kernel(64, None, x, stream=stream)
     halves = dev.buffer(size=64, dtype=np.float16)
