@@ -93,8 +93,8 @@ int mma_chunk_bytes(const GemmProblem& p);
 // The build options of the kernel for p (they name the kernel variant); cvt_rn: the kernel runs
 // on hardware that rounds to TF32 with one instruction (PTX cvt.rn.tf32.f32, compute capability
 // 9.0 and later), never in emulation.
-std::string mma_build_options(const GemmProblem& p, MmaKind kind, const MmaConfig& config,
-                              int chunk, MmaMode mode, bool cvt_rn);
+std::string mma_build_options(const Device& device, const GemmProblem& p, MmaKind kind,
+                              const MmaConfig& config, int chunk, MmaMode mode, bool cvt_rn);
 
 // Builds (or finds) the kernel with those options (its PTX rewritten by `patch` when not NULL)
 // and enqueues it on the call's stream. Preconditions: kind == mma_kind_for(p),

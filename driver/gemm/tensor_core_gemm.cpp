@@ -112,7 +112,7 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
     } else {  // small tiles: the instructions, not a tuning
       const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
       enqueue_mma_gemm(call, p, config,
-                       mma_build_options(p, kind, config, mma_chunk_bytes(p), mode,
+                       mma_build_options(device, p, kind, config, mma_chunk_bytes(p), mode,
                                          rounds_with_cvt(device, mode)));
     }
     std::vector<float> result(m * n);
@@ -233,7 +233,7 @@ void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind
                         const MmaConfig& config, MmaMode mode) {
   const int chunk = mma_chunk_bytes(slice);
   const std::string options =
-      chunk ? mma_build_options(slice, kind, config, chunk, mode,
+      chunk ? mma_build_options(call.device(), slice, kind, config, chunk, mode,
                                 rounds_with_cvt(call.device(), mode))
             : "";
   if (chunk && run_variant(call.device(), kind, options,
@@ -337,7 +337,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     return true;
   }
   const std::string options =
-      mma_build_options(p, *kind, config, chunk, *mode, rounds_with_cvt(device, *mode));
+      mma_build_options(device, p, *kind, config, chunk, *mode, rounds_with_cvt(device, *mode));
   return run_variant(device, *kind, options,
                      [&] { enqueue_mma_gemm(call, p, config, options); });
 }

@@ -194,8 +194,8 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
       fail(Status::kInternal, "warpgroup-MMA operands are not aligned to 4 bytes");
     }
     // The warpgroup kernel's hardware is compute capability 9.0, which has cvt.rn.tf32.f32.
-    const std::string options = mma_build_options(packed, kind, kernel_config, chunk, mode,
-                                                  mode == MmaMode::kHardware);
+    const std::string options = mma_build_options(call.device(), packed, kind, kernel_config,
+                                                  chunk, mode, mode == MmaMode::kHardware);
     enqueue_mma_gemm(call, packed, kernel_config, options,
                      mode == MmaMode::kHardware ? &sm90a_patch() : nullptr);
   } catch (...) {

@@ -15,6 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The loader's function: RTLD_NEXT finds nothing when the loader came in with a library opened
+ * RTLD_LOCAL (ctypes does that), so the loader is then asked by name. */
+static void* next_function(const char* name) {
+  void* function = dlsym(RTLD_NEXT, name);
+  if (function != NULL) return function;
+  void* loader = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (loader == NULL) loader = dlopen("libOpenCL.so.1", RTLD_NOW);
+  return loader != NULL ? dlsym(loader, name) : NULL;
+}
+
 static unsigned long long limit_from(const char* name) {
   const char* text = getenv(name);
   if (text == NULL || *text == '\0') return 0;
@@ -30,7 +40,8 @@ typedef cl_int (*kernel_wg_info_fn)(cl_kernel, cl_device_id, cl_kernel_work_grou
 CL_API_ENTRY cl_int CL_API_CALL clGetDeviceInfo(cl_device_id device, cl_device_info param,
                                                 size_t size, void* value, size_t* size_ret) {
   static device_info_fn next;
-  if (next == NULL) next = (device_info_fn)dlsym(RTLD_NEXT, "clGetDeviceInfo");
+  if (next == NULL) next = (device_info_fn)next_function("clGetDeviceInfo");
+  if (next == NULL) return CL_INVALID_OPERATION;
   cl_int status = next(device, param, size, value, size_ret);
   if (status != CL_SUCCESS || value == NULL) return status;
   const unsigned long long local = limit_from("AETHERCL_FAKE_LOCAL_MEM");
@@ -53,7 +64,8 @@ CL_API_ENTRY cl_int CL_API_CALL clGetKernelWorkGroupInfo(cl_kernel kernel, cl_de
                                                          size_t size, void* value,
                                                          size_t* size_ret) {
   static kernel_wg_info_fn next;
-  if (next == NULL) next = (kernel_wg_info_fn)dlsym(RTLD_NEXT, "clGetKernelWorkGroupInfo");
+  if (next == NULL) next = (kernel_wg_info_fn)next_function("clGetKernelWorkGroupInfo");
+  if (next == NULL) return CL_INVALID_OPERATION;
   cl_int status = next(kernel, device, param, size, value, size_ret);
   if (status != CL_SUCCESS || value == NULL) return status;
   const unsigned long long group = limit_from("AETHERCL_FAKE_WORK_GROUP");
