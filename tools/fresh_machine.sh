@@ -104,7 +104,7 @@ run_step() {
   local name="$1" command="$2" t0=$SECONDS status=0
   say "$name: $command (log: $LOGS/$name.log)"
   in_root "cd /root/aethercl && $command" >"$LOGS/$name.log" 2>&1 || status=$?
-  echo "$name|$status|$((SECONDS - t0))"
+  echo "$name|$status|$((SECONDS - t0))|$(cut -d' ' -f3 /proc/loadavg)"
 }
 
 demo_result="$(run_step demo "tools/aethercl demo $DEMO_ARGS")"
@@ -116,12 +116,16 @@ disk() { du -sh --one-file-system "$ROOT_DIR/$1" 2>/dev/null | cut -f1; }
        "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $BUSY kept busy"
   echo "debootstrap: ${bootstrap_s}s"
   for result in "$demo_result" "$test_result"; do
-    IFS='|' read -r name status seconds <<<"$result"
-    printf '%-5s %s in %dm%02ds\n' "$name" "$([[ $status -eq 0 ]] && echo passed || echo "FAILED (exit $status)")" \
-      $((seconds / 60)) $((seconds % 60))
+    IFS='|' read -r name status seconds load <<<"$result"
+    printf '%-5s %s in %dm%02ds (load average of the last 15 minutes at its end: %s)\n' "$name" \
+      "$([[ $status -eq 0 ]] && echo passed || echo "FAILED (exit $status)")" \
+      $((seconds / 60)) $((seconds % 60)) "$load"
   done
   grep -hE "^\[aethercl\] .*done in|suites done|tests passed|tests failed|Timeout|\*\*\*Failed" \
     "$LOGS/demo.log" "$LOGS/test.log" | sed 's/^/  /' || true
+  echo "slowest suites:"
+  grep -E "Test +#[0-9]+: " "$LOGS/test.log" | sed -E 's/.*#[0-9]+: ([^ ]+) .* ([0-9.]+) sec.*/\2 \1/' \
+    | sort -rn | head -8 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }' || true
   echo "disk: build/ $(disk root/aethercl/build), ~/.cache/pocl $(disk root/.cache/pocl)," \
        "build/kernel-cache $(disk root/aethercl/build/kernel-cache), whole root $(disk .)"
 } | tee "$LOGS/summary.txt"
