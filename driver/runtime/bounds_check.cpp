@@ -71,7 +71,10 @@ void BoundsCheck::note(const LaunchRecord& launch, std::uintptr_t stream) {
     if (arg.value == nullptr || arg.size != sizeof(cl_mem)) continue;
     cl_mem mem = nullptr;
     std::memcpy(&mem, arg.value, sizeof(mem));
-    if (guarded_.count(mem) != 0) entry.buffers.push_back(mem);
+    auto it = guarded_.find(mem);
+    if (it == guarded_.end()) continue;
+    it->second.touched = true;
+    entry.buffers.push_back(mem);
   }
   launches_.push_back(std::move(entry));
 }

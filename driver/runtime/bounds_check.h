@@ -43,6 +43,9 @@ class BoundsCheck {
     // the guard is not compared: the fill is ordered after a reused block's earlier owner, whose
     // commands may still write there, and any stream may use the buffer meanwhile.
     cl::Event fill;
+    // A launch took the buffer since its guard was last compared at a full check. Only kernels
+    // can write past the end (transfers are range-checked), so untouched guards are not read.
+    bool touched = false;
   };
 
   // The guard for a buffer of size bytes on a device whose largest allocation is max_alloc.
@@ -52,7 +55,8 @@ class BoundsCheck {
   std::optional<Guarded> untrack(cl_mem mem);
   std::unordered_map<cl_mem, Guarded>& guarded() { return guarded_; }
 
-  // Remembers a launch (kernel, entry point, stream token, the cl_mem among its arguments).
+  // Remembers a launch (kernel, entry point, stream token, the cl_mem among its arguments) and
+  // marks the guarded buffers among its arguments touched.
   void note(const LaunchRecord& launch, std::uintptr_t stream);
   // Whether the guard's fill has run (every stream finished: all_done), resetting its event.
   static bool armed(Guarded& guarded, bool all_done);

@@ -38,7 +38,7 @@ void Device::free_buffer(PoolBlock block, const std::vector<std::uint64_t>& used
                          const std::string& name) {
   std::optional<BoundsCheck::Guarded> guarded;
   if (bounds_) guarded = bounds_->untrack(block.mem);
-  if (!guarded) {
+  if (!guarded || !guarded->touched) {
     free_block(block, used_on);
     return;
   }
@@ -79,13 +79,15 @@ void Device::set_buffer_namer(std::function<std::string(cl_mem)> namer) {
 void Device::check_guards(Stream* only) {
   auto& guarded = bounds_->guarded();
   cl_command_queue queue = only != nullptr ? only->queue() : default_stream().queue();
-  // Every guard whose fill has run is compared, whatever its home stream: after a stream's
-  // synchronize, the buffers its kernels overran are among them unless another stream is still
-  // filling them (the next check catches those).
+  // Every guard that a launch took and whose fill has run is compared, whatever its home stream:
+  // after a stream's synchronize, the buffers its kernels overran are among them unless another
+  // stream is still filling them (the next full check catches those).
   std::vector<std::pair<cl_mem, BoundsCheck::Guarded*>> targets;
   std::uint64_t total = 0;
   for (auto& [mem, entry] : guarded) {
-    if (!BoundsCheck::armed(entry, only == nullptr)) continue;
+    if (!entry.touched || !BoundsCheck::armed(entry, only == nullptr)) continue;
+    // A stream's check leaves the mark: kernels on other streams may still write.
+    if (only == nullptr) entry.touched = false;
     targets.emplace_back(mem, &entry);
     total += entry.guard;
   }
