@@ -36,6 +36,9 @@ def report(call):
 
 
 def child(monkeypatch, code, check_bounds="1"):
+    # Where the report surfaces depends on these (AETHERCL_SYNC: at the launch itself).
+    for name in ("AETHERCL_SYNC", "AETHERCL_POOL"):
+        monkeypatch.delenv(name, raising=False)
     if check_bounds is None:
         monkeypatch.delenv("AETHERCL_CHECK_BOUNDS", raising=False)
     else:
@@ -186,3 +189,18 @@ def test_a_malformed_value_warns_and_leaves_checking_off(monkeypatch):
     """, check_bounds="sometimes")
     assert result.stdout.splitlines()[-1] == "CLEAN"
     assert "AETHERCL_CHECK_BOUNDS" in result.stderr and "sometimes" in result.stderr
+
+
+def test_with_sync_after_every_call_the_launch_itself_fails(monkeypatch):
+    monkeypatch.setenv("AETHERCL_SYNC", "1")
+    monkeypatch.setenv("AETHERCL_CHECK_BOUNDS", "1")
+    result = run_child(PRELUDE + textwrap.dedent("""
+        victim = gpu.alloc(1000, label="victim")
+        report(lambda: overrun(1024, None, victim, np.uint32(1000), np.uint32(24)))
+        report(gpu.synchronize)
+    """))
+    assert result.returncode == 0, result.stderr[-3000:]
+    launch_error, after = result.stdout.splitlines()[-2:]
+    assert launch_error.startswith("ERROR AETHERCL_OUT_OF_RANGE | aethercl_launch: "), launch_error
+    assert "('victim') of 1000 bytes" in launch_error and "24 bytes past" in launch_error
+    assert after == "CLEAN"
