@@ -26,12 +26,12 @@ BufferView checked_span(DeviceCall& call, void* handle, const char* argument, st
 
 void* allocate(DeviceCall& call, std::size_t size) {
   if (size == 0) fail(Status::kInvalidArgument, "size is 0 (allocations must be at least 1 byte)");
-  PoolBlock block = call.device().allocate(call.stream(), size);
+  PoolBlock block = call.device().allocate_buffer(call.stream(), size);
   BufferRecord record{call.device().index(), block, size, {}, {}};
   try {
     return call.runtime().buffers().insert(std::move(record));
   } catch (...) {
-    call.device().pool().release(block);
+    call.device().discard_buffer(block);
     throw;
   }
 }
@@ -41,7 +41,10 @@ void free_buffer(DeviceCall& call, void* handle) {
   // Check ownership before removing, so a foreign token stays valid on its own device.
   call.buffer(handle, "buffer_handle", 0);
   auto record = call.runtime().buffers().remove(handle);
-  if (record) call.device().free_block(record->block, record->used_on);
+  if (!record) return;
+  std::string name =
+      call.device().checks_bounds() ? BufferRegistry::name(handle, record->label) : std::string();
+  call.device().free_buffer(record->block, record->used_on, name);
 }
 
 void write(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,

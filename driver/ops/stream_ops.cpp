@@ -106,11 +106,18 @@ void stream_synchronize(DeviceCall& call, void* stream) {
   Stream& target = call.resolve_stream(stream, "stream");
   Device& device = call.device();
   device.drain();
+  std::uint64_t id = target.id();
   cl_command_queue queue = target.queue();
   clRetainCommandQueue(queue);
   cl::Queue held(queue);  // the stream may be destroyed by another thread while we wait
   call.release_device();
   cl::check(clFinish(held.get()), "clFinish");
+  if (device.checks_bounds()) {
+    // Guards are compared under the device's lock, once what other threads issued on the stream
+    // meanwhile (a guard's fill among it) has run as well.
+    std::lock_guard lock(device.mutex());
+    if (Stream* again = device.find_stream(id)) device.synchronize(*again);
+  }
   device.raise_deferred_error();
 }
 

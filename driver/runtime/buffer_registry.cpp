@@ -1,6 +1,8 @@
 // Token encoding: (id << 8) | 0xAE. The tag byte rejects most made-up values; ids never repeat.
 #include "runtime/buffer_registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace aethercl {
@@ -141,6 +143,23 @@ const char* BufferRegistry::describe(TokenProblem problem) {
     case TokenProblem::kReleased: return "was already freed (or released by shutdown_driver)";
   }
   return "is invalid";
+}
+
+std::string BufferRegistry::name(const void* token, const std::string& label) {
+  std::string text = fmt::format("buffer {}", token);
+  if (!label.empty()) text += fmt::format(" ('{}')", label);
+  return text;
+}
+
+std::string BufferRegistry::name_of(int device_index, cl_mem mem) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, record] : records_) {
+    if (record.device_index == device_index && record.block.mem == mem) {
+      return name(reinterpret_cast<const void*>((static_cast<std::uintptr_t>(id) << kTagBits) | kTag),
+                  record.label);
+    }
+  }
+  return {};
 }
 
 }  // namespace aethercl

@@ -55,6 +55,10 @@ class BufferRegistry {
       int device_index) const;
 
   static const char* describe(TokenProblem problem);
+  // How reports name a buffer: "buffer 0x<token>", with " ('label')" when it has one.
+  static std::string name(const void* token, const std::string& label);
+  // The name of the device's live buffer whose block is mem; empty when none is.
+  std::string name_of(int device_index, cl_mem mem) const;
 
  private:
   std::optional<std::uint64_t> decode(const void* token, TokenProblem* problem) const;

@@ -2,6 +2,7 @@
 #include "runtime/device.h"
 
 #include "cl/cl_error.h"
+#include "runtime/bounds_check.h"
 #include "runtime/tracer.h"
 #include "support/env.h"
 #include "support/log.h"
@@ -70,6 +71,11 @@ Device::Device(int index, const DeviceInfo& info, cl_context shared_context)
   pool_ = std::make_unique<MemoryPool>(context_.get(), limit, info_.max_alloc_bytes,
                                        env::flag(env::kPool, true));
   pool_->set_before_release([this] { drain(); });
+  if (env::flag(env::kCheckBounds, false)) {
+    bounds_ = std::make_unique<BoundsCheck>();
+    log().debug("device {}: {} guard bytes after every buffer ({})", index_,
+                BoundsCheck::kGuardBytes, env::kCheckBounds);
+  }
   programs_ = std::make_unique<ProgramCache>(info_, context_.get(), disk_cache_);
   auto read_path = env::get(env::kReadPath);
   if (read_path && (*read_path == "pinned" || *read_path == "direct")) {
@@ -99,6 +105,7 @@ Device::~Device() {
   ring_.reset();
   last_event_.reset();
   kernel_log_.clear();
+  bounds_.reset();
   extensions_.clear();
   programs_.reset();
   pool_.reset();

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,8 @@
 #include <vector>
 
 namespace aethercl {
+
+class BoundsCheck;
 
 // State that a higher layer keeps per device (GEMM plans, ...), owned and destroyed by the Device
 // before its kernels and buffers.
@@ -104,6 +107,19 @@ class Device {
   // Returns a block to the pool; used_on lists the streams other than its home that used it, on
   // which events are recorded so the block is reused only after that work.
   void free_block(PoolBlock block, const std::vector<std::uint64_t>& used_on);
+  // A client buffer's block. With AETHERCL_CHECK_BOUNDS a guard zone follows its size bytes
+  // (runtime/bounds_check.h), armed on stream and checked at every synchronising call.
+  PoolBlock allocate_buffer(Stream& stream, std::uint64_t size);
+  // Frees a block of allocate_buffer. With AETHERCL_CHECK_BOUNDS its guard is checked first
+  // (after the work that uses it); a damaged guard throws Error(kOutOfRange), naming the buffer
+  // as name, once the block has been freed all the same.
+  void free_buffer(PoolBlock block, const std::vector<std::uint64_t>& used_on,
+                   const std::string& name);
+  bool checks_bounds() const { return bounds_ != nullptr; }
+  // Frees a block of allocate_buffer without checking it (failure paths, shutdown). noexcept.
+  void discard_buffer(PoolBlock block) noexcept;
+  // How reports name a client buffer (the runtime looks its token and label up); set once.
+  void set_buffer_namer(std::function<std::string(cl_mem)> namer);
 
   // ---- commands ----------------------------------------------------------------------------
   // Every kernel launch of the driver comes through here (runtime/launch.h).
@@ -169,6 +185,9 @@ class Device {
   void wait_for_retired_streams();
   void check_last_event();
   PinnedRing& ring();
+  // AETHERCL_CHECK_BOUNDS: compares the guards of the buffers homed on only (every buffer when
+  // nullptr, which needs every stream finished) and throws Error(kOutOfRange) for damaged ones.
+  void check_guards(Stream* only);
 
   int index_;
   DeviceInfo info_;
@@ -182,6 +201,7 @@ class Device {
   std::atomic<std::uint64_t> user_program_cache_hits_{0};
   std::unique_ptr<ProgramCache> programs_;
   KernelLog kernel_log_;
+  std::unique_ptr<BoundsCheck> bounds_;  // null unless AETHERCL_CHECK_BOUNDS is on
   // Queues handed to callers by interop (queue_for_interop): kept until the device goes, since a
   // queue a stream replaces (tracing) may still be in the caller's hands.
   std::vector<cl::Queue> interop_queues_;

@@ -3,6 +3,7 @@
 #include "runtime/device.h"
 
 #include "cl/cl_error.h"
+#include "runtime/bounds_check.h"
 #include "runtime/tracer.h"
 #include "support/entry_point.h"
 #include "support/log.h"
@@ -73,6 +74,7 @@ void Device::enqueue(Stream& stream, const LaunchRecord& record) {
   command.queue = stream.queue();
   command.launch = record;
   auto stream_token = reinterpret_cast<std::uintptr_t>(stream.token());
+  if (bounds_) bounds_->note(record, stream_token);
   if (!kernel_log_.enabled() || !stream.profiling()) {
     kernel_log_.record(record, stream_token, nullptr);
     submit(std::move(command));
@@ -178,6 +180,7 @@ void Device::read(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_
   if (slot != nullptr) std::memcpy(destination, slot, size);
   // Every stream is idle now.
   if (ring_) ring_->reset();
+  if (bounds_) check_guards(nullptr);
   check_last_event();
   last_event_.reset();
   raise_deferred_error();
@@ -200,6 +203,7 @@ void Device::read_async(Stream& stream, cl_mem mem, std::uint64_t offset, std::u
   command.blocking = true;
   drain();
   run_now(command, size);
+  if (bounds_) check_guards(&stream);
   raise_deferred_error();
 }
 
@@ -293,6 +297,7 @@ void Device::check_last_event() {
 
 void Device::synchronize() {
   finish_all_streams();
+  if (bounds_) check_guards(nullptr);
   if (Tracer::instance().active()) Tracer::instance().collect();
   check_last_event();
   last_event_.reset();
@@ -302,6 +307,7 @@ void Device::synchronize() {
 void Device::synchronize(Stream& stream) {
   drain();
   cl::check(clFinish(stream.queue()), "clFinish");
+  if (bounds_) check_guards(&stream);
   raise_deferred_error();
 }
 

@@ -59,6 +59,8 @@ void Runtime::initialize(int gpu_index) {
   // The Device adopts the shared reference first thing, so it is released on every path.
   cl_context shared = shared_contexts_.acquire(devices, gpu_index);
   auto device = std::make_unique<Device>(gpu_index, devices[gpu_index], shared);
+  device->set_buffer_namer(
+      [this, gpu_index](cl_mem mem) { return buffers_.name_of(gpu_index, mem); });
   log().info("initialised device {}: {}", gpu_index, device->info().name);
   devices_.emplace(gpu_index, std::move(device));
   if (on_main_thread()) {
@@ -84,7 +86,7 @@ void Runtime::shutdown() noexcept {
     }
     std::size_t leaked = 0;
     for (BufferRecord& record : buffers_.remove_device(index)) {
-      device->pool().release(record.block);
+      device->discard_buffer(record.block);
       ++leaked;
     }
     if (leaked > 0) log().info("shutdown released {} buffers still registered on device {}",

@@ -74,5 +74,6 @@ inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no ke
 inline constexpr const char* kCaptureDir = "AETHERCL_CAPTURE_DIR";  // launches written here
 inline constexpr const char* kCaptureKernels = "AETHERCL_CAPTURE_KERNELS";  // name substrings
 inline constexpr const char* kCaptureLimit = "AETHERCL_CAPTURE_LIMIT";  // launches per kernel
+inline constexpr const char* kCheckBounds = "AETHERCL_CHECK_BOUNDS";  // 1: guard zones on buffers
 
 }  // namespace aethercl::env

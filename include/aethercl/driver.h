@@ -25,6 +25,12 @@
  *    aethercl_synchronize and shutdown_driver wait for every stream of the device and report
  *    deferred device errors. Host memory passed to any call may be reused or freed as soon as the
  *    call returns, except pinned memory given to aethercl_write_async / aethercl_read_async.
+ *  - Writes past a buffer's end (a user kernel's bug): with AETHERCL_CHECK_BOUNDS=1 every buffer
+ *    has a guard zone after its bytes; the guards of buffers that launches took are compared by
+ *    the synchronising calls above, aethercl_stream_synchronize, a blocking aethercl_read_async
+ *    and free_gpu_memory; a damaged guard fails that call with AETHERCL_OUT_OF_RANGE, naming the
+ *    buffer, its size, how many bytes past its end were written and the launches that took it
+ *    since the last clean check, and is re-armed (README.md, environment variables).
  *  - Thread-safety: every function may be called from any thread; calls on one device are
  *    serialised by the driver. The last error is per thread.
  *  - In place (one handle passed as several buffer arguments): each section below says which
@@ -128,7 +134,10 @@ AETHERCL_API void shutdown_driver(void);
 AETHERCL_API void* allocate_gpu_memory(int gpu_index, size_t size);
 
 /* Returns the buffer to the pool in stream order (work already enqueued on it still completes).
- * NULL, unknown or already-freed handles, and calls after shutdown, are harmless no-ops. */
+ * NULL, unknown or already-freed handles, and calls after shutdown, are harmless no-ops. With
+ * AETHERCL_CHECK_BOUNDS=1 the call first waits for the buffer's work and compares its guard: a
+ * write past its end sets aethercl_last_error_code() to AETHERCL_OUT_OF_RANGE with the report,
+ * and the buffer is freed all the same. */
 AETHERCL_API void free_gpu_memory(int gpu_index, void* buffer_handle);
 
 /* Copies size bytes from host memory to buffer bytes [offset, offset+size). The data is staged in
