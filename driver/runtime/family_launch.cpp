@@ -1,5 +1,5 @@
 // Launch geometry of the op families: work-group limits, grid-stride grids, row groups.
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include "support/env.h"
 
