@@ -9,8 +9,7 @@
 //
 // PoCL does not vectorise a grid-stride loop across work-items, so the CPU kernel forms work on
 // ACL_LANES floats at a time in their own vector code (acl_floatv, ACL_VLOAD/ACL_VSTORE): float16
-// is one AVX-512 register or two AVX ones, and measured 1.8x faster than float8 for GELU on an
-// AVX-512 EPYC (docs/PERFORMANCE.md).
+// is one AVX-512 register or two AVX ones, and measured faster than float8 (docs/PERFORMANCE.md).
 #ifndef AETHERCL_FASTMATH_CL
 #define AETHERCL_FASTMATH_CL
 

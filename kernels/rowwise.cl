@@ -2,8 +2,8 @@
 // one work-group per row, fixed-order local-memory tree reductions, so output is bit-identical run
 // to run for a given device and work-group size.
 //
-// Launch contract (driver/ops/launch.h): 1-D, local size a power of two, any number of groups
-// (each group walks rows group_id, group_id + num_groups, ...), `scratch` holds local_size
+// Launch contract (driver/runtime/family_launch.h): 1-D, local size a power of two, any number of
+// groups (each group walks rows group_id, group_id + num_groups, ...), `scratch` holds local_size
 // elements of the kernel's reduction type. Row r starts at element r * cols (64-bit).
 //
 // LayerNorm statistics and the softmax-backward dot product accumulate in acc_t: double where the
@@ -13,7 +13,8 @@
 // Rows of up to ROW_REGS * local size elements are read from global memory once into private
 // registers and written once: each item holds the elements lid, lid + local size, ... (coalesced).
 // Longer rows, and every row when built with ROW_LOOP_ONLY=1 (AETHERCL_ROW_KERNEL=loop), stream
-// through global memory in several passes. ROW_REGS must match kRowRegisters in ops/launch.cpp.
+// through global memory in several passes. ROW_REGS must match kRowRegisters in
+// runtime/family_launch.cpp.
 
 #ifndef ROWWISE_ACC_DOUBLE
 #define ROWWISE_ACC_DOUBLE AETHERCL_FP64

@@ -26,10 +26,9 @@ struct KnownDevice {
 };
 
 constexpr KnownDevice kKnownDevices[] = {
-    // NVIDIA H200 and H100 80GB, driver 580: the large entry is the double-buffered kernel tuned
-    // on the H100 (tools/tune_gemm.py, 2026-11-26); on the H200 it measured 45.0 / 45.4 TFLOP/s
-    // at 4096^3 / 8192^3 against 29 / 30 with the H200's earlier single-buffered entry (same
-    // call; docs/PERFORMANCE.md). Small entries as tuned on each card.
+    // NVIDIA H200 and H100 80GB: the large entry is the double-buffered kernel tuned on the H100
+    // (tools/tune_gemm.py), also the fastest measured on the H200 (docs/PERFORMANCE.md). Small
+    // entries as tuned on each card.
     {"NVIDIA H200", "tile_m=128,tile_n=128,tile_k=8,wpt_m=8,wpt_n=8,pad=4,vec=4,a_kmajor=1,direct=0,dbuf=1",
      "tile_m=32,tile_n=32,tile_k=8,wpt_m=4,wpt_n=4,pad=1,vec=1,a_kmajor=1,direct=0"},
     {"NVIDIA H100", "tile_m=128,tile_n=128,tile_k=8,wpt_m=8,wpt_n=8,pad=4,vec=4,a_kmajor=1,direct=0,dbuf=1",

@@ -188,9 +188,8 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
     if (tf32_kind) config.row_bytes = 128;
   } else if (kind == MmaKind::k3xTF32 && p.m > 64 && p.m <= 128 && p.batch == 1) {
     // 3xTF32 of 65-128 rows: one 128-row tile of four 64 x 32 warp tiles, which reads B once and
-    // reuses each fragment over more MMAs; split in k by the dispatch. Measured on an H100 against
-    // 64 x 64 tiles and the warpgroup kernel (docs/PERFORMANCE.md): 128 x 4096 x 4096 37.3 vs
-    // 32.7 TFLOP/s, 96 x 4096 x 4096 28.2 vs 24.7, 128 x 8192 x 8192 41.6 vs 28.8.
+    // reuses each fragment over more MMAs; split in k by the dispatch. Measured faster than 64 x 64
+    // tiles and the warpgroup kernel (docs/PERFORMANCE.md).
     config = {128, 64, 64, 32, 3, 1, 0};
   } else if (warpgroup && kind == MmaKind::k3xTF32 && split_fills) {
     config = warpgroup_config(kind);
@@ -234,9 +233,9 @@ std::string mma_build_options(const Device& device, const GemmProblem& p, MmaKin
   const std::uint64_t c_stride = p.batch > 1 ? p.c.batch_stride : 0;
   const bool c_pairs = ldc % 2 == 0 && p.c.offset % 2 == 0 && c_stride % 2 == 0;
   const std::uint64_t c_bytes = storage_bytes(p.c.storage);
-  // 16-bit C through local memory in whole 16-byte units (MMA_C_STAGED). Measured on an H200
-  // against pair stores (docs/PERFORMANCE.md): BF16 8192^3 0.73x -> 0.77x cuBLAS; float32 C,
-  // whose pair stores fill whole sectors already, lost 4-5 % at k = 768.
+  // 16-bit C through local memory in whole 16-byte units (MMA_C_STAGED): measured faster than pair
+  // stores; float32 C, whose pair stores fill whole sectors already, measured slower staged
+  // (docs/PERFORMANCE.md).
   const bool c_staged = c_bytes == 2 && (ldc * c_bytes) % 16 == 0 &&
                         (p.c.offset * c_bytes) % 16 == 0 && (c_stride * c_bytes) % 16 == 0;
   // Emulation (a testing mode that checks layouts, never speed) is built unoptimised on CPUs:

@@ -99,8 +99,8 @@ GemmChoice select_gemm_params(DeviceKind kind, const GemmLimits& limits,
 
 // Direct-kernel parameters for a product of n < wpt_n columns: wpt_n (and vec, tile_n with the
 // same items along N) cut to the smallest power of two >= n, at least 4, so an item does not
-// compute and drop columns past N. On PoCL (AVX-512 EPYC) the attention product 64 x 4 per batch
-// ran 2.6x faster (docs/PERFORMANCE.md). Other parameters are returned unchanged.
+// compute and drop columns past N: measured faster on PoCL for the attention product's few
+// columns (docs/PERFORMANCE.md). Other parameters are returned unchanged.
 GemmParams narrowed_to_columns(const GemmParams& params, std::uint64_t n);
 
 }  // namespace aethercl::gemm

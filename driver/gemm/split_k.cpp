@@ -1,7 +1,7 @@
 // Split-K products: slices of k as one batched GEMM into scratch, then gemm_fold_parts.
 #include "gemm/split_k.h"
 
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 #include "runtime/scratch.h"
 
 #include <algorithm>

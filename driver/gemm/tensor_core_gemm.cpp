@@ -253,12 +253,9 @@ void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind
 // H100 multiprocessor holds four of the 48 KiB groups these products run as), in powers of two
 // (no shorter rest of k as a launch of its own where k is a multiple of 32 times that), each of
 // at least kMinSliceK of k, with no more partial products than the operands hold elements;
-// 16-bit products only from k = kMinSplitK16 on. Measured on an H100 against keeping products
-// whole (docs/PERFORMANCE.md, "Split-K of decode-like products"): BF16 32 x 4096 x 4096 36 ->
-// 64 TFLOP/s, 16 x 8192 x 8192 26 -> 31, 16 x 768 x 3072 4.1 -> 6.3, but 64 x 1024 x 1024
-// 14.3 -> 11.6; TF32 64 x 4096 x 4096 went from 35 (17 slices, the rest of k launched on its
-// own) to 55. With more tiles the fold costs more than slices gain (1024^3 TF32 42.6 us split
-// in two, 31.5 whole).
+// 16-bit products only from k = kMinSplitK16 on. These limits measured fastest against keeping
+// products whole; with more tiles the fold costs more than slices gain (docs/PERFORMANCE.md,
+// "Split-K of decode-like products").
 std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles,
                          std::uint64_t units) {
   const bool sixteen_bit = kind == MmaKind::kBF16 || kind == MmaKind::kFP16;

@@ -4,7 +4,7 @@
 #include "ops/embedding.h"
 
 #include "ops/aliasing.h"
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 #include "support/env.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #include "ops/layout.h"
 
 #include "ops/aliasing.h"
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include "ops/loss.h"
 
 #include "ops/aliasing.h"
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 namespace aethercl::ops {
 

@@ -3,7 +3,7 @@
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // work-group per row (kernels/rowwise.cl).
 #include "ops/rowwise.h"
 
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 namespace aethercl::ops {
 namespace {

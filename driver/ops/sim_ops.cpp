@@ -4,8 +4,8 @@
 #include "ops/sim_ops.h"
 
 #include "runtime/callback_read.h"
+#include "runtime/family_launch.h"
 #include "runtime/host_blocks.h"
-#include "ops/launch.h"
 #include "support/env.h"
 #include "support/log.h"
 

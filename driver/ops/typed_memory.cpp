@@ -1,7 +1,7 @@
 // dtype tags and aethercl_convert (kernels/convert.cl: one kernel for every pair of types).
 #include "ops/typed_memory.h"
 
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include <aethercl/driver.h>
 

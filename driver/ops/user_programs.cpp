@@ -2,7 +2,7 @@
 // the runtime and refused by type, age and origin on every use.
 #include "ops/user_programs.h"
 
-#include "program/binary_envelope.h"
+#include "runtime/program/binary_envelope.h"
 #include "support/log.h"
 
 #include <cstring>

@@ -32,7 +32,7 @@ bool ring_reads_by_default(const DeviceInfo& info) { return info.kind == DeviceK
 // PoCL keeps its own compiled-kernel cache and specialises a kernel's work-group function for
 // each local size at its first launch; a program created from a PoCL binary instead runs the
 // generic (any local size) work-group function the binary carries, for every launch. With kernel
-// binaries from this cache the llm.py step ran 1.5x slower on PoCL (docs/PERFORMANCE.md), so PoCL
+// binaries from this cache the llm.py step measured slower on PoCL (docs/PERFORMANCE.md), so PoCL
 // devices use the cache only when AETHERCL_CACHE=1 asks for it.
 bool runtime_caches_kernels_itself(const DeviceInfo& info) {
   return info.platform_name.find("Portable Computing Language") != std::string::npos ||

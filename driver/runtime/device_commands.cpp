@@ -17,8 +17,8 @@ namespace {
 // Writes above this go straight from the caller's memory, blocking (the vendor stages them).
 constexpr std::uint64_t kMaxStagedWrite = 8ull << 20;
 // Reads of this range of sizes go through the pinned ring where the device reads that way
-// (AETHERCL_READ_PATH): on the H200 (docs/PERFORMANCE.md, "Transfers") the ring was faster from
-// 64 KiB to 1 MiB and no faster at 4 KiB and below or at 8 MiB.
+// (AETHERCL_READ_PATH): the range where the ring measured faster (docs/PERFORMANCE.md,
+// "Transfers").
 constexpr std::uint64_t kMinRingRead = 16ull << 10;
 constexpr std::uint64_t kMaxRingRead = 4ull << 20;
 

@@ -6,13 +6,13 @@
 // a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
 #pragma once
 
-#include "program/user_kernel.h"
-#include "program/user_program.h"
 #include "runtime/buffer_registry.h"
 #include "runtime/communicator.h"
 #include "runtime/device.h"
-#include "runtime/shared_contexts.h"
 #include "runtime/host_memory.h"
+#include "runtime/program/user_kernel.h"
+#include "runtime/program/user_program.h"
+#include "runtime/shared_contexts.h"
 #include "runtime/token_table.h"
 
 #include <atomic>

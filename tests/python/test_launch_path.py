@@ -1,6 +1,6 @@
 """Structure of the launch path: every kernel launch of the driver goes through one function
 (runtime/launch.cpp: submit_launch), and kernels' work-group limits are queried once per kernel
-(runtime/program_cache.cpp; program/user_kernel.cpp for user kernels), never per call. A grep over driver/ keeps it that way."""
+(runtime/program_cache.cpp; runtime/program/user_kernel.cpp for user kernels), never per call. A grep over driver/ keeps it that way."""
 from pathlib import Path
 
 DRIVER = Path(__file__).resolve().parents[2] / "driver"
@@ -9,7 +9,7 @@ ONLY_IN = {
     "clEnqueueNDRangeKernel": {"runtime/launch.cpp"},
     "clSetKernelArg": {"runtime/launch.cpp"},
     # once per kernel: the program cache's kernels, and a user kernel when its token is created
-    "clGetKernelWorkGroupInfo": {"runtime/program_cache.cpp", "program/user_kernel.cpp"},
+    "clGetKernelWorkGroupInfo": {"runtime/program_cache.cpp", "runtime/program/user_kernel.cpp"},
 }
 
 

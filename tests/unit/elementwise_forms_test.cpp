@@ -1,8 +1,8 @@
 // Both forms of every elementwise kernel (_lanes for CPU devices, _vec4 for GPUs)
 // agree with float64 references on every device the tests run on, whichever the driver picks
 // there, for sizes around the vector widths (vector part, scalar tail, both) and in place.
-#include "ops/launch.h"
 #include "runtime/device.h"
+#include "runtime/family_launch.h"
 #include "test_support.h"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 // patterns (stride 4093 by default, about a million inputs per function). AETHERCL_ULP_STRIDE=1
 // makes it the exhaustive sweep over every finite float (tools/bench/fastmath_ulp.sh runs it and
 // prints the maxima).
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 #include "runtime/program_cache.h"
 #include "support/env.h"
 #include "test_support.h"

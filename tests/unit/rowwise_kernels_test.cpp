@@ -1,6 +1,6 @@
 // Row-wise kernels: work-group sizes follow the row length, and the family builds and computes
 // correctly without FP64 (float accumulation), even when the test device has FP64.
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include "runtime/kernel_sources.h"
 #include "runtime/program_cache.h"

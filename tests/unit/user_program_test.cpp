@@ -1,9 +1,9 @@
 // Users' own kernels, below the C ABI: typed tokens, parameter kinds and sizes, the binary
 // envelope, the kernel log ring, and user programs built on the test device.
-#include "program/binary_envelope.h"
-#include "program/kernel_arg_types.h"
-#include "program/user_kernel.h"
 #include "runtime/kernel_log.h"
+#include "runtime/program/binary_envelope.h"
+#include "runtime/program/kernel_arg_types.h"
+#include "runtime/program/user_kernel.h"
 #include "runtime/token_table.h"
 #include "test_support.h"
 

@@ -2,8 +2,8 @@
 // float hyper-parameters, scratch device memory and the 1-D launch.
 #pragma once
 
-#include "ops/launch.h"
 #include "runtime/device_call.h"
+#include "runtime/family_launch.h"
 #include "runtime/scratch.h"
 #include "support/error.h"
 
@@ -55,8 +55,8 @@ inline Kernel& named_kernel(DeviceCall& call, const char* family, const char* na
   return call.device().programs().kernel(family, name);
 }
 
-// Launches a grid-stride kernel of `family` over n items (ops/launch.h geometry); arguments are
-// bound in order.
+// Launches a grid-stride kernel of `family` over n items (runtime/family_launch.h geometry);
+// arguments are bound in order.
 template <typename... Args>
 void launch_linear(DeviceCall& call, const char* family, const char* name, std::uint64_t n,
                    const Args&... args) {
@@ -65,9 +65,9 @@ void launch_linear(DeviceCall& call, const char* family, const char* name, std::
 }
 
 // Launches a kernel that reduces slices (a row, a channel, a chunk) with one work-group each:
-// the row-kernel geometry of ops/launch.h (a power-of-two local size, 1 on CPU devices; at most
-// 64 groups per compute unit, the kernel walks the rest). A local scratch of local-size elements
-// of scratch_bytes each is bound after args.
+// the row-kernel geometry of runtime/family_launch.h (a power-of-two local size, 1 on CPU
+// devices; at most 64 groups per compute unit, the kernel walks the rest). A local scratch of
+// local-size elements of scratch_bytes each is bound after args.
 template <typename... Args>
 void launch_slices(DeviceCall& call, const char* family, const char* name, std::uint64_t slices,
                    std::uint64_t slice_length, std::size_t scratch_bytes, const Args&... args) {

@@ -1,5 +1,5 @@
 // Launch geometry of the op families: work-group limits, grid-stride grids, row groups.
-#include "ops/launch.h"
+#include "runtime/family_launch.h"
 
 #include "support/env.h"
 
@@ -98,7 +98,7 @@ RowGeometry row_geometry(const Device& device, const Kernel& kernel, std::uint64
                    std::min<std::uint64_t>(*forced, kMaxRowGroup))));
   } else if (info.kind == DeviceKind::kCpu) {
     // CPU runtimes run a group's items on one core and pay for every barrier; one item reducing
-    // its row serially (still a fixed order) measured 3x faster on PoCL.
+    // its row serially (still a fixed order) measured faster on PoCL (docs/PERFORMANCE.md).
     local = 1;
   }
   LaunchGeometry geometry = capped_groups(device, rows, local);

@@ -1,5 +1,5 @@
 // Wrapping and checking program binaries handed to and taken from callers.
-#include "program/binary_envelope.h"
+#include "runtime/program/binary_envelope.h"
 
 #include "support/error.h"
 #include "support/hash.h"

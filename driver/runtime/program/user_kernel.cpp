@@ -1,5 +1,5 @@
 // Kernel creation: parameter kinds, types and sizes, and the kernel's work-group limits.
-#include "program/user_kernel.h"
+#include "runtime/program/user_kernel.h"
 
 #include "cl/cl_error.h"
 #include "runtime/device_info.h"

@@ -1,8 +1,8 @@
 // Building user programs from source, SPIR-V and binaries, through the on-disk binary cache.
-#include "program/user_program.h"
+#include "runtime/program/user_program.h"
 
 #include "cl/cl_error.h"
-#include "program/binary_envelope.h"
+#include "runtime/program/binary_envelope.h"
 #include "runtime/program_build.h"
 #include "support/log.h"
 

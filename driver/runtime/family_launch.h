@@ -1,6 +1,7 @@
 // The launch helper of the op families: pick a kernel, choose its geometry within the kernel's and
 // the device's limits, and enqueue it as a launch record (runtime/launch.h) with
-// DeviceCall::launch. No family binds arguments or enqueues by itself.
+// DeviceCall::launch. No family binds arguments or enqueues by itself. It sits in runtime/ (its
+// namespace stays ops::) so that gemm/ and multi/, below ops/, launch their kernels with it too.
 #pragma once
 
 #include "runtime/device_call.h"

@@ -6,9 +6,9 @@
 // launch path per device), so argument binding and enqueue never interleave on the cl_kernel.
 #pragma once
 
-#include "program/kernel_arg_types.h"
-#include "program/user_program.h"
 #include "runtime/kernel.h"
+#include "runtime/program/kernel_arg_types.h"
+#include "runtime/program/user_program.h"
 
 #include <memory>
 #include <optional>

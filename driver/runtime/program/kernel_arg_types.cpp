@@ -1,5 +1,5 @@
 // OpenCL C type names to kinds and sizes.
-#include "program/kernel_arg_types.h"
+#include "runtime/program/kernel_arg_types.h"
 
 #include <array>
 #include <cctype>
