@@ -5,7 +5,7 @@ stay inside the guard (4096 bytes), so with the variable on the host heap is nev
 import re
 import textwrap
 
-from helpers import run_child
+from support.helpers import run_child
 
 # A user kernel that writes `extra` bytes past a buffer of n bytes, and one that writes exactly
 # up to the end.
