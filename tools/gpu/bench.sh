@@ -2,15 +2,7 @@
 # The benchmarks on the lent NVIDIA machine, each against its same-run reference (calls, llm.py step,
 # bandwidth, GEMM), then a rerun of the launch/SPIR-V suites with PoCL as a second device. Setup as
 # tools/gpu/tests.sh.
-START=$(date +%s)
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-[ -n "${WITH_POCL:-}" ] && cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
-left() { echo $(( ${LIMIT:-585} - ($(date +%s) - START) )); }
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 echo "=== calls"; timeout 90 python3 tools/bench/call_overhead.py --build $B --calls 20000 > $OUT/calls.txt 2>&1; grep -v "^C " $OUT/calls.txt | head -12
 echo "=== step ($(left)s)"; timeout 170 python3 tools/bench/step.py --build $B --steps 40 --warmup 5 --json $OUT/step.json > $OUT/step.txt 2>&1; head -14 $OUT/step.txt; grep -A3 "PyTorch" $OUT/step.txt | head -6

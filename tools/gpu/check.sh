@@ -1,13 +1,7 @@
 #!/bin/bash
 # A short check on the lent NVIDIA machine: unit tests, the elementwise / axis-reduction / hostile
 # suites, bandwidth and the llm.py step. Setup as tools/gpu/tests.sh.
-START=$(date +%s)
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 timeout 90 $B/unit_tests > $OUT/unit.txt 2>&1; tail -2 $OUT/unit.txt
 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/python/test_elementwise.py tests/python/test_train_reduce.py tests/python/test_train_elementwise.py tests/python/test_hostile.py 2>&1 | tail -3

@@ -2,12 +2,7 @@
 # conv2d on the lent NVIDIA machine: tools/bench/conv.py (ours, the GEMM alone, CLBlast's GEMM) on
 # ResNet-like layers, and PyTorch's cuDNN conv2d (FP32, TF32 off) on the same layers in the same call.
 # Setup as tools/gpu/tests.sh.
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
+. "$(dirname "$0")/env.sh"
 CASES="32,64,56,56,64,3,1,1,1 32,128,28,28,128,3,1,1,1 32,256,14,14,256,3,1,1,1 32,64,56,56,256,1,1,0,1 32,64,56,56,64,3,1,1,64"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 timeout 300 python3 tools/bench/conv.py --build $B --reps 10 --cases $CASES 2>&1 | tail -8

@@ -5,12 +5,7 @@
 # Arguments: "MODE MxNxK [--trans-b]" per product (default: the decode-like and square products
 # short of their targets).
 # KERNELS=part,...: capture and profile the kernels whose names contain one (default: gemm).
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
+. "$(dirname "$0")/env.sh"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 METRICS="==ERROR==|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy"
 METRICS="$METRICS|Registers Per|Warp Cycles Per Issued|No Eligible|L2 Hit|DRAM Throughput"

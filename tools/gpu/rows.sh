@@ -2,12 +2,7 @@
 # Row kernels and GELU on the lent NVIDIA machine: the rowwise suite, then bench bandwidth with the
 # defaults and with the variants selectable by environment (register-group minimum, fast math), all
 # in one call so every figure has the same-run copy beside it. Setup as tools/gpu/tests.sh.
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_rowwise.py tests/python/test_elementwise.py tests/python/test_framework.py 2>&1 | tail -1
 bw() { timeout 90 env "$@" python3 tools/bench/bandwidth.py --mib 256 --reps 10 2>&1 | grep -E "^(clone|gelu|softmax|layernorm)"; }

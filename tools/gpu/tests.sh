@@ -2,15 +2,7 @@
 # The whole test suite on the lent NVIDIA machine: unit tests, thread stress, every pytest suite.
 # Run from the checkout there; .devcarry/ carries the ICD loader and CLBlast debs and a Release build
 # (docs/DEVICES.md). Logs go to $OUT.
-START=$(date +%s)
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-[ -n "${WITH_POCL:-}" ] && cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
-left() { echo $(( ${LIMIT:-585} - ($(date +%s) - START) )); }
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 echo "=== unit + threads"
 timeout 90 $B/unit_tests > $OUT/unit.txt 2>&1; tail -2 $OUT/unit.txt

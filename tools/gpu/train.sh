@@ -2,14 +2,7 @@
 # bench train on the lent NVIDIA machine (setup as tools/gpu/tests.sh): the GPT presets and the CNN,
 # ours in every precision next to PyTorch where it is installed there; then the GEMM suites and the
 # Python-layer suites on the GPU. PRESETS (default "small medium"), LIMIT (seconds, default 585).
-START=$(date +%s)
-P=/tmp/pfx; mkdir -p $P /tmp/vendors; for f in .devcarry/debs/*.deb; do dpkg -x $f $P; done
-echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
-D=$PWD; B=$D/.devcarry/build
-export OCL_ICD_VENDORS=/tmp/vendors LD_LIBRARY_PATH=$B:$P/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-export AETHERCL_CACHE_DIR=/tmp/kcache AETHERCL_LIBRARY=$B/driver.so AETHERCL_BUILD_DIR=$B
-export PYTHONPATH=$D/python_harness
-left() { echo $(( ${LIMIT:-585} - ($(date +%s) - START) )); }
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" 2>&1 | tail -1
 for preset in ${PRESETS:-small medium}; do
