@@ -11,14 +11,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aethercl import Library  # noqa: E402
 from support.helpers import Device  # noqa: E402
-from support.sampling import full_matrix_requested, pairwise_cover  # noqa: E402
+from support.sampling import full_matrix_requested, pairwise_cover, strength_cap  # noqa: E402
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "matrix(strength=2): a parameter matrix whose cases are sampled (every value, "
         "and with strength 2 every pair of values of two parameters, kept) unless "
-        "AETHERCL_TEST_FULL=1 (tools/aethercl test --full)")
+        "AETHERCL_TEST_FULL=1 (tools/aethercl test --full); AETHERCL_TEST_STRENGTH=1 lowers every "
+        "matrix to strength 1")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,11 +32,12 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("matrix") and hasattr(item, "callspec"):
             groups.setdefault((item.module.__name__, item.originalname), []).append(item)
     dropped = []
+    cap = strength_cap()
     for group in groups.values():
         cases = [{name: repr(value) for name, value in item.callspec.params.items()}
                  for item in group]
-        kept = set(pairwise_cover(cases, group[0].get_closest_marker("matrix").kwargs.get(
-            "strength", 2)))
+        strength = group[0].get_closest_marker("matrix").kwargs.get("strength", 2)
+        kept = set(pairwise_cover(cases, min(strength, cap or strength)))
         dropped += [item for index, item in enumerate(group) if index not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -9,6 +9,18 @@ def full_matrix_requested():
     return os.environ.get("AETHERCL_TEST_FULL", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def strength_cap():
+    """AETHERCL_TEST_STRENGTH=1 keeps every value once instead of every pair (the sanitizer
+    build's runs: they look for host-side memory errors, which the kernel variants a matrix
+    multiplies do not add); None: the markers' own strengths."""
+    value = os.environ.get("AETHERCL_TEST_STRENGTH", "").strip()
+    if not value:
+        return None
+    if value not in ("1", "2"):
+        raise ValueError(f"AETHERCL_TEST_STRENGTH must be 1 or 2, not {value!r}")
+    return int(value)
+
+
 def pairwise_cover(cases, strength=2):
     """The indices of a subset of `cases` (dicts of parameter name -> value id, all with the same
     names) that covers every pair of values (strength 2) or every single value (strength 1),
