@@ -62,6 +62,9 @@ mkdir -p "$ROOT_DIR/usr/local/share/ca-certificates" "$ROOT_DIR/etc/pip"
 cp -a /usr/local/share/ca-certificates/. "$ROOT_DIR/usr/local/share/ca-certificates/" 2>/dev/null || true
 [[ -f /etc/pip.conf ]] && cp /etc/pip.conf "$ROOT_DIR/etc/pip.conf"
 cp /etc/resolv.conf "$ROOT_DIR/etc/resolv.conf"
+# debootstrap writes no /etc/hosts; every installed system has one, and chromedriver reaches the
+# browser it starts through "localhost" (without it: "unable to connect to renderer").
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOT_DIR/etc/hosts"
 cp /etc/apt/sources.list.d/debian.sources "$ROOT_DIR/etc/apt/sources.list.d/" 2>/dev/null \
   && rm -f "$ROOT_DIR/etc/apt/sources.list"
 

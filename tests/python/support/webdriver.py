@@ -62,9 +62,13 @@ class Browser:
         env = clean_environment()
         env["HOME"] = self.profile
         # Its own process group: close() ends chromedriver and the browsers it started, nothing else.
-        self.process = subprocess.Popen([driver_path, f"--port={self.port}"], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
+        # chromedriver's log (and the browser's stderr, which it passes on) is kept in the
+        # profile: a browser that fails to start is explained by it (see _start_failure).
+        self.log_path = os.path.join(self.profile, "chromedriver.log")
+        self.process = subprocess.Popen([driver_path, f"--port={self.port}",
+                                         f"--log-path={self.log_path}", "--log-level=INFO"],
+                                        env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + timeout_s
         while True:
@@ -85,9 +89,25 @@ class Browser:
             "goog:chromeOptions": {"binary": self.browser_path, "args": args}}}}
         try:
             self.session = self._call("POST", "/session", capabilities)["value"]["sessionId"]
+        except WebDriverError as error:
+            failure = self._start_failure(error)
+            self.close()
+            raise failure from None
         except BaseException:
             self.close()
             raise
+
+    def _start_failure(self, error: WebDriverError) -> WebDriverError:
+        """The session error with the end of chromedriver's log, where the browser's own reason
+        for not starting (a missing library, a sandbox or shared-memory failure) appears."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as log:
+                tail = [line.rstrip() for line in log.readlines()
+                        if "[SEVERE]" in line or "[WARNING]" in line or "ERROR:" in line][-15:]
+        except OSError:
+            tail = []
+        detail = "\n".join(tail) if tail else "(chromedriver logged no warnings)"
+        return WebDriverError(f"{error}\nthe end of chromedriver's log:\n{detail}")
 
     def _call(self, method: str, path: str, payload: Any = None) -> Any:
         data = json.dumps(payload).encode() if payload is not None else None
