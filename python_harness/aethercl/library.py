@@ -74,6 +74,11 @@ class Library:
                                  f"driver.abi older than the library?)")
         return getattr(self.cdll, name)
 
+    def has(self, name: str) -> bool:
+        """Whether the manifest declares `name` and the loaded library exports it (an older
+        library lacks the newer functions)."""
+        return name in self._declared and hasattr(self.cdll, name)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
