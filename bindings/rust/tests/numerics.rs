@@ -123,6 +123,8 @@ fn own_kernel_on_a_stream_matches_the_reference() {
     let (dx, dy) = (dev.buffer_from(&x).unwrap(), dev.buffer_from(&y).unwrap());
     let dz = output(&dev, n, None);
     let stream = dev.stream(true).unwrap();
+    // The writes above ran on the default stream: another stream must wait for them.
+    stream.wait_event(&dev.record_event().unwrap()).unwrap();
     let start = stream.record().unwrap();
     kernel.launch(Some(&stream), &[n], None, &args![&dx, &dy, &dz, alpha, n as u32]).unwrap();
     let end = stream.record().unwrap();
