@@ -22,11 +22,15 @@ fn main() {
     // The README's example, verbatim, so the test that runs it cannot drift from the text.
     let readme = checkout.join("README.md");
     println!("cargo:rerun-if-changed={}", readme.display());
-    let text = fs::read_to_string(&readme)
-        .unwrap_or_else(|e| panic!("{}: {} (the crate builds inside the checkout)", readme.display(), e));
-    let example = readme_example(&text).expect(
-        "README.md has no ```rust block under \"## Using the library from Rust\"",
-    );
+    let text = fs::read_to_string(&readme).unwrap_or_else(|e| {
+        panic!(
+            "{}: {} (the crate builds inside the checkout)",
+            readme.display(),
+            e
+        )
+    });
+    let example = readme_example(&text)
+        .expect("README.md has no ```rust block under \"## Using the library from Rust\"");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it"));
     fs::write(out.join("readme_example.rs"), example).expect("writing OUT_DIR/readme_example.rs");
 }

@@ -26,7 +26,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let c = dev.alloc::<f32>(n * n)?; // gpu.buffer(size=N*N)
     let group = 8usize;
     let groups = (n + group - 1) / group; // dispatch(kernel, A, B, C, groups=(g, g, 1))
-    kernel.launch(None, &[groups * group, groups * group], Some(&[group, group]), &args![&a, &b, &c, n as i32])?;
+    kernel.launch(
+        None,
+        &[groups * group, groups * group],
+        Some(&[group, group]),
+        &args![&a, &b, &c, n as i32],
+    )?;
     dev.synchronize()?; // gpu.wait()
     let result = c.read()?; // C.read()
     let seed = dev.alloc::<f32>(n * n)?;
@@ -35,14 +40,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut worst = 0.0f64;
     for i in 0..n {
         for j in 0..n {
-            let want: f64 = (0..n).map(|p| data_a[i * n + p] as f64 * data_b[p * n + j] as f64).sum();
+            let want: f64 = (0..n)
+                .map(|p| data_a[i * n + p] as f64 * data_b[p * n + j] as f64)
+                .sum();
             worst = worst.max((result[i * n + j] as f64 - want).abs());
             worst = worst.max((seed_result[i * n + j] as f64 - want).abs());
         }
     }
     // Products of multiples of 1/16 and 1/8 below 2: float32 sums of n such terms stay exact up
     // to n = 512, so both products must equal the reference there.
-    println!("matmul {}x{}: kernel and execute_matmul_on_gpu, largest difference from the CPU {:e}", n, n, worst);
+    println!(
+        "matmul {}x{}: kernel and execute_matmul_on_gpu, largest difference from the CPU {:e}",
+        n, n, worst
+    );
     if worst > 1e-4 {
         return Err("matmul result differs from the CPU".into());
     }

@@ -18,14 +18,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = 1000usize;
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
-    let (da, db, dc) = (dev.buffer_from(&a)?, dev.buffer_from(&b)?, dev.alloc::<f32>(n)?);
+    let (da, db, dc) = (
+        dev.buffer_from(&a)?,
+        dev.buffer_from(&b)?,
+        dev.alloc::<f32>(n)?,
+    );
     dc.set_label("result")?;
     let alpha = 2.0f32;
-    kernel.launch(None, &[n], Some(&[50]), &args![&da, &db, &dc, alpha, n as u32])?;
+    kernel.launch(
+        None,
+        &[n],
+        Some(&[50]),
+        &args![&da, &db, &dc, alpha, n as u32],
+    )?;
     let c = dc.read()?;
     // Small integers and halves: every value is exact in float32, fused or not.
     let wrong = (0..n).filter(|&i| c[i] != alpha * a[i] + b[i]).count();
-    println!("vecadd over {} elements: {}", n, if wrong == 0 { "correct" } else { "WRONG" });
+    println!(
+        "vecadd over {} elements: {}",
+        n,
+        if wrong == 0 { "correct" } else { "WRONG" }
+    );
     match kernel.launch(None, &[n], None, &args![&da, &db, &dc, 2.0f64, n as u32]) {
         Ok(()) => return Err("a double for a float parameter was accepted".into()),
         Err(e) => println!("refused as expected: {}", e),

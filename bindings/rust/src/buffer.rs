@@ -1,6 +1,6 @@
 //! Owned device buffers of a plain element type: typed reads and writes, freed on drop.
 use crate::device::Device;
-use crate::error::{check, check_token, c_string, Error, Result};
+use crate::error::{c_string, check, check_token, Error, Result};
 use crate::sys;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -47,7 +47,10 @@ fn byte_span<T>(function: &'static str, offset: usize, len: usize) -> Result<(us
         _ => Err(Error::refused(
             function,
             sys::AETHERCL_INVALID_ARGUMENT,
-            format!("{}: {} elements at element offset {} overflow size_t", function, len, offset),
+            format!(
+                "{}: {} elements at element offset {} overflow size_t",
+                function, len, offset
+            ),
         )),
     }
 }
@@ -58,10 +61,17 @@ impl<T: Element> Buffer<T> {
         let (_, size) = byte_span::<T>(F, 0, len)?;
         // SAFETY: plain arguments; the library refuses size 0 and impossible sizes.
         let handle = check_token(F, unsafe { sys::allocate_gpu_memory(device.index(), size) })?;
-        let buffer = Buffer { device, handle, len, _element: PhantomData };
+        let buffer = Buffer {
+            device,
+            handle,
+            len,
+            _element: PhantomData,
+        };
         if T::DTYPE >= 0 {
             // SAFETY: a live token of this device and a known dtype code.
-            let tagged = unsafe { sys::aethercl_buffer_set_dtype(device.index(), handle.as_ptr(), T::DTYPE) };
+            let tagged = unsafe {
+                sys::aethercl_buffer_set_dtype(device.index(), handle.as_ptr(), T::DTYPE)
+            };
             check("aethercl_buffer_set_dtype", tagged)?;
         }
         Ok(buffer)
@@ -98,7 +108,13 @@ impl<T: Element> Buffer<T> {
         let (offset, size) = byte_span::<T>(F, offset, data.len())?;
         // SAFETY: data is size readable bytes; the library checks the span against the buffer.
         check(F, unsafe {
-            sys::write_host_to_gpu_blocking(self.device.index(), self.as_raw(), offset, size, data.as_ptr().cast())
+            sys::write_host_to_gpu_blocking(
+                self.device.index(),
+                self.as_raw(),
+                offset,
+                size,
+                data.as_ptr().cast(),
+            )
         })
     }
 
@@ -116,7 +132,13 @@ impl<T: Element> Buffer<T> {
         let (offset, size) = byte_span::<T>(F, offset, out.len())?;
         // SAFETY: out is size writable bytes of a type valid for any bits; the span is checked.
         check(F, unsafe {
-            sys::read_gpu_to_host_blocking(self.device.index(), self.as_raw(), offset, size, out.as_mut_ptr().cast())
+            sys::read_gpu_to_host_blocking(
+                self.device.index(),
+                self.as_raw(),
+                offset,
+                size,
+                out.as_mut_ptr().cast(),
+            )
         })
     }
 
@@ -126,7 +148,14 @@ impl<T: Element> Buffer<T> {
         let (_, size) = byte_span::<T>(F, 0, self.len)?;
         // SAFETY: a live token; the whole buffer.
         check(F, unsafe {
-            sys::aethercl_memset(self.device.index(), self.as_raw(), 0, size, c_int::from(value), std::ptr::null_mut())
+            sys::aethercl_memset(
+                self.device.index(),
+                self.as_raw(),
+                0,
+                size,
+                c_int::from(value),
+                std::ptr::null_mut(),
+            )
         })
     }
 
@@ -136,7 +165,15 @@ impl<T: Element> Buffer<T> {
         let (_, size) = byte_span::<T>(F, 0, source.len)?;
         // SAFETY: live tokens; the library checks both spans and refuses overlap.
         check(F, unsafe {
-            sys::aethercl_copy(self.device.index(), self.as_raw(), 0, source.as_raw(), 0, size, std::ptr::null_mut())
+            sys::aethercl_copy(
+                self.device.index(),
+                self.as_raw(),
+                0,
+                source.as_raw(),
+                0,
+                size,
+                std::ptr::null_mut(),
+            )
         })
     }
 
@@ -145,7 +182,9 @@ impl<T: Element> Buffer<T> {
         const F: &str = "aethercl_set_buffer_label";
         let label = c_string(F, "label", label)?;
         // SAFETY: a live token and a NUL-terminated string the library copies.
-        check(F, unsafe { sys::aethercl_set_buffer_label(self.device.index(), self.as_raw(), label.as_ptr()) })
+        check(F, unsafe {
+            sys::aethercl_set_buffer_label(self.device.index(), self.as_raw(), label.as_ptr())
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! Devices: initialisation, information, synchronisation, and the library-wide calls.
 use crate::buffer::{Buffer, Element};
-use crate::error::{check, c_string, text_out, to_int, Error, Result};
+use crate::error::{c_string, check, text_out, to_int, Error, Result};
 use crate::program::Program;
 use crate::stream::{Event, Stream};
 use crate::sys;
@@ -53,7 +53,9 @@ impl Device {
     /// Waits for every stream of the device and reports deferred device errors.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: plain int argument.
-        check("aethercl_synchronize", unsafe { sys::aethercl_synchronize(self.index) })
+        check("aethercl_synchronize", unsafe {
+            sys::aethercl_synchronize(self.index)
+        })
     }
 
     /// A buffer of `len` elements, contents undefined; tagged with T's dtype where it has one.
@@ -78,7 +80,14 @@ impl Device {
 
     /// A new stream; `timing` makes its events record device times (AETHERCL_STREAM_TIMING).
     pub fn stream(&self, timing: bool) -> Result<Stream> {
-        Stream::new(*self, if timing { sys::AETHERCL_STREAM_TIMING } else { 0 })
+        Stream::new(
+            *self,
+            if timing {
+                sys::AETHERCL_STREAM_TIMING
+            } else {
+                0
+            },
+        )
     }
 
     /// An event at the current end of the device's default stream.
@@ -103,7 +112,16 @@ impl Device {
         let (n, k) = (to_int(F, "N", n)?, to_int(F, "K", k)?);
         // SAFETY: the handles are tokens the library validates.
         check(F, unsafe {
-            sys::execute_matmul_on_gpu(self.index, a.as_raw(), b.as_raw(), c.as_raw(), batch, m, n, k)
+            sys::execute_matmul_on_gpu(
+                self.index,
+                a.as_raw(),
+                b.as_raw(),
+                c.as_raw(),
+                batch,
+                m,
+                n,
+                k,
+            )
         })
     }
 }
@@ -111,7 +129,9 @@ impl Device {
 /// The library's version string (aethercl_version).
 pub fn version() -> String {
     // SAFETY: returns a static string.
-    unsafe { CStr::from_ptr(sys::aethercl_version()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(sys::aethercl_version()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The ABI version the loaded library implements; at least `sys::AETHERCL_ABI_VERSION` for a

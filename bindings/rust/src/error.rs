@@ -30,13 +30,21 @@ impl Error {
             };
             (sys::aethercl_last_error_code(), message)
         };
-        Error { function, code, message }
+        Error {
+            function,
+            code,
+            message,
+        }
     }
 
     /// A refusal of the safe layer (an argument the C ABI cannot even express), made before any
     /// call.
     pub(crate) fn refused(function: &'static str, code: c_int, message: String) -> Error {
-        Error { function, code, message }
+        Error {
+            function,
+            code,
+            message,
+        }
     }
 
     /// The C function (or safe-layer method) that failed.
@@ -65,7 +73,13 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed ({}): {}", self.function, self.status_name(), self.message)
+        write!(
+            f,
+            "{} failed ({}): {}",
+            self.function,
+            self.status_name(),
+            self.message
+        )
     }
 }
 
@@ -97,7 +111,11 @@ pub(crate) fn to_int(function: &'static str, what: &str, value: usize) -> Result
 }
 
 /// Text for a `const char*` parameter, or a refusal when it holds a NUL byte.
-pub(crate) fn c_string(function: &'static str, what: &str, text: &str) -> Result<std::ffi::CString> {
+pub(crate) fn c_string(
+    function: &'static str,
+    what: &str,
+    text: &str,
+) -> Result<std::ffi::CString> {
     std::ffi::CString::new(text).map_err(|_| {
         Error::refused(
             function,

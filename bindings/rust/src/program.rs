@@ -1,7 +1,7 @@
 //! Your own kernels: programs built from OpenCL C, kernels, and launches with typed arguments.
 use crate::buffer::{Buffer, Element};
 use crate::device::Device;
-use crate::error::{check, check_token, c_string, text_out, to_int, Error, Result};
+use crate::error::{c_string, check, check_token, text_out, to_int, Error, Result};
 use crate::stream::Stream;
 use crate::sys;
 use std::ffi::CStr;
@@ -36,20 +36,29 @@ impl Program {
         const F: &str = "aethercl_kernel_create";
         let c_name = c_string(F, "name", name)?;
         // SAFETY: a live program token and a NUL-terminated name.
-        let handle = check_token(F, unsafe { sys::aethercl_kernel_create(self.handle.as_ptr(), c_name.as_ptr()) })?;
-        Ok(Kernel { device: self.device, handle, name: name.to_string() })
+        let handle = check_token(F, unsafe {
+            sys::aethercl_kernel_create(self.handle.as_ptr(), c_name.as_ptr())
+        })?;
+        Ok(Kernel {
+            device: self.device,
+            handle,
+            name: name.to_string(),
+        })
     }
 
     /// The device binary with its checked header, for reloading without compiling.
     pub fn binary(&self) -> Result<Vec<u8>> {
         const F: &str = "aethercl_program_binary";
         // SAFETY: NULL out sizes it; then out has capacity writable bytes.
-        let size = unsafe { sys::aethercl_program_binary(self.handle.as_ptr(), std::ptr::null_mut(), 0) };
+        let size =
+            unsafe { sys::aethercl_program_binary(self.handle.as_ptr(), std::ptr::null_mut(), 0) };
         if size == 0 {
             return Err(Error::last(F));
         }
         let mut bytes = vec![0u8; size];
-        let written = unsafe { sys::aethercl_program_binary(self.handle.as_ptr(), bytes.as_mut_ptr().cast(), size) };
+        let written = unsafe {
+            sys::aethercl_program_binary(self.handle.as_ptr(), bytes.as_mut_ptr().cast(), size)
+        };
         if written == 0 {
             return Err(Error::last(F));
         }
@@ -91,7 +100,13 @@ pub struct Arg<'a> {
 impl<'a> Arg<'a> {
     /// `bytes` of __local memory.
     pub fn local_bytes(bytes: usize) -> Arg<'static> {
-        Arg { kind: sys::AETHERCL_ARG_LOCAL, size: bytes, buffer: std::ptr::null_mut(), scalar: [0; 8], _borrow: PhantomData }
+        Arg {
+            kind: sys::AETHERCL_ARG_LOCAL,
+            size: bytes,
+            buffer: std::ptr::null_mut(),
+            scalar: [0; 8],
+            _borrow: PhantomData,
+        }
     }
 
     /// __local memory for `count` elements of T.
@@ -104,14 +119,32 @@ impl<'a> Arg<'a> {
         let mut scalar = [0u8; 8];
         let size = size_of::<T>();
         // SAFETY: every Element is at most 8 bytes of plain data.
-        unsafe { std::ptr::copy_nonoverlapping((&value as *const T).cast::<u8>(), scalar.as_mut_ptr(), size) };
-        Arg { kind: sys::AETHERCL_ARG_SCALAR, size, buffer: std::ptr::null_mut(), scalar, _borrow: PhantomData }
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&value as *const T).cast::<u8>(),
+                scalar.as_mut_ptr(),
+                size,
+            )
+        };
+        Arg {
+            kind: sys::AETHERCL_ARG_SCALAR,
+            size,
+            buffer: std::ptr::null_mut(),
+            scalar,
+            _borrow: PhantomData,
+        }
     }
 }
 
 impl<'a, T: Element> From<&'a Buffer<T>> for Arg<'a> {
     fn from(buffer: &'a Buffer<T>) -> Arg<'a> {
-        Arg { kind: sys::AETHERCL_ARG_BUFFER, size: 0, buffer: buffer.as_raw(), scalar: [0; 8], _borrow: PhantomData }
+        Arg {
+            kind: sys::AETHERCL_ARG_BUFFER,
+            size: 0,
+            buffer: buffer.as_raw(),
+            scalar: [0; 8],
+            _borrow: PhantomData,
+        }
     }
 }
 
@@ -147,12 +180,26 @@ impl Kernel {
     /// Launches over `global` (1 to 3 dimensions) with work-groups of `local` (None: the runtime
     /// picks) on `stream` (None: the device's default stream). Counts, kinds and scalar sizes are
     /// checked against the kernel by the library; the call returns once the launch is issued.
-    pub fn launch(&self, stream: Option<&Stream>, global: &[usize], local: Option<&[usize]>, args: &[Arg<'_>]) -> Result<()> {
+    pub fn launch(
+        &self,
+        stream: Option<&Stream>,
+        global: &[usize],
+        local: Option<&[usize]>,
+        args: &[Arg<'_>],
+    ) -> Result<()> {
         const F: &str = "aethercl_launch";
         if let Some(local) = local {
             if local.len() != global.len() {
-                return Err(Error::refused(F, sys::AETHERCL_INVALID_ARGUMENT, format!(
-                    "{}: local has {} dimensions, global {}", F, local.len(), global.len())));
+                return Err(Error::refused(
+                    F,
+                    sys::AETHERCL_INVALID_ARGUMENT,
+                    format!(
+                        "{}: local has {} dimensions, global {}",
+                        F,
+                        local.len(),
+                        global.len()
+                    ),
+                ));
             }
         }
         let raw: Vec<sys::aethercl_arg> = args

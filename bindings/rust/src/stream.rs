@@ -20,7 +20,9 @@ unsafe impl Sync for Stream {}
 impl Stream {
     pub(crate) fn new(device: Device, flags: c_uint) -> Result<Stream> {
         // SAFETY: plain arguments.
-        let handle = check_token("aethercl_stream_create", unsafe { sys::aethercl_stream_create(device.index(), flags) })?;
+        let handle = check_token("aethercl_stream_create", unsafe {
+            sys::aethercl_stream_create(device.index(), flags)
+        })?;
         Ok(Stream { device, handle })
     }
 
@@ -32,7 +34,9 @@ impl Stream {
     /// Waits until all work issued on the stream so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live token of this device.
-        check("aethercl_stream_synchronize", unsafe { sys::aethercl_stream_synchronize(self.device.index(), self.as_raw()) })
+        check("aethercl_stream_synchronize", unsafe {
+            sys::aethercl_stream_synchronize(self.device.index(), self.as_raw())
+        })
     }
 
     /// An event at the stream's current end.
@@ -44,7 +48,11 @@ impl Stream {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         // SAFETY: live tokens.
         check("aethercl_stream_wait_event", unsafe {
-            sys::aethercl_stream_wait_event(self.device.index(), self.as_raw(), event.handle.as_ptr())
+            sys::aethercl_stream_wait_event(
+                self.device.index(),
+                self.as_raw(),
+                event.handle.as_ptr(),
+            )
         })
     }
 }
@@ -69,7 +77,9 @@ unsafe impl Sync for Event {}
 impl Event {
     pub(crate) fn record(device: Device, stream: *mut c_void) -> Result<Event> {
         // SAFETY: NULL (the default stream) or a live stream token.
-        let handle = check_token("aethercl_event_record", unsafe { sys::aethercl_event_record(device.index(), stream) })?;
+        let handle = check_token("aethercl_event_record", unsafe {
+            sys::aethercl_event_record(device.index(), stream)
+        })?;
         Ok(Event { handle })
     }
 
@@ -77,14 +87,18 @@ impl Event {
     pub fn query(&self) -> Result<bool> {
         let mut done: c_int = 0;
         // SAFETY: a live token and a valid int to write.
-        check("aethercl_event_query", unsafe { sys::aethercl_event_query(self.handle.as_ptr(), &mut done) })?;
+        check("aethercl_event_query", unsafe {
+            sys::aethercl_event_query(self.handle.as_ptr(), &mut done)
+        })?;
         Ok(done != 0)
     }
 
     /// Waits until the event has completed.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live token.
-        check("aethercl_event_synchronize", unsafe { sys::aethercl_event_synchronize(self.handle.as_ptr()) })
+        check("aethercl_event_synchronize", unsafe {
+            sys::aethercl_event_synchronize(self.handle.as_ptr())
+        })
     }
 
     /// Device milliseconds from this event to `end`; both from timing streams of one device.

@@ -19,23 +19,37 @@ fn c_layout() -> Vec<String> {
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler {:?}: {}", compiler, e));
     assert!(status.success(), "{} failed on tests/layout.c", compiler);
-    let output = Command::new(&program).output().expect("running the layout program");
+    let output = Command::new(&program)
+        .output()
+        .expect("running the layout program");
     assert!(output.status.success());
-    String::from_utf8(output.stdout).unwrap().lines().map(str::to_string).collect()
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
 fn every_struct_has_the_c_layout() {
     let c = c_layout();
     let rust = aethercl::sys_layout::layout_lines();
-    assert!(c.len() > 100, "the C program printed only {} lines", c.len());
+    assert!(
+        c.len() > 100,
+        "the C program printed only {} lines",
+        c.len()
+    );
     let differing: Vec<String> = c
         .iter()
         .zip(rust.iter())
         .filter(|(c, r)| c != r)
         .map(|(c, r)| format!("C: {}  Rust: {}", c, r))
         .collect();
-    assert!(differing.is_empty(), "layouts differ:\n{}", differing.join("\n"));
+    assert!(
+        differing.is_empty(),
+        "layouts differ:\n{}",
+        differing.join("\n")
+    );
     assert_eq!(c.len(), rust.len(), "the two programs list different facts");
 }
 

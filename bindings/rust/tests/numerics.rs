@@ -12,7 +12,10 @@ impl Rng {
     fn values(&mut self, count: usize) -> Vec<f32> {
         (0..count)
             .map(|_| {
-                self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                self.0 = self
+                    .0
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((self.0 >> 40) as f32) / (1u64 << 24) as f32 * 2.0 - 1.0
             })
             .collect()
@@ -31,7 +34,10 @@ fn output(dev: &Device, len: usize, initial: Option<&[f32]>) -> Buffer<f32> {
 /// The first len elements, after checking that the guards are intact.
 fn result(buffer: &Buffer<f32>, len: usize) -> Vec<f32> {
     let mut all = buffer.read().unwrap();
-    assert!(all[len..].iter().all(|&g| g == SENTINEL), "a guard element past the output was written");
+    assert!(
+        all[len..].iter().all(|&g| g == SENTINEL),
+        "a guard element past the output was written"
+    );
     all.truncate(len);
     all
 }
@@ -41,16 +47,39 @@ fn result(buffer: &Buffer<f32>, len: usize) -> Vec<f32> {
 fn check_close(got: &[f32], want: &[f64], magnitude: &[f64], terms: usize, what: &str) {
     for (i, ((&g, &w), &s)) in got.iter().zip(want).zip(magnitude).enumerate() {
         let bound = 2.0 * (terms as f64 + 3.0) * 2f64.powi(-24) * s;
-        assert!(!g.is_nan() && (g as f64 - w).abs() <= bound, "{}: element {}: {} vs {} (bound {:e})", what, i, g, w, bound);
+        assert!(
+            !g.is_nan() && (g as f64 - w).abs() <= bound,
+            "{}: element {}: {} vs {} (bound {:e})",
+            what,
+            i,
+            g,
+            w,
+            bound
+        );
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn gemm_case(dev: &Device, rng: &mut Rng, m: usize, n: usize, k: usize, batch: usize, trans_a: bool, trans_b: bool, alpha: f32, beta: f32) {
+fn gemm_case(
+    dev: &Device,
+    rng: &mut Rng,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    trans_a: bool,
+    trans_b: bool,
+    alpha: f32,
+    beta: f32,
+) {
     let (a, b) = (rng.values(batch * m * k), rng.values(batch * k * n));
     let c0 = rng.values(batch * m * n);
-    let a_at = |t: usize, i: usize, p: usize| a[t * m * k + if trans_a { p * m + i } else { i * k + p }] as f64;
-    let b_at = |t: usize, p: usize, j: usize| b[t * k * n + if trans_b { j * k + p } else { p * n + j }] as f64;
+    let a_at = |t: usize, i: usize, p: usize| {
+        a[t * m * k + if trans_a { p * m + i } else { i * k + p }] as f64
+    };
+    let b_at = |t: usize, p: usize, j: usize| {
+        b[t * k * n + if trans_b { j * k + p } else { p * n + j }] as f64
+    };
     let (mut want, mut magnitude) = (vec![0.0; batch * m * n], vec![0.0; batch * m * n]);
     for t in 0..batch {
         for i in 0..m {
@@ -68,10 +97,25 @@ fn gemm_case(dev: &Device, rng: &mut Rng, m: usize, n: usize, k: usize, batch: u
     }
     let (da, db) = (dev.buffer_from(&a).unwrap(), dev.buffer_from(&b).unwrap());
     // beta = 0 never reads C: a NaN poison there must not leak into the result.
-    let dc = output(dev, batch * m * n, if beta == 0.0 { None } else { Some(&c0) });
-    let gemm = Gemm { batch, trans_a, trans_b, alpha, beta, compute: sys::AETHERCL_COMPUTE_FP32, ..Gemm::new(m, n, k) };
+    let dc = output(
+        dev,
+        batch * m * n,
+        if beta == 0.0 { None } else { Some(&c0) },
+    );
+    let gemm = Gemm {
+        batch,
+        trans_a,
+        trans_b,
+        alpha,
+        beta,
+        compute: sys::AETHERCL_COMPUTE_FP32,
+        ..Gemm::new(m, n, k)
+    };
     gemm.run(dev, &da, &db, &dc, None).unwrap();
-    let what = format!("gemm m={} n={} k={} batch={} ta={} tb={}", m, n, k, batch, trans_a, trans_b);
+    let what = format!(
+        "gemm m={} n={} k={} batch={} ta={} tb={}",
+        m, n, k, batch, trans_a, trans_b
+    );
     check_close(&result(&dc, batch * m * n), &want, &magnitude, k, &what);
 }
 
@@ -106,13 +150,20 @@ fn seed_matmul_matches_a_float64_reference() {
     let (da, db) = (dev.buffer_from(&a).unwrap(), dev.buffer_from(&b).unwrap());
     let dc = output(&dev, batch * m * n, None);
     dev.matmul(&da, &db, &dc, batch, m, n, k).unwrap();
-    check_close(&result(&dc, batch * m * n), &want, &magnitude, k, "execute_matmul_on_gpu");
+    check_close(
+        &result(&dc, batch * m * n),
+        &want,
+        &magnitude,
+        k,
+        "execute_matmul_on_gpu",
+    );
 }
 
 #[test]
 fn own_kernel_on_a_stream_matches_the_reference() {
     let dev = Device::new(0).unwrap();
-    let source = "__kernel void axpy(__global const float* x, __global const float* y, __global float* z,
+    let source =
+        "__kernel void axpy(__global const float* x, __global const float* y, __global float* z,
                                      float alpha, uint n) {
                     size_t i = get_global_id(0); if (i < n) z[i] = alpha * x[i] + y[i]; }";
     let kernel = dev.program(source, "").unwrap().kernel("axpy").unwrap();
@@ -126,15 +177,33 @@ fn own_kernel_on_a_stream_matches_the_reference() {
     // The writes above ran on the default stream: another stream must wait for them.
     stream.wait_event(&dev.record_event().unwrap()).unwrap();
     let start = stream.record().unwrap();
-    kernel.launch(Some(&stream), &[n], None, &args![&dx, &dy, &dz, alpha, n as u32]).unwrap();
+    kernel
+        .launch(
+            Some(&stream),
+            &[n],
+            None,
+            &args![&dx, &dy, &dz, alpha, n as u32],
+        )
+        .unwrap();
     let end = stream.record().unwrap();
     end.synchronize().unwrap();
     assert!(end.query().unwrap());
     assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
-    let want: Vec<f64> = x.iter().zip(&y).map(|(&x, &y)| alpha as f64 * x as f64 + y as f64).collect();
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(&x, &y)| alpha as f64 * x as f64 + y as f64)
+        .collect();
     // One product and one sum in float32 (or one fused rounding): two roundings at most.
-    let magnitude: Vec<f64> = x.iter().zip(&y).map(|(&x, &y)| (alpha as f64 * x as f64).abs() + (y as f64).abs()).collect();
+    let magnitude: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(&x, &y)| (alpha as f64 * x as f64).abs() + (y as f64).abs())
+        .collect();
     check_close(&result(&dz, n), &want, &magnitude, 1, "axpy kernel");
     assert!(dev.memory_stats().unwrap().contains("live_buffers"));
-    assert!(kernel.info().unwrap().contains("\"name\": \"axpy\"") || kernel.info().unwrap().contains("\"name\":\"axpy\""));
+    assert!(
+        kernel.info().unwrap().contains("\"name\": \"axpy\"")
+            || kernel.info().unwrap().contains("\"name\":\"axpy\"")
+    );
 }
