@@ -13,7 +13,8 @@ are hand-written over these.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+import textwrap
+from typing import Dict, List, Tuple
 
 RUST_SYS = "bindings/rust/src/sys.rs"
 RUST_LAYOUT = "bindings/rust/src/sys_layout.rs"
@@ -73,7 +74,6 @@ def _doc(text: str, indent: str = "") -> List[str]:
 
 
 def _wrap(text: str, width: int) -> List[str]:
-    import textwrap
     return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
 
 
