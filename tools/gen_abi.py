@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Generates the Python side of the ABI from its sources of truth: aethercl/ops.py (one typed
-wrapper per manifest symbol, its docstring the first sentence of the symbol's paragraph in
+"""Generates the Python, Rust and C++ sides of the ABI from its sources of truth: aethercl/ops.py
+(one typed wrapper per manifest symbol, its docstring the first sentence of the symbol's paragraph in
 include/aethercl/driver.h) and ops.pyi from abi/driver.abi, aethercl/status.py from
 abi/status.def, and aethercl/structs.py (the header's integer #defines, enums and structs as
-ctypes) from the header.
+ctypes) from the header; and through tools/gen_bindings.py the Rust crate's raw declarations
+(bindings/rust/src/sys.rs, its layout test's two halves) and include/aethercl/aethercl_enums.hpp.
 
     python3 tools/gen_abi.py            # rewrite the generated files
     python3 tools/gen_abi.py --check    # exit 1 naming every file that is out of date
@@ -472,9 +473,10 @@ def header_enums(header_text: str) -> List[Tuple[str, List[Tuple[str, int]]]]:
     return enums
 
 
-def header_structs(header_text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
-    """(struct name, [(field, ctypes expression)]) of every typedef struct aethercl_*, fields in
-    declaration order (`int m, n;` and `int shape[4];` included)."""
+def header_struct_fields(header_text: str) -> List[Tuple[str, List[Tuple[str, str, Optional[int]]]]]:
+    """(struct name, [(field, C type, array length or None)]) of every typedef struct aethercl_*,
+    fields in declaration order (`int m, n;` and `int shape[4];` included); the C type is spelled
+    with its stars glued on ("void*", "const void*")."""
     structs = []
     for match in re.finditer(r"typedef\s+struct\s+(aethercl_\w+)\s*\{([^}]*)\}\s*(\w+)\s*;",
                              _masked(header_text)):
@@ -488,14 +490,27 @@ def header_structs(header_text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
             for declarator in (d.strip() for d in declarators.split(",")):
                 star, name, length = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[(\d+)\])?",
                                                   declarator).groups()
-                if "*" in c_type + star:
-                    ctype = "ctypes.c_void_p"
-                elif c_type in FIELD_TYPES:
-                    ctype = f"ctypes.{FIELD_TYPES[c_type]}"
-                else:
-                    raise ValueError(f"{match.group(1)}.{name}: no ctypes type for {c_type}")
-                fields.append((name, f"{ctype} * {length}" if length else ctype))
+                spelled = (c_type + star).replace(" *", "*")
+                fields.append((name, spelled, int(length) if length else None))
         structs.append((match.group(1), fields))
+    return structs
+
+
+def header_structs(header_text: str) -> List[Tuple[str, List[Tuple[str, str]]]]:
+    """(struct name, [(field, ctypes expression)]) of every typedef struct aethercl_*, fields in
+    declaration order (`int m, n;` and `int shape[4];` included)."""
+    structs = []
+    for struct, declared in header_struct_fields(header_text):
+        fields = []
+        for name, c_type, length in declared:
+            if "*" in c_type:
+                ctype = "ctypes.c_void_p"
+            elif c_type in FIELD_TYPES:
+                ctype = f"ctypes.{FIELD_TYPES[c_type]}"
+            else:
+                raise ValueError(f"{struct}.{name}: no ctypes type for {c_type}")
+            fields.append((name, f"{ctype} * {length}" if length else ctype))
+        structs.append((struct, fields))
     return structs
 
 
@@ -541,9 +556,22 @@ def generate(manifest_text: str, header_text: str, status_text: str) -> Dict[str
             "structs.py": render_structs(header_text)}
 
 
+def generate_bindings(manifest_text: str, header_text: str, status_text: str) -> Dict[str, str]:
+    """Path relative to the repository root -> generated text of the Rust and C++ bindings
+    (tools/gen_bindings.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gen_bindings
+    symbols = abi.parse_manifest(manifest_text)
+    descriptions = header_descriptions(header_text)
+    return gen_bindings.generate(sys.modules[__name__], symbols, descriptions, header_text,
+                                 status_rows(status_text))
+
+
 def generate_from_tree() -> Dict[Path, str]:
-    files = generate(MANIFEST.read_text(), HEADER.read_text(), STATUS_TABLE.read_text())
-    return {PACKAGE / name: text for name, text in files.items()}
+    texts = MANIFEST.read_text(), HEADER.read_text(), STATUS_TABLE.read_text()
+    files = {PACKAGE / name: text for name, text in generate(*texts).items()}
+    files.update({ROOT / name: text for name, text in generate_bindings(*texts).items()})
+    return files
 
 
 def stale_files() -> List[Path]:

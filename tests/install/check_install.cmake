@@ -2,8 +2,10 @@
 # (the packages must be relocatable), then builds and runs tests/install/consumer through
 # find_package(AetherCL) and through pkg-config, and checks that a program linked the way old
 # clients link (-l:driver.so) records the SONAME. With SUBPROJECT=1 it builds the consumer with
-# the checkout as a subproject instead (FULL_SUBPROJECT=1 also links and runs it).
-# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, C_COMPILER, GENERATOR.
+# the checkout as a subproject instead (FULL_SUBPROJECT=1 also links and runs it). With CPP=1 it
+# builds and runs the C++17 consumer of aethercl.hpp (tests/install/consumer_cpp) and README.md's
+# C++ example, extracted verbatim, against the moved prefix instead.
+# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, C_COMPILER (CXX_COMPILER for CPP=1), GENERATOR.
 cmake_minimum_required(VERSION 3.25)
 
 function(run)
@@ -49,6 +51,34 @@ file(RENAME ${WORK_DIR}/first ${WORK_DIR}/prefix)
 set(_prefix ${WORK_DIR}/prefix)
 file(GLOB_RECURSE _pc ${_prefix}/*/aethercl.pc)
 get_filename_component(_pc_dir "${_pc}" DIRECTORY)
+
+if(CPP)
+  # The first ```cpp block under "## Using the library from C++", as written there.
+  file(READ ${SOURCE_DIR}/README.md _readme)
+  string(FIND "${_readme}" "## Using the library from C++" _at)
+  if(_at EQUAL -1)
+    message(FATAL_ERROR "README.md has no section \"Using the library from C++\"")
+  endif()
+  string(SUBSTRING "${_readme}" ${_at} -1 _section)
+  string(REGEX MATCH "```cpp\n(.*)" _ "${_section}")
+  string(FIND "${CMAKE_MATCH_1}" "\n```" _end)
+  if(NOT CMAKE_MATCH_1 OR _end EQUAL -1)
+    message(FATAL_ERROR "README.md's C++ section has no ```cpp block")
+  endif()
+  string(SUBSTRING "${CMAKE_MATCH_1}" 0 ${_end} _example)
+  file(WRITE ${WORK_DIR}/readme_example.cpp "${_example}\n")
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer_cpp -B ${WORK_DIR}/cpp-build
+      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+      -DCMAKE_PREFIX_PATH=${_prefix} -DREADME_EXAMPLE=${WORK_DIR}/readme_example.cpp)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/cpp-build)
+  run(${WORK_DIR}/cpp-build/consumer_cpp)
+  string(STRIP "${LAST_OUTPUT}" LAST_OUTPUT)
+  message(STATUS "${LAST_OUTPUT}")
+  run(${WORK_DIR}/cpp-build/readme_example)
+  message(STATUS "README.md's C++ example: built and ran (exit 0)")
+  file(REMOVE_RECURSE ${WORK_DIR})
+  return()
+endif()
 
 # 1. CMake package.
 run(${CMAKE_COMMAND} -S ${_consumer} -B ${WORK_DIR}/cmake-build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
