@@ -179,6 +179,19 @@ def test_compute_modes(lib, device, rng, fp32_precision, kind, mode, ab):
     run_fused(lib, device, rng, kind=kind, mode=mode, ab=ab, c_dtype=g.BF16, m=33, n=41, k=57)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_gpu_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, tmp_path, kind):
+    # The tiled kernel GPUs run (AETHERCL_CPU_KERNELS=0 runs it here): vector stores and the
+    # element-wise stores of the N edge, batch 2; beta != 0 keeps the product whole (no split).
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "0")
+    c_dtype = list(DTYPES)[KINDS.index(kind) % 3]
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_fused(
+        lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype], m=67, n=70, k=45, batch=2,
+        alpha=-1.5, beta=0.5, pad=2, offsets=(0, 4, 4), offset_bias=1, offset_pre=1))
+    assert {name for name in names if name.startswith("gemm")} == {"gemm_nn"}, names
+
+
 # ---- split-K: the epilogue applied in the fold ---------------------------------------------------
 
 @pytest.mark.matrix
@@ -199,21 +212,33 @@ def test_split_k_applies_the_epilogue_in_the_fold(lib, device, rng, fp32_precisi
 
 # ---- the tensor-core kernels, emulated -----------------------------------------------------------
 
+# Product layouts of the emulated tensor-core kernels: "pairs" (even ldc and offsets: the
+# fragments' two-column stores; batch 2, edges in M and N), "staged" (16-bit C with rows of
+# 16-byte multiples: through local memory in whole units, the last one cut by N; float32 C takes
+# the pair stores). Rows of A and B are 8-byte multiples, as cp.async needs.
+TC_LAYOUTS = {"pairs": dict(m=70, n=68, k=44, batch=2, pad=4, offsets=(8, 16, 2), offset_pre=6),
+              "staged": dict(m=37, n=45, k=41, batch=1, pad=3, offsets=(0, 0, 0), offset_pre=3)}
+
+
 @pytest.mark.matrix
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("layout", list(TC_LAYOUTS))
 @pytest.mark.parametrize("c_dtype", list(DTYPES))
 @pytest.mark.parametrize("mode,ab", [("tf32", g.F32), ("bf16", g.BF16), ("fp16", g.F16)])
 @pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
 def test_tensor_core_kernels_emulated(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
-                                      kind, c_dtype, mode, ab, instructions):
-    """kernels/gemm_mma.cl with MMA_EMULATE=1 (as test_gemm_tensor_cores.py): the epilogue in the
-    fragments' pair stores (even ldc and offsets) and, for 16-bit C with rows of 16-byte
-    multiples, in the staged stores through local memory (the last unit cut by N)."""
+                                      c_dtype, mode, ab, instructions, layout):
+    """kernels/gemm_mma.cl with MMA_EMULATE=1 (as test_gemm_tensor_cores.py): the epilogue in
+    each store form of the mma.sync and warpgroup kernels, with beta and pre. The kind rotates
+    over the cases (each kind's activation is the same code on every path; the portable tests
+    cover every kind with every dtype)."""
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    # (Chosen so that the pairwise sample of this matrix meets all six kinds.)
+    case = (list(DTYPES).index(c_dtype) + ["tf32", "bf16", "fp16"].index(mode) +
+            3 * (layout == "staged"))
+    kind = KINDS[case % len(KINDS)]
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_fused(
-        lib, device, rng, kind=kind, mode=mode, ab=ab, c_dtype=DTYPES[c_dtype], m=70, n=67,
-        k=40, batch=2, pad=5 if c_dtype == "f32" else 13, offsets=(8, 16, 0), alpha=1.25,
-        beta=0.5, offset_bias=2, offset_pre=8))
+        lib, device, rng, kind=kind, mode=mode, ab=ab, c_dtype=DTYPES[c_dtype], alpha=1.25,
+        beta=0.5, offset_bias=2, **TC_LAYOUTS[layout]))
     assert "gemm_mma_product" in names, names
 
 
