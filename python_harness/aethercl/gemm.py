@@ -50,9 +50,9 @@ def gemm(lib, gpu_index: int, desc: GemmDesc, stream=None) -> None:
     lib.check("aethercl_gemm", gpu_index, ctypes.byref(desc), resolve(lib, gpu_index, stream))
 
 
-EPILOGUES = {"bias": EPILOGUE_BIAS, "bias_relu": EPILOGUE_BIAS_RELU, "bias_gelu": EPILOGUE_BIAS_GELU,
-             "bias_gelu_tanh": EPILOGUE_BIAS_GELU_TANH, "relu": EPILOGUE_RELU,
-             "gelu": EPILOGUE_GELU}
+EPILOGUES = {"bias": EPILOGUE_BIAS, "bias_relu": EPILOGUE_BIAS_RELU,
+             "bias_gelu": EPILOGUE_BIAS_GELU, "bias_gelu_tanh": EPILOGUE_BIAS_GELU_TANH,
+             "relu": EPILOGUE_RELU, "gelu": EPILOGUE_GELU}
 
 
 def gemm_epilogue(kind, *, bias=None, offset_bias=0, dtype_bias=F32, pre=None,
