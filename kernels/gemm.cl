@@ -41,6 +41,7 @@
 #include "numeric_formats.cl"
 #define GEMM_C_STORAGE_TYPE GEMM_C_TYPE
 #include "gemm_c_storage.cl"
+#include "gemm_epilogue.cl"
 
 #define GEMM_ROUND_NONE 0
 #define GEMM_ROUND_TF32 1
@@ -197,6 +198,23 @@ GEMM_DEFINE_WIDTH(16)
 #define GEMM_OUTPUT(w, sum, p, i) \
   (beta != 0.0f ? alpha * (sum) + beta * GEMM_FN(gemm_c_load, w)((p), (i)) : alpha * (sum))
 
+// Stores of one output vector of width w (value) at element `at` of C, in column `col` onwards,
+// and of one output: through the fused epilogue (gemm_epilogue.cl) where there is one.
+#if GEMM_EPILOGUE
+#define GEMM_STORE_VEC(w, value, at, col)                                           \
+  {                                                                                 \
+    float epi_v_[w];                                                                \
+    GEMM_VSTORE(w)(value, 0, epi_v_);                                               \
+    _Pragma("unroll") for (int epi_e_ = 0; epi_e_ < w; ++epi_e_)                    \
+        epi_v_[epi_e_] = GEMM_EPI(epi_v_[epi_e_], (col) + epi_e_, (at) + epi_e_);   \
+    GEMM_FN(gemm_c_store, w)(GEMM_VLOAD(w)(0, epi_v_), c, at);                      \
+  }
+#define GEMM_STORE_ONE(value, at, col) gemm_c_store(GEMM_EPI(value, col, at), c, at)
+#else
+#define GEMM_STORE_VEC(w, value, at, col) GEMM_FN(gemm_c_store, w)(value, c, at)
+#define GEMM_STORE_ONE(value, at, col) gemm_c_store(value, c, at)
+#endif
+
 // 3xTF32: each input x is split into its TF32 part (kept in x) and the TF32 residual x_lo; the
 // products are added small ones first: acc += x_lo * y + x * y_lo + x * y.
 #define GEMM_SPLIT_TF32(w, x, x_lo)                          \
@@ -210,10 +228,11 @@ GEMM_DEFINE_WIDTH(16)
   __global const GEMM_AB_STORAGE* restrict a, __global const GEMM_AB_STORAGE* restrict b,     \
       __global gemm_c_t* restrict c, ulong M, ulong N, ulong K, ulong lda, ulong ldb,         \
       ulong ldc, ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b,        \
-      ulong stride_c, float alpha, float beta, ulong tile_m0, ulong tile_n0, ulong batch0
+      ulong stride_c, float alpha, float beta, ulong tile_m0, ulong tile_n0,                   \
+      ulong batch0 GEMM_EPI_ARGS
 #define GEMM_TILE_ARGS                                                                       \
   a, b, c, M, N, K, lda, ldb, ldc, off_a, off_b, off_c, stride_a, stride_b, stride_c, alpha, \
-      beta, tile_m0, tile_n0, batch0
+      beta, tile_m0, tile_n0, batch0 GEMM_EPI_PASS
 #define GEMM_ATTRIBUTES __attribute__((reqd_work_group_size(GEMM_RT_N, GEMM_RT_M, 1)))
 
 #if GEMM_DIRECT
@@ -238,6 +257,9 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
   a += off_a + batch * stride_a;
   b += off_b + batch * stride_b;
   c += off_c + batch * stride_c;
+#if GEMM_EPILOGUE
+  GEMM_EPI_ADVANCE(batch, stride_c);
+#endif
 
   // Row i of the block reads op(A) at a[row_a[i] + k * step_a]; rows past M repeat row M - 1.
   ulong row_a[GEMM_WPT_M];
@@ -324,14 +346,14 @@ static inline void gemm_direct(const int trans_a, const int trans_b, GEMM_KERNEL
       if (full_n) {
         _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j) {
           const ulong at = row + j * GEMM_VW;
-          GEMM_FN(gemm_c_store, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
+          GEMM_STORE_VEC(GEMM_VW, GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), at, n0 + j * GEMM_VW);
         }
       } else {
         float sums[GEMM_WPT_N];
         _Pragma("unroll") for (int j = 0; j < GEMM_VN; ++j)
             GEMM_VSTORE(GEMM_VW)(acc[i][j], j, sums);
         for (int j = 0; j < GEMM_WPT_N && n0 + j < N; ++j) {
-          gemm_c_store(GEMM_OUTPUT(1, sums[j], c, row + j), c, row + j);
+          GEMM_STORE_ONE(GEMM_OUTPUT(1, sums[j], c, row + j), row + j, n0 + j);
         }
       }
     }
@@ -564,6 +586,9 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
   a += off_a + batch * stride_a;
   b += off_b + batch * stride_b;
   c += off_c + batch * stride_c;
+#if GEMM_EPILOGUE
+  GEMM_EPI_ADVANCE(batch, stride_c);
+#endif
 
   GEMM_VT acc[GEMM_WPT_M][GEMM_WPT_N / GEMM_VW];
 #pragma unroll
@@ -648,13 +673,13 @@ static inline void gemm_tiled(const int trans_a, const int trans_b, GEMM_KERNEL_
         const ulong gn = n0 + (j * GEMM_RT_N + tx) * GEMM_VW;
         const ulong at = gm * ldc + gn;
         if (gn + GEMM_VW <= N) {
-          GEMM_FN(gemm_c_store, GEMM_VW)(GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), c, at);
+          GEMM_STORE_VEC(GEMM_VW, GEMM_OUTPUT(GEMM_VW, acc[i][j], c, at), at, gn);
         } else {
 #pragma unroll
           for (int e = 0; e < GEMM_VW; ++e) {
             if (gn + e < N) {
               const float sum = GEMM_COMPONENT(GEMM_VW)(acc[i][j], e);
-              gemm_c_store(GEMM_OUTPUT(1, sum, c, at + e), c, at + e);
+              GEMM_STORE_ONE(GEMM_OUTPUT(1, sum, c, at + e), at + e, gn + e);
             }
           }
         }

@@ -45,6 +45,7 @@
 // with 32-byte rows (MMA_BULK), unit u of row r lives at u ^ ((r >> 2) & 1): PTX's 32-byte swizzle.
 // Elements outside the operands are zero-filled by cp.async (src-size), or by the packing copy
 // with MMA_BULK, so edges need no branches in the math; stores are masked. beta == 0 never reads C.
+// GEMM_EPILOGUE (gemm_epilogue.cl): the fused epilogue, applied to each output in its store.
 //
 // MMA_BULK pipeline: the last warp's first lane fills stage kt % STAGES with K-tile kt (one bulk
 // copy of A's block and one of B's, completing the stage's full barrier by their byte count) once
@@ -58,6 +59,7 @@
 #include "wgmma_layout.cl"
 #define GEMM_C_STORAGE_TYPE MMA_C_TYPE
 #include "gemm_c_storage.cl"
+#include "gemm_epilogue.cl"
 
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
@@ -781,7 +783,7 @@ __kernel __attribute__((reqd_work_group_size(MMA_GROUP_THREADS, 1, 1))) void gem
     __global const mma_elem_t* restrict a, __global const mma_elem_t* restrict b,
     __global gemm_c_t* restrict c, uint M, uint N, uint K, ulong lda, ulong ldb, ulong ldc,
     ulong off_a, ulong off_b, ulong off_c, ulong stride_a, ulong stride_b, ulong stride_c,
-    float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0) {
+    float alpha, float beta, uint tiles_m, uint tiles_n, ulong batch0 GEMM_EPI_ARGS) {
   // 1024-byte aligned: the swizzle of the warpgroup MMA's descriptors is anchored there.
   __local uint4 smem[MMA_STAGES * MMA_STAGE_BYTES / 16] __attribute__((aligned(1024)));
   const uint smem_base = MMA_SHARED(smem);
@@ -812,6 +814,9 @@ __kernel __attribute__((reqd_work_group_size(MMA_GROUP_THREADS, 1, 1))) void gem
   a += off_a + batch * stride_a;
   b += off_b + batch * stride_b;
   c += off_c + batch * stride_c;
+#if GEMM_EPILOGUE
+  GEMM_EPI_ADVANCE(batch, stride_c);
+#endif
 
   const uint tid = get_local_id(0);
   const uint lane = tid & 31u;
@@ -1118,7 +1123,12 @@ MMA_UNROLL
       for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] = from[e];
       if (gcol + MMA_EPI_UNIT > N) {  // the unit across N: element by element
         for (uint e = 0; e < N - gcol; ++e) {
+#if GEMM_EPILOGUE
+          const float out = beta != 0.0f ? v[e] + beta * gemm_c_load(c, at + e) : v[e];
+          gemm_c_store(GEMM_EPI(out, gcol + e, at + e), c, at + e);
+#else
           gemm_c_store(beta != 0.0f ? v[e] + beta * gemm_c_load(c, at + e) : v[e], c, at + e);
+#endif
         }
         continue;
       }
@@ -1127,6 +1137,10 @@ MMA_UNROLL
 MMA_UNROLL
         for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] += beta * gemm_c_load(c, at + e);
       }
+#if GEMM_EPILOGUE
+MMA_UNROLL
+      for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] = GEMM_EPI(v[e], gcol + e, at + e);
+#endif
       uint words[4];
 MMA_UNROLL
       for (int w = 0; w < 4; ++w) words[w] = mma_c_bits(v[2 * w]) | (mma_c_bits(v[2 * w + 1]) << 16);
@@ -1157,12 +1171,20 @@ MMA_UNROLL
             v0 += beta * old.x;
             v1 += beta * old.y;
           }
+#if GEMM_EPILOGUE
+          v0 = GEMM_EPI(v0, col, at);
+          v1 = GEMM_EPI(v1, col + 1, at + 1);
+#endif
           *pair = (float2)(v0, v1);
 #else
           if (beta != 0.0f) {
             v0 += beta * gemm_c_load(c, at);
             v1 += beta * gemm_c_load(c, at + 1);
           }
+#if GEMM_EPILOGUE
+          v0 = GEMM_EPI(v0, col, at);
+          v1 = GEMM_EPI(v1, col + 1, at + 1);
+#endif
           *(__global uint*)(c + at) = mma_c_bits(v0) | (mma_c_bits(v1) << 16);
 #endif
           continue;
@@ -1170,10 +1192,16 @@ MMA_UNROLL
 #endif
         if (col < N) {
           if (beta != 0.0f) v0 += beta * gemm_c_load(c, at);
+#if GEMM_EPILOGUE
+          v0 = GEMM_EPI(v0, col, at);
+#endif
           gemm_c_store(v0, c, at);
         }
         if (col + 1 < N) {
           if (beta != 0.0f) v1 += beta * gemm_c_load(c, at + 1);
+#if GEMM_EPILOGUE
+          v1 = GEMM_EPI(v1, col + 1, at + 1);
+#endif
           gemm_c_store(v1, c, at + 1);
         }
       }

@@ -55,6 +55,50 @@ __kernel void reduce_sum_columns(__global const float* in, __global float* out, 
   }
 }
 
+// The two-level column sum of tall inputs (driver/ops/reduce.cpp picks it where one work-group per
+// column block would leave the device idle): pass 1 cuts the rows into `blocks` spans of
+// `span` rows; work-item (n, block) sums rows [block * span, ...) of column n in ascending order
+// as a float-float pair into parts[block * cols + n] (hi) and parts[(blocks + block) * cols + n]
+// (lo). Consecutive work-items read consecutive columns of a row (coalesced); four rows' loads are
+// issued before their additions. Pass 2 folds each column's blocks in ascending order. The spans
+// depend only on the shape and the device, so results are repeatable run to run.
+__kernel void reduce_sum_columns_partial(__global const float* in, __global float* parts,
+                                         ulong rows, ulong cols, ulong span) {
+  const ulong n = get_global_id(0);
+  const ulong block = get_global_id(1);
+  const ulong blocks = get_global_size(1);
+  if (n >= cols) return;
+  const ulong begin = block * span;
+  const ulong end = min(rows, begin + span);
+  float hi = 0.0f;
+  float lo = 0.0f;
+  __global const float* at = in + begin * cols + n;
+  ulong r = begin;
+  for (; r + 4 <= end; r += 4, at += 4 * cols) {
+    const float v0 = at[0], v1 = at[cols], v2 = at[2 * cols], v3 = at[3 * cols];
+    two_sum_add(&hi, &lo, v0);
+    two_sum_add(&hi, &lo, v1);
+    two_sum_add(&hi, &lo, v2);
+    two_sum_add(&hi, &lo, v3);
+  }
+  for (; r < end; ++r, at += cols) two_sum_add(&hi, &lo, at[0]);
+  parts[block * cols + n] = hi;
+  parts[(blocks + block) * cols + n] = lo;
+}
+
+__kernel void reduce_sum_columns_fold(__global const float* parts, __global float* out,
+                                      ulong cols, ulong blocks) {
+  for (ulong n = get_global_id(0); n < cols; n += get_global_size(0)) {
+    float hi = 0.0f;
+    float lo = 0.0f;
+    for (ulong block = 0; block < blocks; ++block) {
+      two_sum_add(&hi, &lo, parts[block * cols + n]);
+      lo += parts[(blocks + block) * cols + n];
+    }
+    out[n] = hi + lo;
+  }
+}
+
 // c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).
 __kernel void reduce_add_periodic(__global const float* a, __global const float* b, __global float* c,
                            ulong total, ulong period) {

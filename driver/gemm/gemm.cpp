@@ -97,7 +97,8 @@ int operand_load_width(const GemmParams& params, const GemmOperand& op, std::uin
 std::string type_options(const GemmProblem& p) {
   return fmt::format(" -DGEMM_AB_TYPE={} -DGEMM_C_TYPE={} -DGEMM_ROUND={}",
                      static_cast<int>(p.a.storage), static_cast<int>(p.c.storage),
-                     static_cast<int>(p.rounding));
+                     static_cast<int>(p.rounding)) +
+         epilogue_options(p.epilogue);
 }
 
 // Where the parameters of the device come from (gemm/params.h: GemmParamSources).
@@ -124,9 +125,10 @@ struct KernelChoice {
 struct GemmPlans : DeviceExtension {
   // Everything the choice depends on: layout, shape, the storage and rounding (build options)
   // and what decides the global-load widths (leading dimensions, offsets, batch strides).
+  // and the fused epilogue's kind (a build option too).
   using Key = std::tuple<bool, bool, std::uint64_t, std::uint64_t, std::uint64_t, int, int, int,
                          std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                         std::uint64_t, std::uint64_t>;
+                         std::uint64_t, std::uint64_t, int>;
   static constexpr std::size_t kMaxPlans = 4096;
   std::optional<std::string> override_text;
   std::optional<std::string> tuning_file;
@@ -193,7 +195,8 @@ KernelChoice choose_kernel(Device& device, const GemmProblem& p) {
                      p.a.offset,
                      p.b.offset,
                      p.a.batch_stride,
-                     p.b.batch_stride};
+                     p.b.batch_stride,
+                     p.epilogue.kind};
   auto it = memo.plans.find(key);
   if (it != memo.plans.end()) return it->second;
   KernelChoice choice = choose_kernel_uncached(device, p);
@@ -243,7 +246,8 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
         const std::size_t global[3] = {static_cast<std::size_t>(groups_n) * local[0],
                                        static_cast<std::size_t>(groups_m) * local[1],
                                        static_cast<std::size_t>(groups_b)};
-        call.launch(*kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem,
+        LaunchRecord record = make_launch(
+                    *kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem,
                     p.b.buffer.mem, p.c.buffer.mem, static_cast<cl_ulong>(p.m),
                     static_cast<cl_ulong>(p.n), static_cast<cl_ulong>(p.k),
                     static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
@@ -254,6 +258,8 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
                     static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta,
                     static_cast<cl_ulong>(tile_m0), static_cast<cl_ulong>(tile_n0),
                     static_cast<cl_ulong>(batch0));
+        add_epilogue_args(record.args, p.epilogue, p.c.buffer.mem);
+        call.enqueue(record);
       }
     }
   }

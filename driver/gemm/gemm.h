@@ -4,8 +4,10 @@
 #pragma once
 
 #include "runtime/device_call.h"
+#include "runtime/launch.h"
 
 #include <cstdint>
+#include <string>
 
 namespace aethercl::gemm {
 
@@ -24,6 +26,18 @@ struct GemmOperand {
   std::uint64_t offset = 0;        // elements before the first one
   std::uint64_t ld = 0;            // elements between rows as stored; 0: dense (the row length)
   GemmStorage storage = GemmStorage::kF32;
+};
+
+// The fused epilogue of aethercl_gemm_fused (kernels/gemm_epilogue.cl), applied in the store of
+// C on every kernel path: C = act(alpha * op(A) op(B) + beta * C + bias[column]) with the value
+// before act optionally stored to `pre` (C's layout and storage from element pre_offset).
+struct GemmEpilogue {
+  int kind = 0;  // 0 none; 1..6 as aethercl_gemm_epilogue::kind (GEMM_EPILOGUE)
+  BufferView bias;  // kinds 1-4; mem NULL otherwise
+  std::uint64_t bias_offset = 0;  // elements
+  GemmStorage bias_storage = GemmStorage::kF32;
+  BufferView pre;  // mem NULL: not stored
+  std::uint64_t pre_offset = 0;  // elements
 };
 
 // C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b < batch, with float32 accumulation.
@@ -47,7 +61,16 @@ struct GemmProblem {
   // True for the reduced-precision compute modes, which may run on tensor cores (gemm/); the
   // portable kernel then rounds as `rounding` says, which is how tensor cores round.
   bool tensor_cores = false;
+  GemmEpilogue epilogue;  // kind 0: none (every product of aethercl_gemm)
 };
+
+// The build option of p's epilogue (" -DGEMM_EPILOGUE=kind"), empty without one, so kernels
+// without an epilogue keep their options (and program cache keys).
+std::string epilogue_options(const GemmEpilogue& epilogue);
+// Appends the epilogue's kernel arguments (GEMM_EPI_ARGS) to a launch of a kernel built with
+// epilogue_options; nothing without an epilogue. c: C's buffer, passed where bias or pre is
+// absent (never read or written there).
+void add_epilogue_args(LaunchArgs& args, const GemmEpilogue& epilogue, cl_mem c);
 
 // The leading dimension of an operand stored rows x cols: ld, or cols when ld is 0.
 std::uint64_t leading_dimension(const GemmOperand& operand, std::uint64_t cols);

@@ -89,7 +89,7 @@ void require_non_negative(const char* name, long long value) {
 
 }  // namespace
 
-void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
+ValidatedGemm validate_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
   if (desc == nullptr) fail(Status::kInvalidArgument, "desc is NULL");
   std::size_t struct_size = 0;
   std::memcpy(&struct_size, desc, sizeof(struct_size));
@@ -140,9 +140,13 @@ void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
   require_no_overlap(d.c, c_extent, c_bytes, d.a, a_extent, ab_bytes, "a");
   require_no_overlap(d.c, c_extent, c_bytes, d.b, b_extent, ab_bytes, "b");
   if (mode == ComputeMode::kDefault) mode = matmul_precision(call);
-  if (!work) return;
 
-  GemmProblem problem;
+  ValidatedGemm validated;
+  validated.work = work;
+  validated.a = {d.a, a_extent.first * ab_bytes, a_extent.end * ab_bytes};
+  validated.b = {d.b, b_extent.first * ab_bytes, b_extent.end * ab_bytes};
+  validated.c = {d.c, c_extent.first * c_bytes, c_extent.end * c_bytes};
+  GemmProblem& problem = validated.problem;
   problem.trans_a = d.trans_a != 0;
   problem.trans_b = d.trans_b != 0;
   problem.m = m;
@@ -158,7 +162,12 @@ void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
   problem.alpha = d.alpha;
   problem.beta = d.beta;
   apply_compute_mode(problem, mode);
-  enqueue_gemm(call, problem);
+  return validated;
+}
+
+void general_gemm(DeviceCall& call, const aethercl_gemm_desc* desc) {
+  const ValidatedGemm validated = validate_gemm(call, desc);
+  if (validated.work) enqueue_gemm(call, validated.problem);
 }
 
 }  // namespace aethercl::gemm

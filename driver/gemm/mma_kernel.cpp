@@ -252,7 +252,8 @@ std::string mma_build_options(const Device& device, const GemmProblem& p, MmaKin
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, emulated ? 1 : 0, config.wgmma,
       config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes, cvt_rn ? 1 : 0,
-      c_staged ? 1 : 0, unoptimised ? " -cl-opt-disable" : "");
+      c_staged ? 1 : 0, unoptimised ? " -cl-opt-disable" : "") +
+         epilogue_options(p.epilogue);
 }
 
 void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& config,
@@ -277,7 +278,7 @@ void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& c
     const std::size_t global[3] = {static_cast<std::size_t>(tiles_m * tiles_n) * threads, 1,
                                    static_cast<std::size_t>(groups_b)};
     const std::size_t local[3] = {threads, 1, 1};
-    call.launch(
+    LaunchRecord record = make_launch(
         kernel, LaunchGeometry::grid(3, global, local), p.a.buffer.mem, p.b.buffer.mem,
         p.c.buffer.mem, static_cast<cl_uint>(p.m), static_cast<cl_uint>(p.n),
         static_cast<cl_uint>(p.k), static_cast<cl_ulong>(lda), static_cast<cl_ulong>(ldb),
@@ -286,6 +287,8 @@ void enqueue_mma_gemm(DeviceCall& call, const GemmProblem& p, const MmaConfig& c
         static_cast<cl_ulong>(p.a.batch_stride), static_cast<cl_ulong>(p.b.batch_stride),
         static_cast<cl_ulong>(p.c.batch_stride), p.alpha, p.beta, static_cast<cl_uint>(tiles_m),
         static_cast<cl_uint>(tiles_n), static_cast<cl_ulong>(batch0));
+    add_epilogue_args(record.args, p.epilogue, p.c.buffer.mem);
+    call.enqueue(record);
   }
 }
 

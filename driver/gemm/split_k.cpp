@@ -74,6 +74,7 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
     slice.b = k_slice(p.b, p.trans_b, ldb, k0, k);
     slice.c = GemmOperand{partials.view(), p.m * p.n, first_part * p.m * p.n, 0,
                           GemmStorage::kF32};
+    slice.epilogue = GemmEpilogue{};  // applied by the fold
     if (product) {
       product(call, slice);
     } else {
@@ -85,11 +86,15 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
 
   Kernel& fold = device.programs().kernel(
       "gemm_fold", "gemm_fold_parts",
-      fmt::format("-DFOLD_C_TYPE={}", static_cast<int>(p.c.storage)));
-  call.launch(fold, ops::linear_geometry(device, fold, p.m * p.n), partials.mem(),
-              p.c.buffer.mem, static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
-              static_cast<cl_ulong>(leading_dimension(p.c, p.n)),
-              static_cast<cl_ulong>(p.c.offset), static_cast<cl_ulong>(parts));
+      fmt::format("-DFOLD_C_TYPE={}", static_cast<int>(p.c.storage)) +
+          epilogue_options(p.epilogue));
+  LaunchRecord record = make_launch(
+      fold, ops::linear_geometry(device, fold, p.m * p.n), partials.mem(), p.c.buffer.mem,
+      static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
+      static_cast<cl_ulong>(leading_dimension(p.c, p.n)), static_cast<cl_ulong>(p.c.offset),
+      static_cast<cl_ulong>(parts));
+  add_epilogue_args(record.args, p.epilogue, p.c.buffer.mem);
+  call.enqueue(record);
 }
 
 }  // namespace aethercl::gemm

@@ -290,7 +290,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
       kind_available(call, *kind, *mode, true)) {
     const std::string variant = "wgmma " + config.to_string() + fmt::format(
         " kind {} trans {}{} c {} chunk {}", static_cast<int>(*kind), p.trans_a, p.trans_b,
-        static_cast<int>(p.c.storage), mma_chunk_bytes(p));
+        static_cast<int>(p.c.storage), mma_chunk_bytes(p)) + epilogue_options(p.epilogue);
     try {
       if (run_variant(device, *kind, variant,
                       [&] { enqueue_wgmma_gemm(call, p, *kind, config, *mode); })) {

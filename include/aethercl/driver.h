@@ -587,6 +587,55 @@ AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, vo
  * (a warning naming it) and FP32 is used. The setting lasts until changed or until shutdown_driver. Returns 0
  * for an unknown mode or an uninitialised device. */
 AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
+
+/* ===================================================================================== */
+/* GEMM with a fused epilogue (ABI version 4)                                             */
+/* ===================================================================================== */
+
+/* What aethercl_gemm_fused applies to each output v = alpha * op(A) op(B) + beta * C:
+ *   BIAS            v + bias[j]
+ *   BIAS_RELU       relu(v + bias[j])         relu(x) = x < 0 ? 0 : x (NaN stays NaN)
+ *   BIAS_GELU       gelu(v + bias[j])         gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
+ *   BIAS_GELU_TANH  gelu_tanh(v + bias[j])    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+ *   RELU            relu(v)
+ *   GELU            gelu(v)
+ * for the output in column j. The activations are aethercl_unary's (AETHERCL_UNARY_RELU, _GELU,
+ * _GELU_TANH), evaluated the same way. */
+enum aethercl_gemm_epilogue_kind {
+  AETHERCL_EPILOGUE_BIAS = 1, AETHERCL_EPILOGUE_BIAS_RELU = 2, AETHERCL_EPILOGUE_BIAS_GELU = 3,
+  AETHERCL_EPILOGUE_BIAS_GELU_TANH = 4, AETHERCL_EPILOGUE_RELU = 5, AETHERCL_EPILOGUE_GELU = 6
+};
+
+/* The epilogue of aethercl_gemm_fused. bias (kinds 1-4) holds n elements of dtype_bias
+ * (AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16) from element offset_bias; element j is added to
+ * column j of every row of every batch item (one bias per column, shared by the batch). pre
+ * (optional, NULL: not stored) receives the value before the activation, stored in C's layout and
+ * dtype: element offset_pre + b * desc->stride_c + i * desc->ldc + j holds C's element (b, i, j)
+ * before act. Offsets count elements. */
+typedef struct aethercl_gemm_epilogue {
+  size_t struct_size;              /* sizeof(aethercl_gemm_epilogue) of the caller */
+  int kind;                        /* aethercl_gemm_epilogue_kind */
+  void* bias; size_t offset_bias; int dtype_bias;  /* n elements; kinds 1-4, else NULL */
+  void* pre; size_t offset_pre;    /* optional: the value before the activation */
+} aethercl_gemm_epilogue;
+
+/* C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
+ * an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
+ * split-K, tensor cores; no separate bias or activation kernel). Every rule of aethercl_gemm
+ * holds (desc is validated first, with its messages; beta != 0 reads C, which then enters the
+ * sum before the bias and activation, as beta * C). The value before act is computed in float32
+ * and rounded once to C's dtype where it is stored (C for BIAS; pre); C is act of that float32
+ * value, rounded once. epilogue NULL is exactly aethercl_gemm. Refused (0, message naming the
+ * field): a struct_size below this header's sizeof(aethercl_gemm_epilogue) (larger is accepted),
+ * a kind outside 1..6, a NULL bias for kinds 1-4 and a non-NULL bias for kinds 5-6 (a bias that
+ * would be ignored is taken as a mistake), an unsupported dtype_bias, invalid or foreign bias and
+ * pre handles, a bias or pre that does not fit its buffer (offset_bias + n elements; offset_pre
+ * plus C's extent: (batch - 1) * stride_c + (m - 1) * ldc + n elements), pre overlapping A, B, C
+ * or the bias in the same buffer, and C overlapping the bias. Zero work (m, n or batch 0) checks
+ * the handles and offsets and touches nothing. Tolerance: that of aethercl_gemm for the product,
+ * then the activation's float32 evaluation (a few units in the last place) and C's rounding. */
+AETHERCL_API int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc,
+                                     const aethercl_gemm_epilogue* epilogue, void* stream);
 /* Training ops (version 3)                                                               */
 /* ===================================================================================== */
 /* Conventions of this section, in addition to those at the top of the file:

@@ -1,13 +1,16 @@
 """aethercl_gemm from Python: the aethercl_gemm_desc struct, dtype and compute-mode codes (from the
-generated aethercl.structs), and a call that fills the descriptor from keyword arguments."""
+generated aethercl.structs), and a call that fills the descriptor from keyword arguments; likewise
+aethercl_gemm_fused and its aethercl_gemm_epilogue."""
 from __future__ import annotations
 
 import ctypes
 
 from .streams import resolve
 from .structs import (BF16, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_DEFAULT,  # noqa: F401
-                      COMPUTE_FP16, COMPUTE_FP32, COMPUTE_TF32, F16, F32, F64, I8, I32, I64, U8,
-                      GemmDesc)
+                      COMPUTE_FP16, COMPUTE_FP32, COMPUTE_TF32, EPILOGUE_BIAS,
+                      EPILOGUE_BIAS_GELU, EPILOGUE_BIAS_GELU_TANH, EPILOGUE_BIAS_RELU,
+                      EPILOGUE_GELU, EPILOGUE_RELU, F16, F32, F64, I8, I32, I64, U8, GemmDesc,
+                      GemmEpilogue)
 
 COMPUTE_MODES = {"default": COMPUTE_DEFAULT, "fp32": COMPUTE_FP32, "tf32": COMPUTE_TF32,
                  "3xtf32": COMPUTE_3XTF32, "bf16": COMPUTE_BF16, "fp16": COMPUTE_FP16}
@@ -45,3 +48,27 @@ def gemm(lib, gpu_index: int, desc: GemmDesc, stream=None) -> None:
     """aethercl_gemm on stream (None: the calling thread's current stream); raises AetherCLError
     with the driver's message when refused."""
     lib.check("aethercl_gemm", gpu_index, ctypes.byref(desc), resolve(lib, gpu_index, stream))
+
+
+EPILOGUES = {"bias": EPILOGUE_BIAS, "bias_relu": EPILOGUE_BIAS_RELU,
+             "bias_gelu": EPILOGUE_BIAS_GELU, "bias_gelu_tanh": EPILOGUE_BIAS_GELU_TANH,
+             "relu": EPILOGUE_RELU, "gelu": EPILOGUE_GELU}
+
+
+def gemm_epilogue(kind, *, bias=None, offset_bias=0, dtype_bias=F32, pre=None,
+                  offset_pre=0) -> GemmEpilogue:
+    """An aethercl_gemm_epilogue: kind a code or a name of EPILOGUES."""
+    epilogue = GemmEpilogue()
+    epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
+    epilogue.kind = EPILOGUES[kind] if isinstance(kind, str) else kind
+    epilogue.bias, epilogue.offset_bias, epilogue.dtype_bias = bias, offset_bias, dtype_bias
+    epilogue.pre, epilogue.offset_pre = pre, offset_pre
+    return epilogue
+
+
+def gemm_fused(lib, gpu_index: int, desc: GemmDesc, epilogue, stream=None) -> None:
+    """aethercl_gemm_fused (epilogue None: NULL, the plain product) on stream (None: the calling
+    thread's current stream); raises AetherCLError with the driver's message when refused."""
+    lib.check("aethercl_gemm_fused", gpu_index, ctypes.byref(desc),
+              ctypes.byref(epilogue) if epilogue is not None else None,
+              resolve(lib, gpu_index, stream))

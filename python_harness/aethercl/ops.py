@@ -1379,5 +1379,21 @@ def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
     _lib, _index = target(dev)
     return _lib.check_handle("aethercl_cl_mem", _index, pointer(buffer))
 
+# --- AETHERCL_4 -----------------------------------------------------------------------------------
+
+
+@_entry("aethercl_gemm_fused")
+def gemm_fused(dev: DeviceLike, desc: StructPointer, epilogue: StructPointer,
+               stream: Pointer) -> None:
+    """C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
+    an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
+    split-K, tensor cores; no separate bias or activation kernel).
+
+    C: int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc, const
+    aethercl_gemm_epilogue* epilogue, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_gemm_fused", _index, struct_pointer(desc), struct_pointer(epilogue),
+               pointer(stream))
+
 
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

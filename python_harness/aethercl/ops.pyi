@@ -953,3 +953,13 @@ def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
     C: void* aethercl_cl_mem(int gpu_index, void* buffer). Returns the handle or address; raises
     AetherCLError when it is 0/NULL."""
     ...
+
+def gemm_fused(dev: DeviceLike, desc: StructPointer, epilogue: StructPointer,
+               stream: Pointer) -> None:
+    """C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
+    an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
+    split-K, tensor cores; no separate bias or activation kernel).
+
+    C: int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc, const
+    aethercl_gemm_epilogue* epilogue, void* stream). Raises AetherCLError unless it returns 1."""
+    ...

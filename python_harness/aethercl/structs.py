@@ -32,6 +32,14 @@ COMPUTE_3XTF32 = 3
 COMPUTE_BF16 = 4
 COMPUTE_FP16 = 5
 
+# enum aethercl_gemm_epilogue_kind
+EPILOGUE_BIAS = 1
+EPILOGUE_BIAS_RELU = 2
+EPILOGUE_BIAS_GELU = 3
+EPILOGUE_BIAS_GELU_TANH = 4
+EPILOGUE_RELU = 5
+EPILOGUE_GELU = 6
+
 # enum aethercl_reduce_op
 SUM = 0
 MEAN = 1
@@ -101,6 +109,11 @@ ENUMS: Dict[str, Dict[str, int]] = {
     "aethercl_compute": dict(COMPUTE_DEFAULT=COMPUTE_DEFAULT, COMPUTE_FP32=COMPUTE_FP32,
                              COMPUTE_TF32=COMPUTE_TF32, COMPUTE_3XTF32=COMPUTE_3XTF32,
                              COMPUTE_BF16=COMPUTE_BF16, COMPUTE_FP16=COMPUTE_FP16),
+    "aethercl_gemm_epilogue_kind": dict(EPILOGUE_BIAS=EPILOGUE_BIAS,
+                                        EPILOGUE_BIAS_RELU=EPILOGUE_BIAS_RELU,
+                                        EPILOGUE_BIAS_GELU=EPILOGUE_BIAS_GELU,
+                                        EPILOGUE_BIAS_GELU_TANH=EPILOGUE_BIAS_GELU_TANH,
+                                        EPILOGUE_RELU=EPILOGUE_RELU, EPILOGUE_GELU=EPILOGUE_GELU),
     "aethercl_reduce_op": dict(SUM=SUM, MEAN=MEAN, MAX=MAX, MIN=MIN, ARGMAX=ARGMAX, ARGMIN=ARGMIN,
                                NO_REDUCTION=NO_REDUCTION),
     "aethercl_rng_distribution": dict(RNG_BITS=RNG_BITS, RNG_UNIFORM=RNG_UNIFORM,
@@ -155,6 +168,19 @@ class GemmDesc(ctypes.Structure):
         ("offset_c", ctypes.c_size_t),
         ("dtype_c", ctypes.c_int),
         ("compute", ctypes.c_int),
+    ]
+
+
+class GemmEpilogue(ctypes.Structure):
+    """struct aethercl_gemm_epilogue."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("kind", ctypes.c_int),
+        ("bias", ctypes.c_void_p),
+        ("offset_bias", ctypes.c_size_t),
+        ("dtype_bias", ctypes.c_int),
+        ("pre", ctypes.c_void_p),
+        ("offset_pre", ctypes.c_size_t),
     ]
 
 
@@ -333,6 +359,7 @@ class Arg(ctypes.Structure):
 # C struct name -> its class.
 STRUCTS = {
     "aethercl_gemm_desc": GemmDesc,
+    "aethercl_gemm_epilogue": GemmEpilogue,
     "aethercl_broadcast_desc": BroadcastDesc,
     "aethercl_index_desc": IndexDesc,
     "aethercl_norm_desc": NormDesc,

@@ -198,7 +198,8 @@ void check_void(const char* function) {
 }
 
 // aethercl_gemm with a descriptor drawn from the input (mostly consistent and small, sometimes
-// hostile in one field or several), and aethercl_set_matmul_precision.
+// hostile in one field or several), aethercl_gemm_fused with it and an epilogue likewise drawn,
+// and aethercl_set_matmul_precision.
 void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, const int* d,
                const float* f) {
   if (op % 3 == 2) {
@@ -247,6 +248,23 @@ void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, co
   desc.dtype_c = (types >> 2) % 3;
   desc.compute = types % 8 == 3 ? static_cast<int>(in.byte() % 9) - 2 : (types >> 4) % 6;
   void* stream = in.byte() % 4 == 0 ? s.stream(in) : nullptr;
+  if (op % 6 == 1) {  // the same descriptor with an epilogue (aethercl_gemm_fused)
+    aethercl_gemm_epilogue epilogue{};
+    const std::uint8_t form = in.byte();
+    epilogue.struct_size = form % 32 == 0 ? sizeof(epilogue) - 1 : sizeof(epilogue);
+    epilogue.kind = form % 16 == 1 ? static_cast<int>(in.u32()) : form % 8;  // 0 and 7 refused
+    const std::uint8_t slots = in.byte();
+    epilogue.bias = slots % 4 == 0 ? nullptr : (slots % 4 == 1 ? desc.c : h[3]);
+    epilogue.offset_bias = slots % 16 == 2 ? size_arg(in) : slots % 3;
+    epilogue.dtype_bias = slots % 32 == 3 ? static_cast<int>(in.byte() % 10) - 1 : (slots >> 2) % 3;
+    const std::uint8_t pre = in.byte();
+    epilogue.pre = pre % 3 == 0 ? nullptr : (pre % 8 == 1 ? h[0] : h[4]);  // sometimes A's buffer
+    epilogue.offset_pre = pre % 16 == 2 ? size_arg(in) : pre % 5;
+    check_status("aethercl_gemm_fused",
+                 aethercl_gemm_fused(gpu, in.byte() % 32 == 0 ? nullptr : &desc,
+                                     in.byte() % 16 == 0 ? nullptr : &epilogue, stream));
+    return;
+  }
   check_status("aethercl_gemm", aethercl_gemm(gpu, in.byte() % 32 == 0 ? nullptr : &desc, stream));
 }
 

@@ -43,6 +43,52 @@ def test_reduce_sum_with_small_and_odd_work_groups(lib, device, rng, monkeypatch
     test_reduce_sum(lib, device, rng, b, m, n)
 
 
+TWO_LEVEL_SHAPES = [(4, 5000, 33), (1, 70001, 1), (3, 999, 257), (2, 4100, 16)]
+
+
+@pytest.mark.parametrize("limit", [None, "7"])
+@pytest.mark.parametrize("b,m,n", TWO_LEVEL_SHAPES)
+def test_reduce_sum_two_level(lib, device, rng, monkeypatch, tmp_path, limit, b, m, n):
+    """Tall inputs (at least 2^16 floats, rows for two blocks of 32) are summed in two passes:
+    blocks of rows into scratch partials, then their fold in block order. Same bound, and
+    bit-identical on repeated calls (the blocks depend only on the shape and the device)."""
+    from support.helpers import kernels_launched
+    if limit:
+        monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
+                                lambda: test_reduce_sum(lib, device, rng, b, m, n))
+    assert {"reduce_sum_columns_partial", "reduce_sum_columns_fold"} <= names, names
+    assert "reduce_sum_columns" not in names, names
+
+
+def test_reduce_sum_small_inputs_keep_one_kernel(lib, device, rng, tmp_path):
+    from support.helpers import kernels_launched
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
+                                lambda: test_reduce_sum(lib, device, rng, 2, 1000, 3))
+    assert {name for name in names if name.startswith("reduce")} == {"reduce_sum_columns"}, names
+
+
+def test_reduce_sum_two_level_is_accurate_and_propagates_specials(lib, device, rng):
+    """Cancelling large values in one block and small ones in others, inf in one block and NaN
+    in another: the fold keeps each block's error term and propagates inf and NaN."""
+    rows, n = 40000, 4
+    x = np.empty((1, rows, n), np.float32)
+    x[0, :, 0] = 1e-3
+    x[0, 5, 0], x[0, rows - 3, 0] = 1e4, -1e4
+    x[0, :, 1] = rng.uniform(0, 1, rows).astype(np.float32)
+    x[0, :, 2] = 1.0
+    x[0, 17, 2] = np.inf
+    x[0, :, 3] = 1.0
+    x[0, rows - 1, 3] = np.nan
+    tin, tout = device.upload(x), device.empty((n,))
+    lib.check("execute_reduce_sum_gpu", device.index, tin.handle, tout.handle, 1, rows, n)
+    got = tout.numpy()
+    ref = x[..., :2].astype(np.float64).sum(axis=(0, 1))
+    np.testing.assert_allclose(got[:2], ref, rtol=1e-6)
+    assert got[2] == np.inf and np.isnan(got[3])
+    tin.free(), tout.free()
+
+
 def test_reduce_sum_is_accurate_on_ill_conditioned_columns(lib, device, rng):
     """Large values that cancel plus many small ones: a plain float32 running sum loses the small
     part, the documented bound does not allow that."""

@@ -471,6 +471,9 @@ def all_cases(symbols) -> List[Case]:
         cases += many_device_cases()
     if "aethercl_gemm" in names:
         cases += gemm_cases()
+    if "aethercl_gemm_fused" in names:
+        from support.hostile_gemm_fused_cases import gemm_fused_cases
+        cases += gemm_fused_cases()
     if "aethercl_launch" in names:
         from support.hostile_kernel_cases import kernel_runtime_cases  # your own kernels, typed memory
         cases += kernel_runtime_cases()
