@@ -46,6 +46,16 @@ enum class Compute : int {
   COMPUTE_FP16 = AETHERCL_COMPUTE_FP16,
 };
 
+// enum aethercl_gemm_epilogue_kind
+enum class GemmEpilogueKind : int {
+  BIAS = AETHERCL_EPILOGUE_BIAS,
+  BIAS_RELU = AETHERCL_EPILOGUE_BIAS_RELU,
+  BIAS_GELU = AETHERCL_EPILOGUE_BIAS_GELU,
+  BIAS_GELU_TANH = AETHERCL_EPILOGUE_BIAS_GELU_TANH,
+  RELU = AETHERCL_EPILOGUE_RELU,
+  GELU = AETHERCL_EPILOGUE_GELU,
+};
+
 // enum aethercl_reduce_op
 enum class ReduceOp : int {
   SUM = AETHERCL_SUM,

@@ -59,6 +59,14 @@ pub const AETHERCL_COMPUTE_3XTF32: c_int = 3;
 pub const AETHERCL_COMPUTE_BF16: c_int = 4;
 pub const AETHERCL_COMPUTE_FP16: c_int = 5;
 
+// enum aethercl_gemm_epilogue_kind
+pub const AETHERCL_EPILOGUE_BIAS: c_int = 1;
+pub const AETHERCL_EPILOGUE_BIAS_RELU: c_int = 2;
+pub const AETHERCL_EPILOGUE_BIAS_GELU: c_int = 3;
+pub const AETHERCL_EPILOGUE_BIAS_GELU_TANH: c_int = 4;
+pub const AETHERCL_EPILOGUE_RELU: c_int = 5;
+pub const AETHERCL_EPILOGUE_GELU: c_int = 6;
+
 // enum aethercl_reduce_op
 pub const AETHERCL_SUM: c_int = 0;
 pub const AETHERCL_MEAN: c_int = 1;
@@ -152,6 +160,19 @@ pub struct aethercl_gemm_desc {
     pub offset_c: usize,
     pub dtype_c: c_int,
     pub compute: c_int,
+}
+
+/// struct aethercl_gemm_epilogue of include/aethercl/driver.h.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct aethercl_gemm_epilogue {
+    pub struct_size: usize,
+    pub kind: c_int,
+    pub bias: *mut c_void,
+    pub offset_bias: usize,
+    pub dtype_bias: c_int,
+    pub pre: *mut c_void,
+    pub offset_pre: usize,
 }
 
 /// struct aethercl_broadcast_desc of include/aethercl/driver.h.
@@ -1135,4 +1156,14 @@ extern "C" {
     /// The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on
     /// failure.
     pub fn aethercl_cl_mem(gpu_index: c_int, buffer: *mut c_void) -> *mut c_void;
+    // --- AETHERCL_4
+    /// C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
+    /// an epilogue applied in the product's own store (one pass over C on every kernel path:
+    /// portable, split-K, tensor cores; no separate bias or activation kernel).
+    pub fn aethercl_gemm_fused(
+        gpu_index: c_int,
+        desc: *const aethercl_gemm_desc,
+        epilogue: *const aethercl_gemm_epilogue,
+        stream: *mut c_void,
+    ) -> c_int;
 }

@@ -96,6 +96,33 @@ pub fn layout_lines() -> Vec<String> {
         let at = unsafe { std::ptr::addr_of!((*base).compute) };
         lines.push(format!("aethercl_gemm_desc.compute offset {}", at as usize - base as usize));
     }
+    lines.push(format!("aethercl_gemm_epilogue size {}", size_of::<aethercl_gemm_epilogue>()));
+    lines.push(format!("aethercl_gemm_epilogue align {}", align_of::<aethercl_gemm_epilogue>()));
+    {
+        let value = MaybeUninit::<aethercl_gemm_epilogue>::uninit();
+        let base = value.as_ptr();
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).struct_size) };
+        lines.push(format!("aethercl_gemm_epilogue.struct_size offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).kind) };
+        lines.push(format!("aethercl_gemm_epilogue.kind offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).bias) };
+        lines.push(format!("aethercl_gemm_epilogue.bias offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).offset_bias) };
+        lines.push(format!("aethercl_gemm_epilogue.offset_bias offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dtype_bias) };
+        lines.push(format!("aethercl_gemm_epilogue.dtype_bias offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).pre) };
+        lines.push(format!("aethercl_gemm_epilogue.pre offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).offset_pre) };
+        lines.push(format!("aethercl_gemm_epilogue.offset_pre offset {}", at as usize - base as usize));
+    }
     lines.push(format!("aethercl_broadcast_desc size {}", size_of::<aethercl_broadcast_desc>()));
     lines.push(format!("aethercl_broadcast_desc align {}", align_of::<aethercl_broadcast_desc>()));
     {

@@ -41,6 +41,15 @@ int main(void) {
   printf("aethercl_gemm_desc.offset_c offset %zu\n", offsetof(aethercl_gemm_desc, offset_c));
   printf("aethercl_gemm_desc.dtype_c offset %zu\n", offsetof(aethercl_gemm_desc, dtype_c));
   printf("aethercl_gemm_desc.compute offset %zu\n", offsetof(aethercl_gemm_desc, compute));
+  printf("aethercl_gemm_epilogue size %zu\n", sizeof(aethercl_gemm_epilogue));
+  printf("aethercl_gemm_epilogue align %zu\n", _Alignof(aethercl_gemm_epilogue));
+  printf("aethercl_gemm_epilogue.struct_size offset %zu\n", offsetof(aethercl_gemm_epilogue, struct_size));
+  printf("aethercl_gemm_epilogue.kind offset %zu\n", offsetof(aethercl_gemm_epilogue, kind));
+  printf("aethercl_gemm_epilogue.bias offset %zu\n", offsetof(aethercl_gemm_epilogue, bias));
+  printf("aethercl_gemm_epilogue.offset_bias offset %zu\n", offsetof(aethercl_gemm_epilogue, offset_bias));
+  printf("aethercl_gemm_epilogue.dtype_bias offset %zu\n", offsetof(aethercl_gemm_epilogue, dtype_bias));
+  printf("aethercl_gemm_epilogue.pre offset %zu\n", offsetof(aethercl_gemm_epilogue, pre));
+  printf("aethercl_gemm_epilogue.offset_pre offset %zu\n", offsetof(aethercl_gemm_epilogue, offset_pre));
   printf("aethercl_broadcast_desc size %zu\n", sizeof(aethercl_broadcast_desc));
   printf("aethercl_broadcast_desc align %zu\n", _Alignof(aethercl_broadcast_desc));
   printf("aethercl_broadcast_desc.struct_size offset %zu\n", offsetof(aethercl_broadcast_desc, struct_size));
