@@ -11,6 +11,7 @@ import numpy as np
 
 from aethercl import ops
 
+from . import fused
 from .autograd import EmbeddingBackwardContext
 from .buffer import GPUBuffer, causal_mask
 from .config import FP_TYPE, IDX_TYPE
@@ -29,9 +30,13 @@ class Linear:
                            .astype(FP_TYPE), name=name + ".W")
         self.b = Parameter(np.zeros((1, out_features), FP_TYPE), name=name + ".b") if bias else None
 
-    def __call__(self, x: OclTensor) -> OclTensor:
+    def __call__(self, x: OclTensor, gelu: bool = False) -> OclTensor:
+        """x W + b, then GELU when asked; one fused GEMM where the library has it."""
+        if self.b is not None and fused.linear_enabled(x.device):
+            return fused.linear(x, self.W, self.b, gelu=gelu)
         y = x.matmul(self.W)
-        return y.add(self.b) if self.b is not None else y
+        y = y.add(self.b) if self.b is not None else y
+        return y.gelu() if gelu else y
 
     def parameters(self) -> List[Parameter]:
         return [self.W] + ([self.b] if self.b is not None else [])
@@ -134,6 +139,9 @@ class MultiHeadAttention:
     def __call__(self, x: OclTensor) -> OclTensor:
         B, S, E = x.shape
         H, dk = self.num_heads, self.d_k
+        if fused.attention_enabled(x.device):
+            # One flash-style kernel each way, on the projections' own [B, S, H, dk] layout.
+            return self.o(fused.attention(self.q(x), self.k(x), self.v(x), H, self.causal))
         q = self._split(self.q(x), B, S)
         k = self._split(self.k(x), B, S)
         v = self._split(self.v(x), B, S)
@@ -160,11 +168,10 @@ class TransformerBlock:
         self.attn = MultiHeadAttention(embed_dim, num_heads, causal, rng, name + ".attn")
         self.ff1 = Linear(embed_dim, d_ff, rng=rng, name=name + ".ff1")
         self.ff2 = Linear(d_ff, embed_dim, rng=rng, name=name + ".ff2")
-        self.act = GeLUActivation()
 
     def __call__(self, x: OclTensor) -> OclTensor:
         x = x.add(self._drop(self.attn(self.ln1(x))))
-        return x.add(self._drop(self.ff2(self.act(self.ff1(self.ln2(x))))))
+        return x.add(self._drop(self.ff2(self.ff1(self.ln2(x), gelu=True))))
 
     def _drop(self, h: OclTensor) -> OclTensor:
         """Residual dropout (aethercl_dropout) while training; identity otherwise."""

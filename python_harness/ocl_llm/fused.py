@@ -1,0 +1,136 @@
+"""Fused forms of the transformer's hot paths, on libraries with the version-4 functions: attention
+as one flash-style kernel each way (aethercl_attention_forward/backward, no seq x seq matrix in
+device memory) and Linear with its bias and GELU applied in the GEMM's own store
+(aethercl_gemm_fused, the pre-activation kept for the backward). ocl_llm.model uses them where the
+library has them; OCL_LLM_FUSED=0 keeps the op-by-op forms (the documented seed calls)."""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Optional
+
+from aethercl import ops
+from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc
+from aethercl.streams import resolve
+
+from .autograd import FunctionContext
+from .tensor import OclTensor
+
+# aethercl_gemm_epilogue.kind
+EPILOGUE_BIAS, EPILOGUE_BIAS_GELU = 1, 3
+
+
+def _enabled(device, *functions: str) -> bool:
+    if os.environ.get("OCL_LLM_FUSED", "1").strip() == "0":
+        return False
+    return all(device.lib.has(name) for name in functions)
+
+
+def attention_enabled(device) -> bool:
+    """Whether attention should take the flash-style kernels on this device's library."""
+    return _enabled(device, "aethercl_attention_forward", "aethercl_attention_backward")
+
+
+def linear_enabled(device) -> bool:
+    """Whether Linear should apply its bias and activation in the GEMM's store."""
+    return _enabled(device, "aethercl_gemm_fused")
+
+
+def _stream(device) -> Optional[int]:
+    return resolve(device.lib, device.index, None)
+
+
+# ---- attention ----------------------------------------------------------------------------------
+def _attention_desc(q, k, v, o, lse, heads: int, causal: bool, dout=None, dq=None, dk=None,
+                    dv=None):
+    from aethercl.structs import AttentionDesc
+    B, S, E = q.shape
+    desc = AttentionDesc()
+    desc.struct_size = ctypes.sizeof(AttentionDesc)
+    desc.batch, desc.heads, desc.seq_q, desc.seq_k, desc.head_dim = B, heads, S, S, E // heads
+    desc.layout = 1  # [batch, seq, heads, head_dim]: the projections' own layout, no transposes
+    desc.causal = int(causal)
+    desc.scale = 0.0
+    desc.dtype = F32
+    desc.compute = COMPUTE_DEFAULT
+    for name, tensor in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("dout", dout),
+                         ("dq", dq), ("dk", dk), ("dv", dv)):
+        setattr(desc, name, tensor.data.ptr if tensor is not None else None)
+    return desc
+
+
+class AttentionContext(FunctionContext):
+    def backward(self, g):
+        q, k, v = self.parents
+        o, lse, heads, causal = self.saved_data
+        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+        desc = _attention_desc(q, k, v, o, lse, heads, causal, g, dq, dk, dv)
+        device = g.device
+        device.lib.check("aethercl_attention_backward", device.index, ctypes.byref(desc),
+                         _stream(device))
+        return dq, dk, dv
+
+
+def attention(q: OclTensor, k: OclTensor, v: OclTensor, heads: int, causal: bool) -> OclTensor:
+    """softmax(q k^T / sqrt(head_dim) + causal mask) v per head, for q, k, v of shape
+    (batch, seq, heads * head_dim); the result has q's shape."""
+    B, S, _ = q.shape
+    ctx = AttentionContext(q, k, v)
+    out = q._result(q.shape, ctx)
+    lse = q.new_empty((B, heads, S))
+    desc = _attention_desc(q, k, v, out, lse, heads, causal)
+    device = q.device
+    device.lib.check("aethercl_attention_forward", device.index, ctypes.byref(desc),
+                     _stream(device))
+    ctx.save_for_backward(out.detach(), lse, heads, causal)
+    return out
+
+
+# ---- Linear with its epilogue -------------------------------------------------------------------
+class LinearContext(FunctionContext):
+    """y = act(x W + b): dpre = g (no activation) or GELU's slope at pre times g; dx and dW by
+    execute_matmul_backward_on_gpu (as the unfused Linear), db the column sum of dpre."""
+
+    def backward(self, g):
+        x, W, b = self.parents
+        pre, rows = self.saved_data
+        device = g.device
+        if pre is not None:
+            dpre = g.new_empty(g.shape)
+            ops.gelu_backward(device, pre.data.ptr, g.data.ptr, dpre.data.ptr, g.numel)
+        else:
+            dpre = g
+        K, N = W.shape
+        dx = x.new_empty(x.shape) if self.needs(0) else None
+        dW = W.new_empty(W.shape) if self.needs(1) else None
+        if dx is not None or dW is not None:
+            ops.matmul_backward(device, x.data.ptr, W.data.ptr, dpre.data.ptr,
+                                dx.data.ptr if dx is not None else None,
+                                dW.data.ptr if dW is not None else None, 1, rows, N, K)
+        db = None
+        if self.needs(2):
+            db = b.new_empty(b.shape)
+            ops.reduce_sum(device, dpre.data.ptr, db.data.ptr, 1, rows, N)
+        return dx, dW, db
+
+
+def linear(x: OclTensor, W: OclTensor, b: OclTensor, gelu: bool = False) -> OclTensor:
+    """x (..., in) times W (in, out) plus b (1, out), then GELU (erf form) when asked: one GEMM
+    whose store adds the bias and applies the activation."""
+    from aethercl.structs import GemmEpilogue
+    K, N = W.shape
+    rows = x.numel // K
+    ctx = LinearContext(x, W, b)
+    out = x._result(x.shape[:-1] + (N,), ctx)
+    pre = out.new_empty(out.shape) if gelu else None
+    epilogue = GemmEpilogue()
+    epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
+    epilogue.kind = EPILOGUE_BIAS_GELU if gelu else EPILOGUE_BIAS
+    epilogue.bias, epilogue.offset_bias, epilogue.dtype_bias = b.data.ptr, 0, F32
+    epilogue.pre, epilogue.offset_pre = (pre.data.ptr if pre is not None else None), 0
+    desc = gemm_desc(x.data.ptr, W.data.ptr, out.data.ptr, rows, N, K)
+    device = x.device
+    device.lib.check("aethercl_gemm_fused", device.index, ctypes.byref(desc),
+                     ctypes.byref(epilogue), _stream(device))
+    ctx.save_for_backward(pre, rows)
+    return out
