@@ -2,6 +2,7 @@
 #include "runtime/command.h"
 
 #include "cl/cl_error.h"
+#include "runtime/graph_command_buffer.h"
 
 namespace aethercl {
 
@@ -13,6 +14,7 @@ const char* Command::what() const noexcept {
     case Kind::kCopy: return "device-to-device copy";
     case Kind::kFill: return "memset";
     case Kind::kWait: return "event wait";
+    case Kind::kCommandBuffer: return "graph replay (command buffer)";
   }
   return "command";
 }
@@ -30,6 +32,7 @@ void Command::copy_into(Command& target, cl_command_queue on_queue) const {
   target.destination = destination;
   target.pattern = pattern;
   target.blocking = blocking;
+  target.command_buffer = command_buffer;
   if (wait_for) clRetainEvent(wait_for.get());
   target.wait_for.reset(wait_for.get());
 }
@@ -67,6 +70,9 @@ void execute_on(const Command& c, cl_command_queue queue, cl_event* event) {
                 "clEnqueueBarrierWithWaitList");
       return;
     }
+    case Command::Kind::kCommandBuffer:
+      enqueue_command_buffer(c.command_buffer, queue, event);
+      return;
   }
 }
 

@@ -18,6 +18,7 @@ struct Command {
     kCopy,    // source_mem at source_offset -> mem at offset
     kFill,    // pattern byte over [offset, offset + size) of mem
     kWait,    // the queue waits for wait_for (a barrier)
+    kCommandBuffer,  // a graph's finalised cl_command_buffer_khr (runtime/graph_command_buffer.h)
   };
 
   Kind kind = Kind::kLaunch;
@@ -33,6 +34,7 @@ struct Command {
   unsigned char pattern = 0;
   bool blocking = false;  // kWrite, kRead: return when the transfer is done
   cl::Event wait_for;  // kWait: a reference the command owns
+  void* command_buffer = nullptr;  // kCommandBuffer: owned by the graph, which outlives it
 
   // Makes target a copy of this command on queue (a graph's recorded command handed to a
   // submission slot); the wait event, if any, is retained for target.

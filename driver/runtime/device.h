@@ -200,6 +200,9 @@ class Device {
  private:
   // Records command into the stream's graph when it captures (true), else does nothing.
   bool record_if_capturing(Stream& stream, Command& command);
+  // A launch through the graph's command buffer for stream's queue (recorded at the first launch
+  // there); false where the graph replays in batches instead.
+  bool launch_command_buffer(Graph& graph, Stream& stream);
   // An event that completes when the work issued so far on stream id has (empty: none left).
   cl::Event stream_tail(std::uint64_t id);
   // Records or runs a command (the single path to execute()).

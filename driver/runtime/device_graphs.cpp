@@ -5,6 +5,7 @@
 #include "runtime/bounds_check.h"
 #include "cl/cl_error.h"
 #include "runtime/graph.h"
+#include "runtime/graph_command_buffer.h"
 #include "support/log.h"
 
 namespace aethercl {
@@ -94,6 +95,7 @@ void Device::launch_graph(Graph& graph, Stream& stream) {
       if (command.kind == Command::Kind::kLaunch) bounds_->note(command.launch, token);
     }
   }
+  if (!tracking() && launch_command_buffer(graph, stream)) return;
   if (submitter_ && !tracking()) {
     submitter_->push_batch(graph.commands(), stream.queue());
     return;
@@ -108,6 +110,32 @@ void Device::launch_graph(Graph& graph, Stream& stream) {
     command.copy_into(copy, stream.queue());
     run_now(copy, command.kind == Command::Kind::kLaunch ? 0 : command.size);
   }
+}
+
+bool Device::launch_command_buffer(Graph& graph, Stream& stream) {
+  if (!graph.command_buffers_decided()) {
+    graph.set_command_buffers(GraphCommandBuffers::for_graph(info_, graph));
+  }
+  GraphCommandBuffers* buffers = graph.command_buffers();
+  if (buffers == nullptr) return false;
+  void* recorded = buffers->find(stream.queue());
+  if (recorded == nullptr) {
+    drain();  // recording binds kernel arguments, which the submission thread also does
+    try {
+      recorded = buffers->record(graph, stream.queue());
+    } catch (const Error& error) {
+      log().warn("device {}: a graph could not be recorded into a command buffer ({}); it "
+                 "replays in batches", index_, error.what());
+      graph.set_command_buffers(nullptr);
+      return false;
+    }
+  }
+  Command command;
+  command.kind = Command::Kind::kCommandBuffer;
+  command.queue = stream.queue();
+  command.command_buffer = recorded;
+  submit(std::move(command));
+  return true;
 }
 
 void Device::destroy_graph(Graph& graph) {

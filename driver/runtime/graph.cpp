@@ -1,6 +1,7 @@
 // Graph recording: commands, the memory they name, snapshots of staged host bytes.
 #include "runtime/graph.h"
 
+#include "runtime/graph_command_buffer.h"
 #include "runtime/graph_holds.h"
 #include "runtime/stream.h"
 
@@ -46,7 +47,19 @@ void Graph::truncate(std::size_t nodes) {
   }
 }
 
+Graph::Graph(int device_index, std::uint64_t capture_stream)
+    : device_index_(device_index), last_stream_(capture_stream) {}
+
+Graph::~Graph() = default;
+
+void Graph::set_command_buffers(std::unique_ptr<GraphCommandBuffers> buffers) {
+  command_buffers_ = std::move(buffers);
+  command_buffers_decided_ = true;
+}
+
 void Graph::clear() {
+  command_buffers_.reset();
+  command_buffers_decided_ = true;
   commands_.clear();
   commands_.shrink_to_fit();
   snapshots_.clear();

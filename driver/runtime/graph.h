@@ -19,15 +19,16 @@
 
 namespace aethercl {
 
+class GraphCommandBuffers;
 class GraphHolds;
 class Stream;
 
 class Graph {
  public:
-  Graph(int device_index, std::uint64_t capture_stream)
-      : device_index_(device_index), last_stream_(capture_stream) {}
+  Graph(int device_index, std::uint64_t capture_stream);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
+  ~Graph();
 
   int device_index() const { return device_index_; }
 
@@ -52,8 +53,13 @@ class Graph {
   void set_last_stream(std::uint64_t id) { last_stream_ = id; }
   bool destroyed() const { return destroyed_; }
   void mark_destroyed() { destroyed_ = true; }
-  // Releases commands and snapshots (after the last launch has completed).
+  // Releases commands, snapshots and command buffers (after the last launch has completed).
   void clear();
+  // The graph's command buffers (runtime/graph_command_buffer.h), made at the first launch when
+  // the device can hold every command of the graph in one; nullptr where it cannot.
+  GraphCommandBuffers* command_buffers() const { return command_buffers_.get(); }
+  void set_command_buffers(std::unique_ptr<GraphCommandBuffers> buffers);
+  bool command_buffers_decided() const { return command_buffers_decided_; }
 
  private:
   void reference(cl_mem mem, GraphHolds& holds);
@@ -65,6 +71,8 @@ class Graph {
   std::vector<std::unique_ptr<unsigned char[]>> snapshots_;
   std::uint64_t last_stream_;
   bool destroyed_ = false;
+  std::unique_ptr<GraphCommandBuffers> command_buffers_;
+  bool command_buffers_decided_ = false;
 };
 
 // Lets commands on a capturing stream run eagerly for its life (a probe an op runs once on the

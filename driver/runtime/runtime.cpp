@@ -1,6 +1,8 @@
 // Device lifecycle and gpu_index resolution.
 #include "runtime/runtime.h"
 
+#include "runtime/graph.h"
+
 #include "runtime/device_list.h"
 #include "runtime/tracer.h"
 #include "support/env.h"

@@ -9,7 +9,6 @@
 #include "runtime/buffer_registry.h"
 #include "runtime/communicator.h"
 #include "runtime/device.h"
-#include "runtime/graph.h"
 #include "runtime/host_memory.h"
 #include "runtime/program/user_kernel.h"
 #include "runtime/program/user_program.h"
@@ -23,6 +22,8 @@
 #include <vector>
 
 namespace aethercl {
+
+class Graph;  // runtime/graph.h
 
 // What a stream token names: the device and the stream's id there (the Device owns the Stream).
 struct StreamEntry {

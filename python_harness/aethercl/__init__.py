@@ -1,6 +1,7 @@
 """AetherCL from Python: the ctypes shim over the driver library (every exported symbol declared
 from the ABI manifest), a typed layer (`Device`, `Buffer`, pool controls), the streams, events and pinned memory of ABI
-version 3 (`Stream`, `Event`, `HostBuffer`), graphs of version 4 (`aethercl.graph`, `Graph`), the many-device functions (`Communicator`,
+version 3 (`Stream`, `Event`, `HostBuffer`),
+graphs of version 4 (`aethercl.graph`, `Graph`), the many-device functions (`Communicator`,
 `copy_peer`), your own kernels (`Device.compile` -> `Program`, `Kernel`, `Local`; typed buffers
 with `bfloat16`; `aethercl.spirv`) and `aethercl.ops`, one
 function per entry point (generated from the manifest by tools/gen_abi.py, like the status codes

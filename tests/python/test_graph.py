@@ -233,6 +233,16 @@ def _assert_bitwise(rounds, sequence):
             assert np.array_equal(_bits(e), _bits(r)), f"buffer {i} differs after {names}"
 
 
+@pytest.fixture(params=["command-buffer", "batch"])
+def replay_path(request, monkeypatch):
+    """Runs a test with each replay path: the device's command buffers (cl_khr_command_buffer,
+    where it has it; graphs with host transfers use batches anyway) and the batch path that
+    AETHERCL_GRAPH_COMMAND_BUFFER=0 forces (read when a graph is first launched)."""
+    if request.param == "batch":
+        monkeypatch.setenv("AETHERCL_GRAPH_COMMAND_BUFFER", "0")
+    return request.param
+
+
 # ---- replay equals eager ---------------------------------------------------------------------
 def test_a_captured_sequence_is_recorded_not_run(lib, device, rng):
     index = device.index
@@ -263,7 +273,7 @@ def test_a_captured_sequence_is_recorded_not_run(lib, device, rng):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_seed_op_sequences_replay_bit_for_bit(lib, device, seed):
+def test_random_seed_op_sequences_replay_bit_for_bit(lib, device, replay_path, seed):
     rng = np.random.default_rng(1000 + seed)
     rounds, sequence, info = _eager_and_replay(lib, device, rng, 10, SEED_OPS)
     _assert_bitwise(rounds, sequence)
@@ -272,7 +282,7 @@ def test_random_seed_op_sequences_replay_bit_for_bit(lib, device, seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_sequences_with_user_kernels_gemm_and_training_ops_replay_bit_for_bit(
-        lib, device, user_kernel, fp32_precision, seed):
+        lib, device, user_kernel, fp32_precision, replay_path, seed):
     rng = np.random.default_rng(2000 + seed)
     names = SEED_OPS + EXTRA_OPS + EXTRA_OPS  # the extras twice as likely
     rounds, sequence, info = _eager_and_replay(lib, device, rng, 12, names, user_kernel)
@@ -280,14 +290,15 @@ def test_sequences_with_user_kernels_gemm_and_training_ops_replay_bit_for_bit(
     assert info["kernels"] >= len(sequence)
 
 
-def test_every_extra_op_alone_replays_bit_for_bit(lib, device, user_kernel, fp32_precision):
+def test_every_extra_op_alone_replays_bit_for_bit(lib, device, user_kernel, fp32_precision,
+                                                  replay_path):
     for name in EXTRA_OPS:
         rng = np.random.default_rng(abs(hash(name)) % (1 << 30))
         rounds, sequence, _ = _eager_and_replay(lib, device, rng, 3, (name,), user_kernel, 2)
         _assert_bitwise(rounds, sequence)
 
 
-def test_scratch_of_captured_ops_is_held_by_the_graph(lib, device, rng):
+def test_scratch_of_captured_ops_is_held_by_the_graph(lib, device, rng, replay_path):
     """norm_backward's statistics live in scratch memory: the graph owns its own block (so
     bytes_held > 0) and replays on two streams, interleaved with eager calls of the same op that
     take scratch from the pool, still equal eager."""
@@ -316,7 +327,7 @@ def test_scratch_of_captured_ops_is_held_by_the_graph(lib, device, rng):
 
 
 # ---- replays read current contents -------------------------------------------------------------
-def test_replays_read_the_current_contents_of_their_buffers(lib, device, rng):
+def test_replays_read_the_current_contents_of_their_buffers(lib, device, rng, replay_path):
     index = device.index
     a, b, c = (lib.check_handle("allocate_gpu_memory", index, N * 4) for _ in range(3))
     assert lib.aethercl_graph_capture_begin(index, None) == 1
@@ -373,7 +384,7 @@ def test_pinned_async_transfers_are_recorded_by_address(lib, device, rng):
     stream.destroy()
 
 
-def test_copies_fills_and_clones_are_recorded(lib, device, rng):
+def test_copies_fills_and_clones_are_recorded(lib, device, rng, replay_path):
     index = device.index
     a, b = (lib.check_handle("allocate_gpu_memory", index, N * 4) for _ in range(2))
     x = rng.standard_normal(N).astype(np.float32)
@@ -630,7 +641,7 @@ def test_a_freed_buffer_is_not_reused_while_a_graph_names_it(lib, device, rng):
         lib.free_gpu_memory(index, handle)
 
 
-def test_destroy_with_a_launch_pending_is_safe(lib, device, rng):
+def test_destroy_with_a_launch_pending_is_safe(lib, device, rng, replay_path):
     index = device.index
     stream = Stream(device)
     big = 1 << 20
@@ -657,7 +668,7 @@ def test_destroy_with_a_launch_pending_is_safe(lib, device, rng):
 
 
 # ---- ordering, streams, threads ----------------------------------------------------------------
-def test_launches_of_one_graph_are_ordered_across_streams(lib, device, rng):
+def test_launches_of_one_graph_are_ordered_across_streams(lib, device, rng, replay_path):
     """acc += x (in place) replayed on alternating streams without host waits: every replay sees
     the previous one's result, so the sum is exact."""
     index = device.index
@@ -684,7 +695,7 @@ def test_launches_of_one_graph_are_ordered_across_streams(lib, device, rng):
         stream.destroy()
 
 
-def test_two_graphs_on_two_streams(lib, device, rng):
+def test_two_graphs_on_two_streams(lib, device, rng, replay_path):
     index = device.index
     s1, s2 = Stream(device), Stream(device)
     x = rng.standard_normal(N).astype(np.float32)
@@ -770,6 +781,58 @@ def test_eight_threads_capture_on_their_own_streams(lib, device):
         thread.join()
     assert not errors, errors
     assert results == {t: True for t in range(8)}
+
+
+def test_the_command_buffer_path_is_taken_where_the_device_has_it(lib, device):
+    """With cl_khr_command_buffer 0.9.0 (PoCL 3.1) a graph of kernels replays through a command
+    buffer (the debug log says which path a device takes); AETHERCL_GRAPH_COMMAND_BUFFER=0 and a
+    graph with a host transfer take the batch path. Results are checked by the suites above,
+    which run with both paths."""
+    info = json.loads(lib.json_call("aethercl_device_info", device.index))
+    if "cl_khr_command_buffer" not in json.dumps(info):
+        pytest.skip("the device has no cl_khr_command_buffer: batches are the only path")
+    code = """
+        import os
+        lib.check("initialize_gpu", 0)
+        n = 64
+        a = lib.check_handle("allocate_gpu_memory", 0, n * 4)
+        b = lib.check_handle("allocate_gpu_memory", 0, n * 4)
+        assert lib.aethercl_graph_capture_begin(0, None) == 1
+        assert lib.execute_gelu_on_gpu(0, a, b, n) == 1
+        g = lib.aethercl_graph_capture_end(0, None)
+        assert lib.aethercl_graph_launch(g, None) == 1
+        assert lib.aethercl_graph_launch(g, None) == 1
+        lib.check("aethercl_synchronize", 0)
+        lib.shutdown_driver()
+        print("ok")
+    """
+    import os
+    for setting, expected in ((None, "through cl_khr_command_buffer"), ("0", None)):
+        env = dict(os.environ, AETHERCL_LOG_LEVEL="debug")
+        if setting is not None:
+            env["AETHERCL_GRAPH_COMMAND_BUFFER"] = setting
+        result = _run_with_env(code, env)
+        assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+        if expected:
+            assert expected in result.stderr, result.stderr[-3000:]
+        else:
+            assert "through cl_khr_command_buffer" not in result.stderr
+
+
+def _run_with_env(code, env):
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    prelude = textwrap.dedent(f"""
+        import sys, ctypes
+        sys.path.insert(0, {str(root / 'python_harness')!r})
+        from aethercl import Library
+        lib = Library()
+    """)
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_graphs_and_shutdown_driver():
