@@ -104,6 +104,12 @@ def main() -> int:
                                            {"AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "1"})),
         ("driver.so submit thread off", run(child + [real] + sizes,
                                             {"AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "0"})),
+        ("driver.so batches, thread on", run(child + [real] + sizes, {
+            "AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "1",
+            "AETHERCL_GRAPH_COMMAND_BUFFER": "0"})),
+        ("driver.so batches, thread off", run(child + [real] + sizes, {
+            "AETHERCL_SYNC": "0", "AETHERCL_SUBMIT_THREAD": "0",
+            "AETHERCL_GRAPH_COMMAND_BUFFER": "0"})),
         ("driver_null.so", run(child + [null] + sizes, {})),
     ]
     floor = rows[-1][1]["eager_us"]
