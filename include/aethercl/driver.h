@@ -1234,7 +1234,11 @@ AETHERCL_API void* aethercl_graph_capture_end(int gpu_index, void* stream);
 
 /* Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's device;
  * a stream of another device is refused) in recorded order and returns, without validating or
- * allocating per op; with the submission thread it is handed over as one batch. Each replay reads
+ * allocating per op. Where the device has cl_khr_command_buffer 0.9.0 (PoCL 3.1), a graph of
+ * kernel launches, copies and fills is recorded into one command buffer per stream at its first
+ * launch there and each launch enqueues that (AETHERCL_GRAPH_COMMAND_BUFFER=0 turns this off);
+ * otherwise, and for graphs with host transfers, the recorded commands are enqueued in order,
+ * handed to the submission thread as one batch where the device has one. Each replay reads
  * the current contents of every buffer when it runs and gives bit for bit the results of the same
  * calls run eagerly (where those are deterministic). Launches of one graph are ordered after each
  * other, also on different streams (a launch on a new stream waits for the previous launch), and

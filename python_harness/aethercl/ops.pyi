@@ -972,7 +972,7 @@ def graph_capture_end(dev: DeviceLike, stream: Pointer) -> int:
 def graph_launch(dev: DeviceLike, graph: Pointer, stream: Pointer) -> None:
     """Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's
     device; a stream of another device is refused) in recorded order and returns, without validating
-    or allocating per op; with the submission thread it is handed over as one batch.
+    or allocating per op.
 
     C: int aethercl_graph_launch(void* graph, void* stream). Raises AetherCLError unless it returns
     1."""
