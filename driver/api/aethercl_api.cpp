@@ -34,6 +34,8 @@ AETHERCL_API size_t aethercl_device_info(int gpu_index, char* buffer, size_t cap
 AETHERCL_API int aethercl_synchronize(int gpu_index) {
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
+    call.device().refuse_during_any_capture("aethercl_synchronize waits for every stream of the "
+                                            "device");
     call.device().synchronize();
   });
 }

@@ -11,6 +11,7 @@
 #include "gemm/mma_kernel.h"
 #include "gemm/split_k.h"
 #include "gemm/wgmma.h"
+#include "runtime/graph.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -91,6 +92,8 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
                                           : GemmRounding::kNone;
 
   Stream& stream = call.stream();
+  // The probe runs and reads back at once, also when the call is being captured into a graph.
+  CapturePause eager(stream);
   PoolBlock blocks[3] = {device.allocate(stream, a_bytes.size()),
                          device.allocate(stream, b_bytes.size()),
                          device.allocate(stream, expected.size() * 4)};

@@ -17,6 +17,8 @@ void MultiDeviceCall::lock(std::vector<Device*> devices) {
 
 Stream& MultiDeviceCall::drained_current_stream(Device& device) {
   Stream& stream = device.current_stream();
+  device.refuse_during_capture(stream, "calls across devices (peer copies, collectives) cannot "
+                                       "be recorded");
   device.drain();
   return stream;
 }

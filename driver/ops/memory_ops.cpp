@@ -52,6 +52,8 @@ void write(DeviceCall& call, void* handle, std::size_t offset, std::size_t size,
   BufferView view = checked_span(call, handle, "gpu_buffer_handle", offset, size);
   if (size == 0) return;
   if (source == nullptr) fail(Status::kInvalidArgument, "host_source_ptr is NULL");
+  call.device().refuse_during_capture(call.stream(), "write_host_to_gpu_blocking is a blocking "
+                                                     "transfer");
   // Staged even from pinned memory: the caller may reuse source as soon as this returns.
   call.device().write(call.stream(), view.mem, offset, size, source, false);
 }

@@ -87,6 +87,8 @@ void stream_destroy(DeviceCall& call, void* stream) {
     fail(Status::kInvalidArgument, "stream is NULL (the default stream cannot be destroyed)");
   }
   Stream& target = call.resolve_stream(stream, "stream");
+  call.device().refuse_during_capture(target, "a capturing stream cannot be destroyed (end its "
+                                              "capture with aethercl_graph_capture_end first)");
   std::uint64_t id = target.id();
   call.device().destroy_stream(target);
   call.runtime().streams().remove(stream, "stream");
@@ -105,6 +107,7 @@ void* stream_current(DeviceCall& call) { return call.device().current_stream().t
 void stream_synchronize(DeviceCall& call, void* stream) {
   Stream& target = call.resolve_stream(stream, "stream");
   Device& device = call.device();
+  device.refuse_during_capture(target, "aethercl_stream_synchronize waits for the stream");
   device.drain();
   std::uint64_t id = target.id();
   cl_command_queue queue = target.queue();
@@ -123,6 +126,8 @@ void stream_synchronize(DeviceCall& call, void* stream) {
 
 void* event_record(DeviceCall& call, void* stream) {
   Stream& target = call.use_stream(stream, "stream");
+  call.device().refuse_during_capture(target, "aethercl_event_record cannot be recorded (version "
+                                              "4 captures one stream)");
   auto record = std::make_shared<EventRecord>();
   record->device_index = call.device().index();
   record->timing = target.timing();
@@ -134,6 +139,8 @@ void stream_wait_event(DeviceCall& call, void* stream, void* event) {
   Stream& target = call.use_stream(stream, "stream");
   auto record = call.runtime().events().get(event, "event");
   Device& device = call.device();
+  device.refuse_during_capture(target, "aethercl_stream_wait_event cannot be recorded (version 4 "
+                                       "captures one stream)");
   if (record->device_index == device.index()) {
     device.wait_for_event(target, record->event.get());
     return;

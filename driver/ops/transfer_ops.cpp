@@ -66,7 +66,13 @@ void write_async(DeviceCall& call, void* buffer, std::size_t offset, std::size_t
   BufferView view = checked_span(call, buffer, "buffer", offset, size, "offset");
   if (size == 0) return;
   if (source == nullptr) fail(Status::kInvalidArgument, "source is NULL");
-  call.device().write(target, view.mem, offset, size, source, pinned_here(call, source, size));
+  bool pinned = pinned_here(call, source, size);
+  if (!pinned) {
+    call.device().refuse_during_capture(
+        target, "aethercl_write_async from pageable host memory (not from aethercl_host_alloc) "
+                "copies it at the call; only pinned memory can be recorded");
+  }
+  call.device().write(target, view.mem, offset, size, source, pinned);
 }
 
 void read_async(DeviceCall& call, void* buffer, std::size_t offset, std::size_t size,

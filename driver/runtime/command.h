@@ -18,6 +18,7 @@ struct Command {
     kCopy,    // source_mem at source_offset -> mem at offset
     kFill,    // pattern byte over [offset, offset + size) of mem
     kWait,    // the queue waits for wait_for (a barrier)
+    kCommandBuffer,  // a graph's finalised cl_command_buffer_khr (runtime/graph_command_buffer.h)
   };
 
   Kind kind = Kind::kLaunch;
@@ -33,6 +34,11 @@ struct Command {
   unsigned char pattern = 0;
   bool blocking = false;  // kWrite, kRead: return when the transfer is done
   cl::Event wait_for;  // kWait: a reference the command owns
+  void* command_buffer = nullptr;  // kCommandBuffer: owned by the graph, which outlives it
+
+  // Makes target a copy of this command on queue (a graph's recorded command handed to a
+  // submission slot); the wait event, if any, is retained for target.
+  void copy_into(Command& target, cl_command_queue on_queue) const;
 
   // What the command is, for messages ("kernel launch", "host-to-device copy", ...).
   const char* what() const noexcept;
@@ -41,5 +47,7 @@ struct Command {
 // Enqueues the command on its queue; event, when not NULL, receives its event. Throws Error
 // naming the OpenCL call that failed.
 void execute(const Command& command, cl_event* event);
+// As execute, on queue instead of the command's own (graph replays: runtime/graph.h).
+void execute_on(const Command& command, cl_command_queue queue, cl_event* event);
 
 }  // namespace aethercl

@@ -13,6 +13,7 @@
 #include "cl/handle.h"
 #include "runtime/command.h"
 #include "runtime/device_info.h"
+#include "runtime/graph_holds.h"
 #include "runtime/kernel_log.h"
 #include "runtime/launch.h"
 #include "runtime/memory_pool.h"
@@ -36,6 +37,7 @@
 namespace aethercl {
 
 class BoundsCheck;
+class Graph;
 
 // State that a higher layer keeps per device (GEMM plans, ...), owned and destroyed by the Device
 // before its kernels and buffers.
@@ -146,6 +148,30 @@ class Device {
   // a real (tiny) command, so device timestamps exist for it on every runtime.
   cl::Event record_event(Stream& stream);
 
+  // ---- graphs (runtime/graph.h, device_graphs.cpp) -----------------------------------------
+  // While a stream captures, enqueue, write, copy, fill and pinned read_async record into its
+  // graph instead of running; reads that wait and event waits are refused.
+  // Throws kInvalidArgument when the stream already captures.
+  void begin_capture(Stream& stream, std::shared_ptr<Graph> graph);
+  // The stream's graph, the capture ended. Throws kInvalidArgument when it captures nothing.
+  std::shared_ptr<Graph> end_capture(Stream& stream);
+  // Throws kInvalidArgument naming the capture when stream captures: what is the refused work
+  // ("read_gpu_to_host_blocking waits for the device"); the capture stays as it was.
+  void refuse_during_capture(const Stream& stream, const std::string& what) const;
+  // As refuse_during_capture, for any capturing stream of the device.
+  void refuse_during_any_capture(const std::string& what) const;
+  // Enqueues the graph's commands on stream, ordered after its previous launch (or, before the
+  // first, after the capture stream's work issued so far); returns once they are handed over.
+  void launch_graph(Graph& graph, Stream& stream);
+  // Waits for the graph's last launch, then releases its commands and the memory only it kept.
+  void destroy_graph(Graph& graph);
+  // Device bytes kept allocated for the graph alone (scratch of captured ops, freed buffers).
+  std::uint64_t graph_bytes_held(const Graph& graph) const;
+  // Shutdown: drops every capture still in progress.
+  void abandon_captures();
+  // A Scratch block back to the pool, unless a graph references it.
+  void release_scratch(PoolBlock block);
+
   // ---- synchronisation --------------------------------------------------------------------
   // Waits for every stream; throws Error for a deferred error (execution or enqueue failure).
   void synchronize();
@@ -172,6 +198,13 @@ class Device {
   std::uint64_t staging_capacity_bytes() const { return ring_ ? ring_->capacity() : 0; }
 
  private:
+  // Records command into the stream's graph when it captures (true), else does nothing.
+  bool record_if_capturing(Stream& stream, Command& command);
+  // A launch through the graph's command buffer for stream's queue (recorded at the first launch
+  // there); false where the graph replays in batches instead.
+  bool launch_command_buffer(Graph& graph, Stream& stream);
+  // An event that completes when the work issued so far on stream id has (empty: none left).
+  cl::Event stream_tail(std::uint64_t id);
   // Records or runs a command (the single path to execute()).
   void submit(Command&& command, std::uint64_t traced_bytes = 0);
   // Runs a command on this thread with the tracing/sync bookkeeping; with keep, *keep receives a
@@ -201,6 +234,7 @@ class Device {
   std::atomic<std::uint64_t> user_program_cache_hits_{0};
   std::unique_ptr<ProgramCache> programs_;
   KernelLog kernel_log_;
+  GraphHolds holds_;  // memory that graphs keep allocated
   std::unique_ptr<BoundsCheck> bounds_;  // null unless AETHERCL_CHECK_BOUNDS is on
   // Queues handed to callers by interop (queue_for_interop): kept until the device goes, since a
   // queue a stream replaces (tracing) may still be in the caller's hands.

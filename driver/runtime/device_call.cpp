@@ -1,6 +1,7 @@
 // Token resolution and argument-size validation shared by every entry point.
 #include "runtime/device_call.h"
 
+#include "runtime/graph.h"
 #include "runtime/token_table.h"
 #include "support/checked.h"
 
@@ -11,12 +12,24 @@ DeviceCall::DeviceCall(int gpu_index, Runtime& runtime)
       lifecycle_lock_(runtime.lifecycle_mutex()),
       device_(&runtime.resolve(gpu_index)),
       device_lock_(device_->mutex()),
-      stream_(&device_->current_stream()) {
+      stream_(&device_->current_stream()),
+      uncaught_(std::uncaught_exceptions()) {
   device_->set_call_stream(stream_);
+  mark_capture();
 }
 
 DeviceCall::~DeviceCall() {
-  if (device_lock_.owns_lock()) device_->set_call_stream(nullptr);
+  if (!device_lock_.owns_lock()) return;
+  device_->set_call_stream(nullptr);
+  if (capture_ == nullptr || std::uncaught_exceptions() <= uncaught_) return;
+  Stream* stream = device_->find_stream(capture_stream_);  // the call may have destroyed it
+  if (stream != nullptr && stream->capture() == capture_) capture_->truncate(capture_mark_);
+}
+
+void DeviceCall::mark_capture() {
+  capture_ = stream_->capture();
+  capture_stream_ = stream_->id();
+  capture_mark_ = capture_ != nullptr ? capture_->nodes() : 0;
 }
 
 Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
@@ -34,6 +47,7 @@ Stream& DeviceCall::resolve_stream(const void* token, const char* argument) {
 Stream& DeviceCall::use_stream(const void* token, const char* argument) {
   stream_ = &resolve_stream(token, argument);
   device_->set_call_stream(stream_);
+  mark_capture();
   return *stream_;
 }
 

@@ -78,6 +78,13 @@ class DeviceCall {
   Device* device_;
   std::unique_lock<std::mutex> device_lock_;
   Stream* stream_;
+  // A call that fails part-way leaves nothing in a capture (include/aethercl/driver.h, Graphs):
+  // what its stream's graph held when the stream was chosen, and the exceptions in flight then.
+  void mark_capture();
+  int uncaught_ = 0;
+  Graph* capture_ = nullptr;
+  std::size_t capture_mark_ = 0;
+  std::uint64_t capture_stream_ = 0;
 };
 
 // The scope of a call that needs a device's immutable parts only (its info, context and disk

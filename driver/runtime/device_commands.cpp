@@ -4,6 +4,7 @@
 
 #include "cl/cl_error.h"
 #include "runtime/bounds_check.h"
+#include "runtime/graph.h"
 #include "runtime/tracer.h"
 #include "support/entry_point.h"
 #include "support/log.h"
@@ -73,6 +74,7 @@ void Device::enqueue(Stream& stream, const LaunchRecord& record) {
   command.kind = Command::Kind::kLaunch;
   command.queue = stream.queue();
   command.launch = record;
+  if (record_if_capturing(stream, command)) return;
   auto stream_token = reinterpret_cast<std::uintptr_t>(stream.token());
   if (bounds_) bounds_->note(record, stream_token);
   if (!kernel_log_.enabled() || !stream.profiling()) {
@@ -114,6 +116,13 @@ void Device::write(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64
   command.mem = mem;
   command.offset = offset;
   command.size = size;
+  if (Graph* graph = stream.capture()) {
+    // Pinned memory is read when the replay runs (recorded by address); other host bytes are
+    // copied now, as the eager call would have staged them.
+    command.source = source_pinned ? source : graph->snapshot(source, size);
+    record_if_capturing(stream, command);
+    return;
+  }
   if (source_pinned) {
     command.source = source;
   } else if (size > kMaxStagedWrite) {
@@ -137,6 +146,8 @@ void Device::write(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64
 
 void Device::read(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_t size,
                   void* destination) {
+  refuse_during_capture(stream, fmt::format("{} waits for the device to read into host memory",
+                                            current_entry_point()));
   drain();
   // The seed read waits for every stream of the device, not only its own.
   for (auto& other : streams_) {
@@ -195,7 +206,13 @@ void Device::read_async(Stream& stream, cl_mem mem, std::uint64_t offset, std::u
   command.offset = offset;
   command.size = size;
   command.destination = destination;
+  if (!destination_pinned) {
+    refuse_during_capture(stream, fmt::format("{} into pageable host memory (not from "
+                                              "aethercl_host_alloc) waits for the data",
+                                              current_entry_point()));
+  }
   if (destination_pinned) {
+    if (record_if_capturing(stream, command)) return;
     submit(std::move(command), size);
     return;
   }
@@ -217,6 +234,7 @@ void Device::copy(Stream& stream, cl_mem source, std::uint64_t source_offset, cl
   command.mem = destination;
   command.offset = destination_offset;
   command.size = size;
+  if (record_if_capturing(stream, command)) return;
   submit(std::move(command), size);
 }
 
@@ -229,10 +247,12 @@ void Device::fill(Stream& stream, cl_mem mem, std::uint64_t offset, std::uint64_
   command.offset = offset;
   command.size = size;
   command.pattern = value;
+  if (record_if_capturing(stream, command)) return;
   submit(std::move(command), size);
 }
 
 void Device::wait_for_event(Stream& stream, cl_event event) {
+  refuse_during_capture(stream, "a wait for an event cannot be recorded");
   Command command;
   command.kind = Command::Kind::kWait;
   command.queue = stream.queue();

@@ -81,8 +81,7 @@ LaunchGeometry LaunchGeometry::grid(cl_uint dimensions, const std::size_t* globa
   return geometry;
 }
 
-void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event,
-                   cl_uint wait_count, const cl_event* wait_list) {
+void bind_launch_args(const LaunchRecord& record) {
   Kernel& target = *record.kernel;
   cl_kernel kernel = target.get();
   if (target.bound.size() < record.args.count()) target.bound.resize(record.args.count());
@@ -104,6 +103,12 @@ void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event*
       if (!local) std::memcpy(bound.bytes, arg.value, arg.size);
     }
   }
+}
+
+void submit_launch(cl_command_queue queue, const LaunchRecord& record, cl_event* event,
+                   cl_uint wait_count, const cl_event* wait_list) {
+  bind_launch_args(record);
+  cl_kernel kernel = record.kernel->get();
   capture_launch(queue, record);
   const LaunchGeometry& g = record.geometry;
   cl::check(clEnqueueNDRangeKernel(queue, kernel, g.dimensions, nullptr, g.global.data(),

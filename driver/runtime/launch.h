@@ -128,6 +128,10 @@ LaunchRecord make_launch(Kernel& kernel, const LaunchGeometry& geometry, const A
   return record;
 }
 
+// Binds the record's arguments to its kernel, skipping arguments whose value is already bound (the
+// same contract as submit_launch: the caller owns the kernel's argument state).
+void bind_launch_args(const LaunchRecord& record);
+
 // Binds the record's arguments to its kernel (skipping arguments whose value is already bound)
 // and enqueues it on queue, after the wait_count events of wait_list (collectives order launches
 // after transfers of other queues); event, when not NULL, receives the launch's event. Throws

@@ -1,6 +1,8 @@
 // Device lifecycle and gpu_index resolution.
 #include "runtime/runtime.h"
 
+#include "runtime/graph.h"
+
 #include "runtime/device_list.h"
 #include "runtime/tracer.h"
 #include "support/env.h"
@@ -80,9 +82,28 @@ void Runtime::shutdown() noexcept {
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
     try {
+      device->abandon_captures();  // a capture never ended: its graph is dropped
+    } catch (const std::exception& error) {
+      log().warn("shutdown: dropping the captures of device {} failed: {}", index, error.what());
+    }
+    try {
       device->synchronize();  // the submission thread drained, every stream finished
     } catch (const Error& error) {
       log().warn("shutdown: device {} reported a deferred error: {}", index, error.what());
+    }
+    int graph_device = index;
+    auto graphs = graphs_.remove_if([&](const Graph& graph) {
+      return graph.device_index() == graph_device;
+    });
+    for (auto& graph : graphs) {
+      try {
+        device->destroy_graph(*graph);
+      } catch (const std::exception& error) {
+        log().warn("shutdown: destroying a graph of device {} failed: {}", index, error.what());
+      }
+    }
+    if (!graphs.empty()) {
+      log().info("shutdown destroyed {} graphs of device {}", graphs.size(), index);
     }
     std::size_t leaked = 0;
     for (BufferRecord& record : buffers_.remove_device(index)) {

@@ -1,6 +1,6 @@
 // The process-wide runtime: initialised devices by visible index (sharing one context per
 // platform where several are visible), and the registries of the client's tokens (buffers,
-// streams, events, communicators, user programs and kernels) and pinned host allocations.
+// streams, events, communicators, user programs and kernels, graphs) and pinned host allocations.
 //
 // Locking: lifecycle_mutex() is shared by every call and exclusive for initialize/shutdown;
 // a device's own mutex serialises its streams. Order: lifecycle, then device, then registries.
@@ -22,6 +22,8 @@
 #include <vector>
 
 namespace aethercl {
+
+class Graph;  // runtime/graph.h
 
 // What a stream token names: the device and the stream's id there (the Device owns the Stream).
 struct StreamEntry {
@@ -70,6 +72,7 @@ class Runtime {
   HostMemoryRegistry& host_memory() { return host_memory_; }
   TokenTable<UserProgram>& user_programs() { return user_programs_; }
   TokenTable<UserKernel>& user_kernels() { return user_kernels_; }
+  TokenTable<Graph>& graphs() { return graphs_; }
 
   // With the lifecycle lock held: the device a call's gpu_index names (the fallback of
   // docs/ABI.md section 3.2 when exactly one device is initialised). Throws kNotInitialized /
@@ -100,6 +103,7 @@ class Runtime {
   HostMemoryRegistry host_memory_;
   TokenTable<UserProgram> user_programs_{token_tag::kProgram, "program"};
   TokenTable<UserKernel> user_kernels_{token_tag::kKernel, "kernel"};
+  TokenTable<Graph> graphs_{token_tag::kGraph, "graph"};
   std::atomic<bool> warned_fallback_{false};
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
   long trace_process_id_ = 0;             // the process that started it (guarded likewise)

@@ -10,6 +10,6 @@ Scratch::Scratch(DeviceCall& call, std::uint64_t bytes)
       block_(call.device().allocate(call.stream(), std::max<std::uint64_t>(bytes, 4))),
       bytes_(std::max<std::uint64_t>(bytes, 4)) {}
 
-Scratch::~Scratch() { device_.pool().release(block_); }
+Scratch::~Scratch() { device_.release_scratch(block_); }
 
 }  // namespace aethercl

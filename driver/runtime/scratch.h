@@ -10,7 +10,9 @@ namespace aethercl {
 // Device memory for intermediate results, from the device's pool on the call's stream; returned
 // to the pool when the op's scope ends. The block's home is that stream and only this op's
 // commands on it use the block, so a later allocation on the stream (whose commands run after
-// these) may reuse it at once (the pool's stream-ordered rule).
+// these) may reuse it at once (the pool's stream-ordered rule). During a graph capture the graph
+// keeps the block instead, until it is destroyed: every captured op has scratch of its own, which
+// each replay reuses (replays of one graph never overlap: runtime/graph.h).
 class Scratch {
  public:
   Scratch(DeviceCall& call, std::uint64_t bytes);

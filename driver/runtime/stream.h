@@ -7,8 +7,11 @@
 #include "cl/handle.h"
 
 #include <cstdint>
+#include <memory>
 
 namespace aethercl {
+
+class Graph;
 
 class Stream {
  public:
@@ -31,6 +34,12 @@ class Stream {
   // Whether the queue profiles (timing streams, and every stream while tracing).
   bool profiling() const { return profiling_; }
 
+  // The graph this stream's commands are recorded into instead of running (runtime/graph.h),
+  // or nullptr; read and set with the device's mutex held.
+  Graph* capture() const { return capture_.get(); }
+  const std::shared_ptr<Graph>& capture_graph() const { return capture_; }
+  void set_capture(std::shared_ptr<Graph> graph) { capture_ = std::move(graph); }
+
   // With the device's mutex held and the stream idle: a new queue (tracing turns profiling on).
   void replace_queue(cl::Queue queue, bool profiling) {
     queue_ = std::move(queue);
@@ -44,6 +53,7 @@ class Stream {
   cl::Queue queue_;
   bool timing_;
   bool profiling_;
+  std::shared_ptr<Graph> capture_;
 };
 
 // This thread's current stream of a device, as a stream id (0: the default stream). Ids are

@@ -46,25 +46,47 @@ Submitter::~Submitter() {
   thread_.join();
 }
 
-void Submitter::push(Command&& command) {
-  std::uint64_t position = pushed_.load(std::memory_order_relaxed);
-  if (position - done_.load(std::memory_order_acquire) >= slots_.size()) {
-    // Full: wait for the thread to free a slot.
-    auto has_room = [&] {
-      return position - done_.load(std::memory_order_acquire) < slots_.size();
-    };
-    while (!spin_until(has_room)) {
-      producer_waiting_.store(true, std::memory_order_seq_cst);
-      std::uint64_t seen = done_.load(std::memory_order_seq_cst);
-      if (position - seen >= slots_.size()) done_.wait(seen, std::memory_order_acquire);
-      producer_waiting_.store(false, std::memory_order_relaxed);
-    }
+void Submitter::wait_for_room(std::uint64_t position) {
+  if (position - done_.load(std::memory_order_acquire) < slots_.size()) return;
+  // Full: wait for the thread to free a slot.
+  auto has_room = [&] {
+    return position - done_.load(std::memory_order_acquire) < slots_.size();
+  };
+  while (!spin_until(has_room)) {
+    producer_waiting_.store(true, std::memory_order_seq_cst);
+    std::uint64_t seen = done_.load(std::memory_order_seq_cst);
+    if (position - seen >= slots_.size()) done_.wait(seen, std::memory_order_acquire);
+    producer_waiting_.store(false, std::memory_order_relaxed);
   }
-  slots_[position % slots_.size()] = std::move(command);
-  pushed_.store(position + 1, std::memory_order_seq_cst);
+}
+
+void Submitter::publish(std::uint64_t pushed) {
+  pushed_.store(pushed, std::memory_order_seq_cst);
   if (thread_sleeping_.load(std::memory_order_seq_cst)) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
     wake_.notify_one();
+  }
+}
+
+void Submitter::push(Command&& command) {
+  std::uint64_t position = pushed_.load(std::memory_order_relaxed);
+  wait_for_room(position);
+  slots_[position % slots_.size()] = std::move(command);
+  publish(position + 1);
+}
+
+void Submitter::push_batch(const std::vector<Command>& commands, cl_command_queue queue) {
+  std::size_t next = 0;
+  while (next < commands.size()) {
+    std::uint64_t position = pushed_.load(std::memory_order_relaxed);
+    wait_for_room(position);
+    std::uint64_t in_flight = position - done_.load(std::memory_order_acquire);
+    std::size_t count = std::min<std::size_t>(slots_.size() - in_flight, commands.size() - next);
+    for (std::size_t i = 0; i < count; ++i) {
+      commands[next + i].copy_into(slots_[(position + i) % slots_.size()], queue);
+    }
+    publish(position + count);
+    next += count;
   }
 }
 

@@ -32,6 +32,9 @@ class Submitter {
 
   // Queues a command; waits for a free slot when the ring is full.
   void push(Command&& command);
+  // Queues copies of commands, each on queue, in order, publishing them together (one wake-up of
+  // the thread; more only when the ring fills): a graph's replay.
+  void push_batch(const std::vector<Command>& commands, cl_command_queue queue);
   // Returns once every pushed command has been enqueued (and its queue flushed).
   void drain();
   // No command is waiting or executing.
@@ -42,6 +45,9 @@ class Submitter {
 
  private:
   void run();
+  // Waits until the slot at position is free.
+  void wait_for_room(std::uint64_t position);
+  void publish(std::uint64_t pushed);
   void flush_touched_queues();
 
   ErrorSink on_error_;

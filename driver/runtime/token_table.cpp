@@ -11,6 +11,7 @@ const char* describe_token_tag(std::uint8_t tag) noexcept {
     case token_tag::kComm: return "a communicator";
     case token_tag::kProgram: return "a program";
     case token_tag::kKernel: return "a kernel";
+    case token_tag::kGraph: return "a graph";
     default: return nullptr;
   }
 }

@@ -21,6 +21,7 @@ inline constexpr std::uint8_t kEvent = 0xA7;
 inline constexpr std::uint8_t kComm = 0xC0;  // runtime/communicator.h
 inline constexpr std::uint8_t kProgram = 0xB1;
 inline constexpr std::uint8_t kKernel = 0xB2;
+inline constexpr std::uint8_t kGraph = 0xB3;  // runtime/graph.h
 }  // namespace token_tag
 
 // "a buffer handle", "a stream", "an event", "a communicator", "a program", "a kernel", or nullptr

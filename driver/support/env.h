@@ -75,5 +75,6 @@ inline constexpr const char* kCaptureDir = "AETHERCL_CAPTURE_DIR";  // launches 
 inline constexpr const char* kCaptureKernels = "AETHERCL_CAPTURE_KERNELS";  // name substrings
 inline constexpr const char* kCaptureLimit = "AETHERCL_CAPTURE_LIMIT";  // launches per kernel
 inline constexpr const char* kCheckBounds = "AETHERCL_CHECK_BOUNDS";  // 1: guard zones on buffers
+inline constexpr const char* kGraphCommandBuffer = "AETHERCL_GRAPH_COMMAND_BUFFER";  // 0: batch replay
 
 }  // namespace aethercl::env

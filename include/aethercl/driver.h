@@ -1247,6 +1247,66 @@ AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
  * Work on it from another queue must be ordered with the driver's by synchronising. */
 AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
 
+/* ===================================================================================== */
+/* Graphs: capture a stream's work once, replay it with one call (ABI version 4)          */
+/* ===================================================================================== */
+
+/* Starts capturing stream (NULL = the default stream, else a stream token of gpu_index). Until
+ * aethercl_graph_capture_end, every call that would issue work on that stream (calls without a
+ * stream argument from a thread whose current stream it is, calls given that stream) validates its
+ * arguments exactly as it would eagerly (a refusal stays a refusal and records nothing), records
+ * the work instead of running it, and returns 1. Scalars are recorded by value, buffers by handle,
+ * host bytes an op stages itself (constants) by value. A call that fails part-way records nothing.
+ *
+ * Refused during a capture with AETHERCL_INVALID_ARGUMENT and a message naming the capture, which
+ * stays valid: read_gpu_to_host_blocking and write_host_to_gpu_blocking on the capturing stream,
+ * aethercl_synchronize of its device (while any of its streams captures),
+ * aethercl_stream_synchronize, aethercl_event_record, aethercl_stream_wait_event,
+ * aethercl_stream_destroy and aethercl_cl_queue of the capturing stream, aethercl_write_async from
+ * and aethercl_read_async into pageable host memory (eagerly they copy or wait at the call, which
+ * a replay cannot repeat), calls across devices (peer copies, collectives), and the simulated_* matrix product
+ * (it reads back). aethercl_write_async / aethercl_read_async with memory of aethercl_host_alloc
+ * are recorded by address: each replay reads or writes that host memory when it runs, so it must
+ * stay allocated while the graph is launched. Captures on different streams are independent;
+ * nested begin on one stream is refused. Buffers may be allocated and freed during a capture.
+ *
+ * Memory: a buffer a graph's work names stays allocated until the graph is destroyed; freeing its
+ * handle (during or after the capture) invalidates the handle at once as usual, and the memory is
+ * released with the graph. Scratch memory of captured ops belongs to the graph (each captured op
+ * has its own, reused by every replay); replays of one graph never overlap, so they cannot race on
+ * it. */
+AETHERCL_API int aethercl_graph_capture_begin(int gpu_index, void* stream);
+
+/* Ends the capture of stream and returns the graph as a token, or NULL (and a message) when the
+ * stream is not capturing. An empty capture gives a graph with no nodes. */
+AETHERCL_API void* aethercl_graph_capture_end(int gpu_index, void* stream);
+
+/* Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's device;
+ * a stream of another device is refused) in recorded order and returns, without validating or
+ * allocating per op. Where the device has cl_khr_command_buffer 0.9.0 (PoCL 3.1), a graph of
+ * kernel launches, copies and fills is recorded into one command buffer per stream at its first
+ * launch there and each launch enqueues that (AETHERCL_GRAPH_COMMAND_BUFFER=0 turns this off);
+ * otherwise, and for graphs with host transfers, the recorded commands are enqueued in order,
+ * handed to the submission thread as one batch where the device has one. Each replay reads
+ * the current contents of every buffer when it runs and gives bit for bit the results of the same
+ * calls run eagerly (where those are deterministic). Launches of one graph are ordered after each
+ * other, also on different streams (a launch on a new stream waits for the previous launch), and
+ * the first launch waits for the work issued on the capture stream before the capture ended.
+ * Launching into a capturing stream is refused. The kernel log does not list replayed launches. */
+AETHERCL_API int aethercl_graph_launch(void* graph, void* stream);
+
+/* Destroys the graph: waits for its last launch to complete (a launch still queued is safe), then
+ * releases its recorded work and the memory kept only for it. shutdown_driver destroys every
+ * graph and drops captures never ended. */
+AETHERCL_API int aethercl_graph_destroy(void* graph);
+
+/* Writes {"device": int, "nodes": int, "kernels": int, "bytes_held": int} with the buffer rules of
+ * aethercl_device_info (returns the full length; writes at most capacity - 1 bytes and a NUL).
+ * nodes: recorded operations (kernel launches, copies, fills, transfers); kernels: device launches
+ * one replay issues (no fusion in this version: the kernel-launch nodes); bytes_held: device bytes
+ * allocated for the graph alone (scratch of captured ops, buffers whose handles were freed). */
+AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -175,6 +175,12 @@ class Device:
         fence().wait() waits for that work only, unlike wait(), which waits for the device."""
         return self.event()
 
+    def graph(self, stream: Optional[Stream] = None):
+        """A Graph capturing stream (None: the calling thread's current stream) inside a `with`
+        block (aethercl.graph)."""
+        from .graphs import Graph
+        return Graph(self, stream)
+
     def kernel_log(self) -> list:
         """The most recent kernel launches, oldest first (aethercl_kernel_log)."""
         return json.loads(self.lib.json_call("aethercl_kernel_log", self.index))

@@ -1396,4 +1396,58 @@ def gemm_fused(dev: DeviceLike, desc: StructPointer, epilogue: StructPointer,
                pointer(stream))
 
 
+@_entry("aethercl_graph_capture_begin")
+def graph_capture_begin(dev: DeviceLike, stream: Pointer) -> None:
+    """Starts capturing stream (NULL = the default stream, else a stream token of gpu_index).
+
+    C: int aethercl_graph_capture_begin(int gpu_index, void* stream). Raises AetherCLError unless it
+    returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_graph_capture_begin", _index, pointer(stream))
+
+
+@_entry("aethercl_graph_capture_end")
+def graph_capture_end(dev: DeviceLike, stream: Pointer) -> int:
+    """Ends the capture of stream and returns the graph as a token, or NULL (and a message) when the
+    stream is not capturing.
+
+    C: void* aethercl_graph_capture_end(int gpu_index, void* stream). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    _lib, _index = target(dev)
+    return _lib.check_handle("aethercl_graph_capture_end", _index, pointer(stream))
+
+
+@_entry("aethercl_graph_launch")
+def graph_launch(dev: DeviceLike, graph: Pointer, stream: Pointer) -> None:
+    """Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's
+    device; a stream of another device is refused) in recorded order and returns, without validating
+    or allocating per op.
+
+    C: int aethercl_graph_launch(void* graph, void* stream). Raises AetherCLError unless it returns
+    1."""
+    _lib = library(dev)
+    _lib.check("aethercl_graph_launch", pointer(graph), pointer(stream))
+
+
+@_entry("aethercl_graph_destroy")
+def graph_destroy(dev: DeviceLike, graph: Pointer) -> None:
+    """Destroys the graph: waits for its last launch to complete (a launch still queued is safe),
+    then releases its recorded work and the memory kept only for it.
+
+    C: int aethercl_graph_destroy(void* graph). Raises AetherCLError unless it returns 1."""
+    _lib = library(dev)
+    _lib.check("aethercl_graph_destroy", pointer(graph))
+
+
+@_entry("aethercl_graph_info")
+def graph_info(dev: DeviceLike, graph: Pointer) -> str:
+    """Writes {"device": int, "nodes": int, "kernels": int, "bytes_held": int} with the buffer rules
+    of aethercl_device_info (returns the full length; writes at most capacity - 1 bytes and a NUL).
+
+    C: size_t aethercl_graph_info(void* graph, char* out, size_t capacity). Returns the whole text
+    (sized first); raises AetherCLError when it returns 0."""
+    _lib = library(dev)
+    return _lib.json_call("aethercl_graph_info", pointer(graph))
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

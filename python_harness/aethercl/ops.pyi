@@ -963,3 +963,42 @@ def gemm_fused(dev: DeviceLike, desc: StructPointer, epilogue: StructPointer,
     C: int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc, const
     aethercl_gemm_epilogue* epilogue, void* stream). Raises AetherCLError unless it returns 1."""
     ...
+
+def graph_capture_begin(dev: DeviceLike, stream: Pointer) -> None:
+    """Starts capturing stream (NULL = the default stream, else a stream token of gpu_index).
+
+    C: int aethercl_graph_capture_begin(int gpu_index, void* stream). Raises AetherCLError unless it
+    returns 1."""
+    ...
+
+def graph_capture_end(dev: DeviceLike, stream: Pointer) -> int:
+    """Ends the capture of stream and returns the graph as a token, or NULL (and a message) when the
+    stream is not capturing.
+
+    C: void* aethercl_graph_capture_end(int gpu_index, void* stream). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    ...
+
+def graph_launch(dev: DeviceLike, graph: Pointer, stream: Pointer) -> None:
+    """Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's
+    device; a stream of another device is refused) in recorded order and returns, without validating
+    or allocating per op.
+
+    C: int aethercl_graph_launch(void* graph, void* stream). Raises AetherCLError unless it returns
+    1."""
+    ...
+
+def graph_destroy(dev: DeviceLike, graph: Pointer) -> None:
+    """Destroys the graph: waits for its last launch to complete (a launch still queued is safe),
+    then releases its recorded work and the memory kept only for it.
+
+    C: int aethercl_graph_destroy(void* graph). Raises AetherCLError unless it returns 1."""
+    ...
+
+def graph_info(dev: DeviceLike, graph: Pointer) -> str:
+    """Writes {"device": int, "nodes": int, "kernels": int, "bytes_held": int} with the buffer rules
+    of aethercl_device_info (returns the full length; writes at most capacity - 1 bytes and a NUL).
+
+    C: size_t aethercl_graph_info(void* graph, char* out, size_t capacity). Returns the whole text
+    (sized first); raises AetherCLError when it returns 0."""
+    ...

@@ -268,6 +268,8 @@ void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, co
   check_status("aethercl_gemm", aethercl_gemm(gpu, in.byte() % 32 == 0 ? nullptr : &desc, stream));
 }
 
+#include "fuzz_graphs.inc"
+
 // The runtime functions of ABI version 3 (streams, events, host memory, transfers).
 void runtime_step(State& s, Input& in, std::uint8_t op, int gpu) {
   switch (op % 18) {
@@ -431,6 +433,10 @@ void step(State& s, Input& in) {
   }
   if (op >= 228) {  // your own kernels, typed memory, the kernel log, interop (fuzz_runtime.h)
     step_runtime(runtime_state, s, in, gpu, h, d);
+    return;
+  }
+  if (op >= 216 && op < 220) {  // --- graphs (AETHERCL_4): fuzz_graphs.inc ---
+    graph_step(s, in, gpu);
     return;
   }
   if (op >= 200) {  // many devices: communicators, collectives, peer copies
@@ -607,6 +613,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Input in(data, size);
   for (int steps = 0; !in.done() && steps < 64; ++steps) step(state, in);
   if (!state.initialized && initialize_gpu(0) != 1) violation("initialize_gpu", "re-init failed");
+  graph_state.finish(state);  // --- graphs (AETHERCL_4) ---
   for (void* event : state.events) aethercl_event_destroy(event);
   for (void* stream : state.streams) aethercl_stream_destroy(0, stream);
   for (void* pointer : state.pinned) aethercl_host_free(pointer);

@@ -1166,4 +1166,20 @@ extern "C" {
         epilogue: *const aethercl_gemm_epilogue,
         stream: *mut c_void,
     ) -> c_int;
+    /// Starts capturing stream (NULL = the default stream, else a stream token of gpu_index).
+    pub fn aethercl_graph_capture_begin(gpu_index: c_int, stream: *mut c_void) -> c_int;
+    /// Ends the capture of stream and returns the graph as a token, or NULL (and a message) when
+    /// the stream is not capturing.
+    pub fn aethercl_graph_capture_end(gpu_index: c_int, stream: *mut c_void) -> *mut c_void;
+    /// Enqueues the graph's recorded work on stream (NULL = the default stream of the graph's
+    /// device; a stream of another device is refused) in recorded order and returns, without
+    /// validating or allocating per op.
+    pub fn aethercl_graph_launch(graph: *mut c_void, stream: *mut c_void) -> c_int;
+    /// Destroys the graph: waits for its last launch to complete (a launch still queued is safe),
+    /// then releases its recorded work and the memory kept only for it.
+    pub fn aethercl_graph_destroy(graph: *mut c_void) -> c_int;
+    /// Writes {"device": int, "nodes": int, "kernels": int, "bytes_held": int} with the buffer
+    /// rules of aethercl_device_info (returns the full length; writes at most capacity - 1 bytes
+    /// and a NUL).
+    pub fn aethercl_graph_info(graph: *mut c_void, out: *mut c_char, capacity: usize) -> usize;
 }
