@@ -953,3 +953,13 @@ def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
     C: void* aethercl_cl_mem(int gpu_index, void* buffer). Returns the handle or address; raises
     AetherCLError when it is 0/NULL."""
     ...
+
+def optimizer_step_multi(dev: DeviceLike, descs: StructPointer, count: int,
+                         stream: Pointer) -> None:
+    """Many updates in few launches (version 4): the same result, bit for bit, as calling
+    aethercl_optimizer_step on descs[0], descs[1], ... descs[count - 1] in order; the descriptors
+    may differ in kind, count and hyper-parameters.
+
+    C: int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs, int
+    count, void* stream). Raises AetherCLError unless it returns 1."""
+    ...
