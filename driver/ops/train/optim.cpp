@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ struct Namer {
   const std::string& base;
   std::string operator()(const char* field) const { return base + "." + field; }
 };
+
+// Bytes of the descriptor's count floats, the overflow named after its count field.
+std::uint64_t count_bytes(const aethercl_optimizer_desc& d, const Namer& name) {
+  if (d.count > UINT64_MAX / 4) {
+    fail(Status::kInvalidArgument, "{} = {} floats overflow 64 bits as bytes", name("count"),
+         d.count);
+  }
+  return static_cast<std::uint64_t>(d.count) * 4;
+}
 
 void check_distinct(const PreparedStep& s, const Namer& name) {
   static const char* const kFields[] = {"param", "grad", "state1", "state2"};
@@ -51,7 +61,7 @@ void prepare_sgd(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer
     fail(Status::kInvalidArgument, "Nesterov momentum needs {} > 0 and {} = 0 (got {} and {})",
          name("momentum"), name("dampening"), d.momentum, d.dampening);
   }
-  const std::uint64_t bytes = bytes_of(d.count, 4);
+  const std::uint64_t bytes = count_bytes(d, name);
   s.param = call.buffer(d.param, name("param").c_str(), bytes).mem;
   s.grad = call.buffer(d.grad, name("grad").c_str(), bytes).mem;
   s.has_momentum = d.momentum > 0.0f;
@@ -76,7 +86,7 @@ void prepare_adamw(DeviceCall& call, const aethercl_optimizer_desc& d, const Nam
   require_in_half_open(name("beta1").c_str(), d.beta1, 0.0f, 1.0f);
   require_in_half_open(name("beta2").c_str(), d.beta2, 0.0f, 1.0f);
   require_at_least(name("eps").c_str(), d.eps, 0.0f);
-  const std::uint64_t bytes = bytes_of(d.count, 4);
+  const std::uint64_t bytes = count_bytes(d, name);
   s.param = call.buffer(d.param, name("param").c_str(), bytes).mem;
   s.grad = call.buffer(d.grad, name("grad").c_str(), bytes).mem;
   s.state1 = call.buffer(d.state1, name("state1").c_str(), bytes).mem;

@@ -481,6 +481,9 @@ def all_cases(symbols) -> List[Case]:
             cases += compute_cases(symbol)
     from support.hostile_train_cases import all_train_cases  # version-3 training ops
     cases += all_train_cases(symbols)
+    if "aethercl_optimizer_step_multi" in names:
+        from support.hostile_optim_multi_cases import optim_multi_cases
+        cases += optim_multi_cases()
     return cases
 
 
