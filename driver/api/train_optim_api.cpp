@@ -1,4 +1,5 @@
-// Entry points: optimiser steps, gradient clipping and losses (version 3 training ops).
+// Entry points: optimiser steps (one or many per call), gradient clipping and losses (version 3
+// training ops; the many-step call is version 4).
 #include "api/guard.h"
 #include "ops/train/common.h"
 #include "ops/train/losses.h"
@@ -17,6 +18,15 @@ AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer
     DeviceCall call(gpu_index);
     call.use_stream(stream, "stream");
     train::optimizer_step(call, train::read_desc(desc));
+  });
+}
+
+AETHERCL_API int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs,
+                                               int count, void* stream) {
+  return api::guarded_status(__func__, [&] {
+    DeviceCall call(gpu_index);
+    call.use_stream(stream, "stream");
+    train::optimizer_step_multi(call, descs, count);
   });
 }
 

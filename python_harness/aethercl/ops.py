@@ -1450,4 +1450,18 @@ def graph_info(dev: DeviceLike, graph: Pointer) -> str:
     return _lib.json_call("aethercl_graph_info", pointer(graph))
 
 
+@_entry("aethercl_optimizer_step_multi")
+def optimizer_step_multi(dev: DeviceLike, descs: StructPointer, count: int,
+                         stream: Pointer) -> None:
+    """Many updates in few launches (version 4): the same result, bit for bit, as calling
+    aethercl_optimizer_step on descs[0], descs[1], ... descs[count - 1] in order; the descriptors
+    may differ in kind, count and hyper-parameters.
+
+    C: int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs, int
+    count, void* stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_optimizer_step_multi", _index, struct_pointer(descs), count,
+               pointer(stream))
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

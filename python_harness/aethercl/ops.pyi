@@ -1002,3 +1002,13 @@ def graph_info(dev: DeviceLike, graph: Pointer) -> str:
     C: size_t aethercl_graph_info(void* graph, char* out, size_t capacity). Returns the whole text
     (sized first); raises AetherCLError when it returns 0."""
     ...
+
+def optimizer_step_multi(dev: DeviceLike, descs: StructPointer, count: int,
+                         stream: Pointer) -> None:
+    """Many updates in few launches (version 4): the same result, bit for bit, as calling
+    aethercl_optimizer_step on descs[0], descs[1], ... descs[count - 1] in order; the descriptors
+    may differ in kind, count and hyper-parameters.
+
+    C: int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs, int
+    count, void* stream). Raises AetherCLError unless it returns 1."""
+    ...

@@ -141,6 +141,23 @@ batchnorm_forward = _descriptor_call("aethercl_batchnorm_forward")
 batchnorm_backward = _descriptor_call("aethercl_batchnorm_backward")
 optimizer_step = _descriptor_call("aethercl_optimizer_step")
 cross_entropy = _descriptor_call("aethercl_cross_entropy")
+
+def optimizer_desc_array(descs: Sequence["T.OptimizerDesc"]) -> ctypes.Array:
+    """A contiguous C array of the descriptors (copies), as aethercl_optimizer_step_multi reads."""
+    array = (T.OptimizerDesc * max(len(descs), 1))()
+    for slot, desc in zip(array, descs):
+        ctypes.pointer(slot)[0] = desc
+    return array
+
+
+@_wraps("aethercl_optimizer_step_multi")
+def optimizer_step_multi(dev: DeviceLike, descs, stream=None) -> None:
+    """aethercl_optimizer_step_multi over a sequence of OptimizerDesc (or an array made by
+    optimizer_desc_array)."""
+    array = descs if isinstance(descs, ctypes.Array) else optimizer_desc_array(descs)
+    count = len(array) if isinstance(descs, ctypes.Array) else len(descs)
+    _status(dev, "aethercl_optimizer_step_multi", ctypes.addressof(array) if count else None,
+            count, _stream(dev, stream))
 conv2d_forward = _descriptor_call("aethercl_conv2d_forward")
 conv2d_backward = _descriptor_call("aethercl_conv2d_backward")
 pool2d_forward = _descriptor_call("aethercl_pool2d_forward")

@@ -65,6 +65,13 @@ def main():
                                                                   0, 0)),
                                      step("train", three, extra=(0, 0, 0, 0, 9, 1, 0, 0, 0, 3, 16,
                                                                   1, 0))]),
+        # aethercl_optimizer_step (which 13: AdamW over 16 floats), then the many-step call on
+        # four AdamW descriptors of 16 floats over five buffers (selector 1; per descriptor kind,
+        # count, step; no bad struct_size; count 4; descs non-NULL; default stream)
+        "optimizer_multi": program(5, 16, [step("train", [live(i, 5) for i in range(5)],
+                                                extra=(13, 0, 0, 0, 0, 1, 0, 0, 0, 0, 16,
+                                                       1, 0, 3, 0, 1)
+                                                + (1, 16, 0) * 4 + (1, 4, 1, 0))]),
         # program (source 0, options 0, non-NULL), kernel "fz" of it, a launch of 4 items in
         # groups of 2 with (buffer, uchar, local 1 byte), a dtype tag and an f32 -> f16 conversion,
         # the program's binary into scratch, the kernel log

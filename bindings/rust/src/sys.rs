@@ -1182,4 +1182,13 @@ extern "C" {
     /// rules of aethercl_device_info (returns the full length; writes at most capacity - 1 bytes
     /// and a NUL).
     pub fn aethercl_graph_info(graph: *mut c_void, out: *mut c_char, capacity: usize) -> usize;
+    /// Many updates in few launches (version 4): the same result, bit for bit, as calling
+    /// aethercl_optimizer_step on descs[0], descs[1], ... descs[count - 1] in order; the
+    /// descriptors may differ in kind, count and hyper-parameters.
+    pub fn aethercl_optimizer_step_multi(
+        gpu_index: c_int,
+        descs: *const aethercl_optimizer_desc,
+        count: c_int,
+        stream: *mut c_void,
+    ) -> c_int;
 }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace aethercl::ops::train {
@@ -21,59 +23,87 @@ constexpr std::uint64_t kMaxChunks = 1024;
 
 cl_int flag(bool value) { return value ? 1 : 0; }
 
-void sgd(DeviceCall& call, const aethercl_optimizer_desc& d) {
-  require_at_least("desc.lr", d.lr, 0.0f);
-  require_at_least("desc.weight_decay", d.weight_decay, 0.0f);
-  require_at_least("desc.momentum", d.momentum, 0.0f);
-  require_at_least("desc.dampening", d.dampening, 0.0f);
-  if (d.nesterov != 0 && d.nesterov != 1) {
-    fail(Status::kInvalidArgument, "desc.nesterov = {} must be 0 or 1", d.nesterov);
+// "desc.lr" / "descs[3].lr": every message names the descriptor it is about.
+struct Namer {
+  const std::string& base;
+  std::string operator()(const char* field) const { return base + "." + field; }
+};
+
+// Bytes of the descriptor's count floats, the overflow named after its count field.
+std::uint64_t count_bytes(const aethercl_optimizer_desc& d, const Namer& name) {
+  if (d.count > UINT64_MAX / 4) {
+    fail(Status::kInvalidArgument, "{} = {} floats overflow 64 bits as bytes", name("count"),
+         d.count);
   }
-  if (d.nesterov && (!(d.momentum > 0.0f) || d.dampening != 0.0f)) {
-    fail(Status::kInvalidArgument, "Nesterov momentum needs desc.momentum > 0 and desc.dampening "
-         "= 0 (got {} and {})", d.momentum, d.dampening);
-  }
-  const std::uint64_t bytes = bytes_of(d.count, 4);
-  cl_mem p = call.buffer(d.param, "desc.param", bytes).mem;
-  cl_mem g = call.buffer(d.grad, "desc.grad", bytes).mem;
-  const bool has_momentum = d.momentum > 0.0f;
-  auto buf = has_momentum ? std::optional(call.buffer(d.state1, "desc.state1", bytes))
-                          : std::optional<BufferView>();
-  require_distinct(d.param, "desc.param", d.grad, "desc.grad");
-  if (has_momentum) {
-    require_distinct(d.state1, "desc.state1", d.param, "desc.param");
-    require_distinct(d.state1, "desc.state1", d.grad, "desc.grad");
-  }
-  if (d.count == 0) return;
-  launch_linear(call, kFamily, "optim_sgd", d.count, p, g, buf ? buf->mem : p,
-                ul(d.count), d.lr, d.weight_decay, d.momentum, d.dampening, flag(d.nesterov),
-                flag(d.step == 1), flag(has_momentum));
+  return static_cast<std::uint64_t>(d.count) * 4;
 }
 
-void adamw(DeviceCall& call, const aethercl_optimizer_desc& d) {
-  require_at_least("desc.lr", d.lr, 0.0f);
-  require_at_least("desc.weight_decay", d.weight_decay, 0.0f);
-  require_in_half_open("desc.beta1", d.beta1, 0.0f, 1.0f);
-  require_in_half_open("desc.beta2", d.beta2, 0.0f, 1.0f);
-  require_at_least("desc.eps", d.eps, 0.0f);
-  const std::uint64_t bytes = bytes_of(d.count, 4);
-  cl_mem p = call.buffer(d.param, "desc.param", bytes).mem;
-  cl_mem g = call.buffer(d.grad, "desc.grad", bytes).mem;
-  cl_mem m = call.buffer(d.state1, "desc.state1", bytes).mem;
-  cl_mem v = call.buffer(d.state2, "desc.state2", bytes).mem;
-  const void* all[] = {d.param, d.grad, d.state1, d.state2};
-  const char* names[] = {"desc.param", "desc.grad", "desc.state1", "desc.state2"};
+void check_distinct(const PreparedStep& s, const Namer& name) {
+  static const char* const kFields[] = {"param", "grad", "state1", "state2"};
   for (int i = 0; i < 4; ++i) {
-    for (int j = i + 1; j < 4; ++j) require_distinct(all[i], names[i], all[j], names[j]);
+    for (int j = i + 1; j < 4; ++j) {
+      require_distinct(s.handles[i], name(kFields[i]).c_str(), s.handles[j],
+                       name(kFields[j]).c_str());
+    }
   }
-  if (d.count == 0) return;
+}
+
+void prepare_sgd(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer& name,
+                 PreparedStep& s) {
+  require_at_least(name("lr").c_str(), d.lr, 0.0f);
+  require_at_least(name("weight_decay").c_str(), d.weight_decay, 0.0f);
+  require_at_least(name("momentum").c_str(), d.momentum, 0.0f);
+  require_at_least(name("dampening").c_str(), d.dampening, 0.0f);
+  if (d.nesterov != 0 && d.nesterov != 1) {
+    fail(Status::kInvalidArgument, "{} = {} must be 0 or 1", name("nesterov"), d.nesterov);
+  }
+  if (d.nesterov && (!(d.momentum > 0.0f) || d.dampening != 0.0f)) {
+    fail(Status::kInvalidArgument, "Nesterov momentum needs {} > 0 and {} = 0 (got {} and {})",
+         name("momentum"), name("dampening"), d.momentum, d.dampening);
+  }
+  const std::uint64_t bytes = count_bytes(d, name);
+  s.param = call.buffer(d.param, name("param").c_str(), bytes).mem;
+  s.grad = call.buffer(d.grad, name("grad").c_str(), bytes).mem;
+  s.has_momentum = d.momentum > 0.0f;
+  s.state1 = s.state2 = s.param;  // placeholders the kernel never reads without momentum
+  if (s.has_momentum) s.state1 = call.buffer(d.state1, name("state1").c_str(), bytes).mem;
+  s.handles[0] = d.param;
+  s.handles[1] = d.grad;
+  s.handles[2] = s.has_momentum ? d.state1 : nullptr;
+  check_distinct(s, name);
+  s.nesterov = d.nesterov != 0;
+  s.first_step = d.step == 1;
+  s.hyper[0] = d.lr;
+  s.hyper[1] = d.weight_decay;
+  s.hyper[2] = d.momentum;
+  s.hyper[3] = d.dampening;
+}
+
+void prepare_adamw(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer& name,
+                   PreparedStep& s) {
+  require_at_least(name("lr").c_str(), d.lr, 0.0f);
+  require_at_least(name("weight_decay").c_str(), d.weight_decay, 0.0f);
+  require_in_half_open(name("beta1").c_str(), d.beta1, 0.0f, 1.0f);
+  require_in_half_open(name("beta2").c_str(), d.beta2, 0.0f, 1.0f);
+  require_at_least(name("eps").c_str(), d.eps, 0.0f);
+  const std::uint64_t bytes = count_bytes(d, name);
+  s.param = call.buffer(d.param, name("param").c_str(), bytes).mem;
+  s.grad = call.buffer(d.grad, name("grad").c_str(), bytes).mem;
+  s.state1 = call.buffer(d.state1, name("state1").c_str(), bytes).mem;
+  s.state2 = call.buffer(d.state2, name("state2").c_str(), bytes).mem;
+  s.handles[0] = d.param;
+  s.handles[1] = d.grad;
+  s.handles[2] = d.state1;
+  s.handles[3] = d.state2;
+  check_distinct(s, name);
   const double bc1 = 1.0 - std::pow(static_cast<double>(d.beta1), d.step);
   const double bc2 = 1.0 - std::pow(static_cast<double>(d.beta2), d.step);
-  const float decay = static_cast<float>(1.0 - static_cast<double>(d.lr) * d.weight_decay);
-  const float step_size = static_cast<float>(d.lr / bc1);
-  const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  launch_linear(call, kFamily, "optim_adamw", d.count, p, g, m, v, ul(d.count), decay,
-                d.beta1, d.beta2, d.eps, step_size, inv_sqrt_bc2);
+  s.hyper[0] = static_cast<float>(1.0 - static_cast<double>(d.lr) * d.weight_decay);  // decay
+  s.hyper[1] = d.beta1;
+  s.hyper[2] = d.beta2;
+  s.hyper[3] = d.eps;
+  s.hyper[4] = static_cast<float>(d.lr / bc1);                // step size
+  s.hyper[5] = static_cast<float>(1.0 / std::sqrt(bc2));      // 1 / sqrt(bias correction 2)
 }
 
 }  // namespace
@@ -83,13 +113,34 @@ Chunks chunks_of(std::uint64_t n) {
   return Chunks{chunk, (n + chunk - 1) / chunk};
 }
 
-void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& d) {
+PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& d,
+                          const std::string& desc_name) {
+  const Namer name{desc_name};
   if (d.kind != AETHERCL_OPTIMIZER_SGD && d.kind != AETHERCL_OPTIMIZER_ADAMW) {
-    fail(Status::kInvalidArgument, "desc.kind = {} is not an aethercl_optimizer_kind", d.kind);
+    fail(Status::kInvalidArgument, "{} = {} is not an aethercl_optimizer_kind", name("kind"),
+         d.kind);
   }
-  if (d.step < 1) fail(Status::kInvalidArgument, "desc.step = {} must be at least 1", d.step);
-  if (d.kind == AETHERCL_OPTIMIZER_SGD) sgd(call, d);
-  else adamw(call, d);
+  if (d.step < 1) fail(Status::kInvalidArgument, "{} = {} must be at least 1", name("step"), d.step);
+  PreparedStep s;
+  s.kind = d.kind;
+  s.count = d.count;
+  if (d.kind == AETHERCL_OPTIMIZER_SGD) prepare_sgd(call, d, name, s);
+  else prepare_adamw(call, d, name, s);
+  return s;
+}
+
+void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& d) {
+  const PreparedStep s = prepare_step(call, d, "desc");
+  if (s.count == 0) return;
+  if (s.kind == AETHERCL_OPTIMIZER_SGD) {
+    launch_linear(call, kFamily, "optim_sgd", s.count, s.param, s.grad, s.state1, ul(s.count),
+                  s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], flag(s.nesterov),
+                  flag(s.first_step), flag(s.has_momentum));
+  } else {
+    launch_linear(call, kFamily, "optim_adamw", s.count, s.param, s.grad, s.state1, s.state2,
+                  ul(s.count), s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], s.hyper[4],
+                  s.hyper[5]);
+  }
 }
 
 void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,

@@ -6,10 +6,31 @@
 #include <aethercl/driver.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace aethercl::ops::train {
 
 void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& desc);
+
+// One descriptor, validated (messages name its fields "<desc_name>.lr" ...), in the form the
+// update kernels take: the buffers (param standing in for a state the kind does not read), the
+// handles the update touches (NULL where unused), and the kernels' float arguments (SGD: lr,
+// weight_decay, momentum, dampening; AdamW: decay factor, beta1, beta2, eps, step size,
+// 1 / sqrt(1 - beta2^step), computed in double and rounded once).
+struct PreparedStep {
+  int kind = 0;
+  std::uint64_t count = 0;
+  cl_mem param = nullptr, grad = nullptr, state1 = nullptr, state2 = nullptr;
+  const void* handles[4] = {nullptr, nullptr, nullptr, nullptr};
+  float hyper[6] = {0, 0, 0, 0, 0, 0};
+  bool nesterov = false, first_step = false, has_momentum = false;
+};
+PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& desc,
+                          const std::string& desc_name);
+
+// aethercl_optimizer_step_multi (ops/train/optim_multi.cpp).
+void optimizer_step_multi(DeviceCall& call, const aethercl_optimizer_desc* descs, int count);
 void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,
                     const std::size_t* counts, float max_norm, void* total_norm);
 

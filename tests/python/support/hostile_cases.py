@@ -488,6 +488,9 @@ def all_cases(symbols) -> List[Case]:
     if "aethercl_graph_capture_begin" in names:
         from support.hostile_graph_cases import graph_cases
         cases += graph_cases()
+    if "aethercl_optimizer_step_multi" in names:
+        from support.hostile_optim_multi_cases import optim_multi_cases
+        cases += optim_multi_cases()
     return cases
 
 
