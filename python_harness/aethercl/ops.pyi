@@ -953,3 +953,19 @@ def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
     C: void* aethercl_cl_mem(int gpu_index, void* buffer). Returns the handle or address; raises
     AetherCLError when it is 0/NULL."""
     ...
+
+def attention_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_forward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_backward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    ...
