@@ -8,12 +8,13 @@ of a large-valued tensor is judged against the tensor's scale, as the contract s
 Tolerances with float32 storage (the contract): 1e-5 on o, 1e-4 on dq, dk and dv; lse (values of
 order log(seq_k) + |scores|) to 1e-5 relative too.
 With f16 / bf16 storage the reference is computed in float64 from the same rounded inputs, so
-the error is the float32 arithmetic (far below the bounds) plus the one final rounding of each
-output to the format: at most u = 2^-11 (f16) or 2^-8 (bf16) of each value, hence <= u of the
-tensor's max. The backward also reads o (and dout) in the format: D_i = dout_i.o_i then carries a
-relative error of u per term, which reaches the gradients through dS = P (dP - D); with O(1)
-values and head_dim terms this adds a few u more of the gradient's scale. We allow 2u on o and
-lse-free outputs and 8u on the gradients."""
+the error is the float32 arithmetic (about 1e-6, far below the bounds) plus the one final
+rounding of each output to the format: at most u = 2^-11 (f16) or 2^-8 (bf16) of each value,
+hence <= u of the tensor's max: we allow 1.25u on o. The backward also reads o in the format:
+D_i = dout_i.o_i then differs from the exact row sum by up to u sum_d |dout_i,d o_i,d|, which
+reaches the gradients through dS = P (dP - D); measured on these shapes the gradients stay within
+1.25u (o within 0.9u), so 4u leaves room for other draws without hiding a real error (a wrong
+tile or mask gives errors of order 1)."""
 import numpy as np
 import pytest
 
@@ -184,7 +185,7 @@ def check(case, device, q_chunk=None, grads=True):
     o, lse, dq, dk, dv = reference(case.q, case.k, case.v, case.dout if grads else None,
                                    case.scale, case.causal, q_chunk)
     u = U[case.dtype]
-    tol_o, tol_g = (1e-5, 1e-4) if u is None else (2 * u, 8 * u)
+    tol_o, tol_g = (1e-5, 1e-4) if u is None else (1.25 * u, 4 * u)
     errors = {"o": rel_err(case.get("o"), o)}
     if case.t["lse"] is not None:
         got_lse = case.get("lse")
@@ -326,12 +327,21 @@ def fresh(case, **changes):
     ("compute", 6, "desc.compute"), ("compute", -1, "desc.compute"),
     ("scale", float("nan"), "desc.scale"), ("scale", float("inf"), "desc.scale"),
     ("q", None, "desc.q"), ("v", 12345, "desc.v"), ("o", None, "desc.o"),
-    ("seq_q", 8, "desc.q"), ("seq_k", 9, "desc.k"), ("head_dim", 9, "desc.q"),
-    ("heads", 1 << 30, "overflows"), ("batch", 1 << 30, "desc"),
+    # one more row or column than the buffers hold (beyond their 64 guard bytes)
+    ("seq_q", 9, "desc.q"), ("seq_k", 10, "desc.k"), ("head_dim", 10, "desc.q"),
+    ("heads", 1 << 30, "desc.q"),
 ])
 def test_forward_refusals(scope, device, lib, rng, field, value, words):
     case = Case(scope, rng, 1, 2, 7, 8, 8)
     refused(lib, device, "aethercl_attention_forward", fresh(case, **{field: value}), words)
+
+
+@pytest.mark.parametrize("function", ["aethercl_attention_forward", "aethercl_attention_backward"])
+def test_size_overflow_refused(scope, device, lib, rng, function):
+    case = Case(scope, rng, 1, 2, 7, 8, 8)
+    huge = 1 << 30
+    refused(lib, device, function, fresh(case, batch=huge, heads=huge, seq_q=huge), "overflows")
+    refused(lib, device, function, fresh(case, batch=1 << 16, heads=1 << 16), "2^31 - 1")
 
 
 def test_struct_size_rule(scope, device, lib, rng):
@@ -353,7 +363,7 @@ def test_struct_size_rule(scope, device, lib, rng):
 
 def test_lse_too_small_and_backward_needs_lse(scope, device, lib, rng):
     case = Case(scope, rng, 2, 2, 7, 8, 8)
-    short = scope.out((2, 2, 6))
+    short = scope.out((2, 2, 1))  # 24 floats short: more than the 64 guard bytes
     refused(lib, device, "aethercl_attention_forward", fresh(case, lse=short.handle), "desc.lse")
     refused(lib, device, "aethercl_attention_backward", fresh(case, lse=None), "desc.lse")
     refused(lib, device, "aethercl_attention_backward", fresh(case, dout=None), "desc.dout")
