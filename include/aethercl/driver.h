@@ -1321,6 +1321,65 @@ AETHERCL_API int aethercl_graph_destroy(void* graph);
  * allocated for the graph alone (scratch of captured ops, buffers whose handles were freed). */
 AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity);
 
+/* ===================================================================================== */
+/* Fused attention (ABI version 4)                                                       */
+/* ===================================================================================== */
+
+/* Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored in
+ * device memory (not even as scratch), so long sequences need only O(seq) memory.
+ * Tensors of head (b, h): q and o are seq_q x head_dim, k and v seq_k x head_dim, in `layout`
+ * 0 [batch, heads, seq, head_dim] or 1 [batch, seq, heads, head_dim] (contiguous, row-major).
+ * dout, dq have q's shape; dk, dv k's. lse is float32 [batch, heads, seq_q] in either layout.
+ *
+ * Forward: o_i = sum_j softmax_j(scale q_i.k_j + mask_ij) v_j, row by row, with an online softmax
+ * (running maximum and sum) over key tiles held in local memory; lse_i = log sum_j exp(scale
+ * q_i.k_j + mask_ij) (the scaled, masked row's log-sum-exp) is written when lse is not NULL.
+ * causal = 1 masks keys j > i + seq_k - seq_q (the last query sees every key, as PyTorch's
+ * causal_lower_right bias and FlashAttention 2.1 do); a row with no visible key (causal with seq_q > seq_k) gives
+ * o_i = 0 and lse_i = -inf. scale = 0 means 1 / sqrt(head_dim) (1 when head_dim = 0).
+ * Backward: reads q, k, v, o, lse (required: the forward's) and dout, and overwrites dq, dk and dv
+ * (no accumulation). The probabilities are recomputed per tile from q, k and lse; D_i = dout_i.o_i
+ * is computed first (one small kernel, float32 scratch of batch*heads*seq_q values); then one
+ * kernel over key tiles writes dk and dv and one over query tiles writes dq. No atomics: the same
+ * call gives the same bits on the same device, run after run.
+ *
+ * dtype (AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16) is the storage of q, k, v, o, dout, dq, dk
+ * and dv; every value is read into float32, every sum is kept in float32 and each result is
+ * rounded once to dtype (nearest even). compute takes the codes of aethercl_gemm and is checked
+ * as it checks them; this portable implementation multiplies in float32 for every mode, so each
+ * mode gets at least the accuracy it asks for (tensor-core forms may later round as the mode
+ * says). Accuracy with float32 storage: max|o - o_ref| <= 1e-5 max|o_ref| and <= 1e-4 of the
+ * reference maximum for each gradient (float64 reference on the same inputs).
+ *
+ * head_dim is at most 256 (larger is refused with a message). Dimensions are >= 0; zero work
+ * (batch, heads or seq_q = 0; also head_dim = 0 for the tensors) returns 1 and touches nothing
+ * it need not: seq_k = 0 gives o = 0 and lse = -inf (dq = 0 in the backward). Refused (0, message
+ * naming the field): NULL desc, struct_size below this header's sizeof (larger accepted), negative
+ * dimensions, layout or causal other than 0/1, a NaN or infinite scale, an unknown dtype or
+ * compute code, invalid or foreign buffer handles, buffers smaller than their tensor (lse:
+ * batch*heads*seq_q floats), sizes that overflow, a buffer tagged (aethercl_buffer_set_dtype) with
+ * another dtype than desc->dtype (lse: other than AETHERCL_F32), and an output that is also an
+ * input or another output (o or lse the same buffer as q, k, v or each other; dq, dk, dv the same
+ * as any of q, k, v, o, lse, dout or each other). Inputs may share buffers (q = k = v is fine).
+ * Unused fields (dout, dq, dk, dv in the forward; lse may be NULL there) are ignored. */
+typedef struct aethercl_attention_desc {
+  size_t struct_size;
+  int batch, heads, seq_q, seq_k, head_dim;
+  int layout;        /* 0: [batch, heads, seq, head_dim]; 1: [batch, seq, heads, head_dim] */
+  int causal;        /* 1: query i sees keys j <= i + seq_k - seq_q */
+  float scale;       /* 0: 1 / sqrt(head_dim) */
+  int dtype;         /* AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16: q, k, v, o, dout, dq, dk, dv */
+  int compute;       /* compute mode of the two products (AETHERCL_COMPUTE_*) */
+  void* q; void* k; void* v; void* o;
+  void* lse;         /* float32 [batch, heads, seq_q]: log-sum-exp of each scaled, masked row */
+  void* dout; void* dq; void* dk; void* dv;
+} aethercl_attention_desc;
+
+AETHERCL_API int aethercl_attention_forward(int gpu_index, const aethercl_attention_desc* desc,
+                                            void* stream);
+AETHERCL_API int aethercl_attention_backward(int gpu_index, const aethercl_attention_desc* desc,
+                                             void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1464,4 +1464,26 @@ def optimizer_step_multi(dev: DeviceLike, descs: StructPointer, count: int,
                pointer(stream))
 
 
+@_entry("aethercl_attention_forward")
+def attention_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_forward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_attention_forward", _index, struct_pointer(desc), pointer(stream))
+
+
+@_entry("aethercl_attention_backward")
+def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_backward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    _lib, _index = target(dev)
+    _lib.check("aethercl_attention_backward", _index, struct_pointer(desc), pointer(stream))
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

@@ -1012,3 +1012,19 @@ def optimizer_step_multi(dev: DeviceLike, descs: StructPointer, count: int,
     C: int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs, int
     count, void* stream). Raises AetherCLError unless it returns 1."""
     ...
+
+def attention_forward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_forward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    ...
+
+def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
+    """Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    in device memory (not even as scratch), so long sequences need only O(seq) memory.
+
+    C: int aethercl_attention_backward(int gpu_index, const aethercl_attention_desc* desc, void*
+    stream). Raises AetherCLError unless it returns 1."""
+    ...

@@ -356,6 +356,32 @@ class Arg(ctypes.Structure):
     ]
 
 
+class AttentionDesc(ctypes.Structure):
+    """struct aethercl_attention_desc."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("batch", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("seq_q", ctypes.c_int),
+        ("seq_k", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("layout", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("scale", ctypes.c_float),
+        ("dtype", ctypes.c_int),
+        ("compute", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("dout", ctypes.c_void_p),
+        ("dq", ctypes.c_void_p),
+        ("dk", ctypes.c_void_p),
+        ("dv", ctypes.c_void_p),
+    ]
+
+
 # C struct name -> its class.
 STRUCTS = {
     "aethercl_gemm_desc": GemmDesc,
@@ -369,4 +395,5 @@ STRUCTS = {
     "aethercl_conv2d_desc": Conv2dDesc,
     "aethercl_pool2d_desc": Pool2dDesc,
     "aethercl_arg": Arg,
+    "aethercl_attention_desc": AttentionDesc,
 }

@@ -164,6 +164,8 @@ pool2d_forward = _descriptor_call("aethercl_pool2d_forward")
 pool2d_backward = _descriptor_call("aethercl_pool2d_backward")
 gather = _descriptor_call("aethercl_gather")
 scatter_add = _descriptor_call("aethercl_scatter_add")
+attention_forward = _descriptor_call("aethercl_attention_forward")
+attention_backward = _descriptor_call("aethercl_attention_backward")
 
 
 def index_desc(shape_x: Sequence[int], shape_index: Sequence[int], axis: int, x=None, index=None,

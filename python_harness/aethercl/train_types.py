@@ -83,8 +83,13 @@ class Pool2dDesc(_Descriptor):
     _fields_ = structs.Pool2dDesc._fields_
 
 
+class AttentionDesc(_Descriptor):
+    _fields_ = structs.AttentionDesc._fields_
+
+
 DESCRIPTORS = {"aethercl_broadcast_desc": BroadcastDesc, "aethercl_norm_desc": NormDesc,
                "aethercl_batchnorm_desc": BatchNormDesc,
                "aethercl_optimizer_desc": OptimizerDesc,
                "aethercl_cross_entropy_desc": CrossEntropyDesc,
-               "aethercl_conv2d_desc": Conv2dDesc, "aethercl_pool2d_desc": Pool2dDesc}
+               "aethercl_conv2d_desc": Conv2dDesc, "aethercl_pool2d_desc": Pool2dDesc,
+               "aethercl_attention_desc": AttentionDesc}

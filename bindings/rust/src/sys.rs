@@ -347,6 +347,32 @@ pub struct aethercl_arg {
     pub value: *const c_void,
 }
 
+/// struct aethercl_attention_desc of include/aethercl/driver.h.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct aethercl_attention_desc {
+    pub struct_size: usize,
+    pub batch: c_int,
+    pub heads: c_int,
+    pub seq_q: c_int,
+    pub seq_k: c_int,
+    pub head_dim: c_int,
+    pub layout: c_int,
+    pub causal: c_int,
+    pub scale: f32,
+    pub dtype: c_int,
+    pub compute: c_int,
+    pub q: *mut c_void,
+    pub k: *mut c_void,
+    pub v: *mut c_void,
+    pub o: *mut c_void,
+    pub lse: *mut c_void,
+    pub dout: *mut c_void,
+    pub dq: *mut c_void,
+    pub dk: *mut c_void,
+    pub dv: *mut c_void,
+}
+
 #[link(name = "aethercl")]
 extern "C" {
     // --- DRIVER_1
@@ -1189,6 +1215,20 @@ extern "C" {
         gpu_index: c_int,
         descs: *const aethercl_optimizer_desc,
         count: c_int,
+        stream: *mut c_void,
+    ) -> c_int;
+    /// Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    /// in device memory (not even as scratch), so long sequences need only O(seq) memory.
+    pub fn aethercl_attention_forward(
+        gpu_index: c_int,
+        desc: *const aethercl_attention_desc,
+        stream: *mut c_void,
+    ) -> c_int;
+    /// Scaled dot-product attention in one flash-style pass: no seq_q x seq_k matrix is ever stored
+    /// in device memory (not even as scratch), so long sequences need only O(seq) memory.
+    pub fn aethercl_attention_backward(
+        gpu_index: c_int,
+        desc: *const aethercl_attention_desc,
         stream: *mut c_void,
     ) -> c_int;
 }

@@ -531,5 +531,71 @@ pub fn layout_lines() -> Vec<String> {
         let at = unsafe { std::ptr::addr_of!((*base).value) };
         lines.push(format!("aethercl_arg.value offset {}", at as usize - base as usize));
     }
+    lines.push(format!("aethercl_attention_desc size {}", size_of::<aethercl_attention_desc>()));
+    lines.push(format!("aethercl_attention_desc align {}", align_of::<aethercl_attention_desc>()));
+    {
+        let value = MaybeUninit::<aethercl_attention_desc>::uninit();
+        let base = value.as_ptr();
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).struct_size) };
+        lines.push(format!("aethercl_attention_desc.struct_size offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).batch) };
+        lines.push(format!("aethercl_attention_desc.batch offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).heads) };
+        lines.push(format!("aethercl_attention_desc.heads offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).seq_q) };
+        lines.push(format!("aethercl_attention_desc.seq_q offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).seq_k) };
+        lines.push(format!("aethercl_attention_desc.seq_k offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).head_dim) };
+        lines.push(format!("aethercl_attention_desc.head_dim offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).layout) };
+        lines.push(format!("aethercl_attention_desc.layout offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).causal) };
+        lines.push(format!("aethercl_attention_desc.causal offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).scale) };
+        lines.push(format!("aethercl_attention_desc.scale offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dtype) };
+        lines.push(format!("aethercl_attention_desc.dtype offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).compute) };
+        lines.push(format!("aethercl_attention_desc.compute offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).q) };
+        lines.push(format!("aethercl_attention_desc.q offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).k) };
+        lines.push(format!("aethercl_attention_desc.k offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).v) };
+        lines.push(format!("aethercl_attention_desc.v offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).o) };
+        lines.push(format!("aethercl_attention_desc.o offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).lse) };
+        lines.push(format!("aethercl_attention_desc.lse offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dout) };
+        lines.push(format!("aethercl_attention_desc.dout offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dq) };
+        lines.push(format!("aethercl_attention_desc.dq offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dk) };
+        lines.push(format!("aethercl_attention_desc.dk offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dv) };
+        lines.push(format!("aethercl_attention_desc.dv offset {}", at as usize - base as usize));
+    }
     lines
 }

@@ -186,5 +186,27 @@ int main(void) {
   printf("aethercl_arg.kind offset %zu\n", offsetof(aethercl_arg, kind));
   printf("aethercl_arg.size offset %zu\n", offsetof(aethercl_arg, size));
   printf("aethercl_arg.value offset %zu\n", offsetof(aethercl_arg, value));
+  printf("aethercl_attention_desc size %zu\n", sizeof(aethercl_attention_desc));
+  printf("aethercl_attention_desc align %zu\n", _Alignof(aethercl_attention_desc));
+  printf("aethercl_attention_desc.struct_size offset %zu\n", offsetof(aethercl_attention_desc, struct_size));
+  printf("aethercl_attention_desc.batch offset %zu\n", offsetof(aethercl_attention_desc, batch));
+  printf("aethercl_attention_desc.heads offset %zu\n", offsetof(aethercl_attention_desc, heads));
+  printf("aethercl_attention_desc.seq_q offset %zu\n", offsetof(aethercl_attention_desc, seq_q));
+  printf("aethercl_attention_desc.seq_k offset %zu\n", offsetof(aethercl_attention_desc, seq_k));
+  printf("aethercl_attention_desc.head_dim offset %zu\n", offsetof(aethercl_attention_desc, head_dim));
+  printf("aethercl_attention_desc.layout offset %zu\n", offsetof(aethercl_attention_desc, layout));
+  printf("aethercl_attention_desc.causal offset %zu\n", offsetof(aethercl_attention_desc, causal));
+  printf("aethercl_attention_desc.scale offset %zu\n", offsetof(aethercl_attention_desc, scale));
+  printf("aethercl_attention_desc.dtype offset %zu\n", offsetof(aethercl_attention_desc, dtype));
+  printf("aethercl_attention_desc.compute offset %zu\n", offsetof(aethercl_attention_desc, compute));
+  printf("aethercl_attention_desc.q offset %zu\n", offsetof(aethercl_attention_desc, q));
+  printf("aethercl_attention_desc.k offset %zu\n", offsetof(aethercl_attention_desc, k));
+  printf("aethercl_attention_desc.v offset %zu\n", offsetof(aethercl_attention_desc, v));
+  printf("aethercl_attention_desc.o offset %zu\n", offsetof(aethercl_attention_desc, o));
+  printf("aethercl_attention_desc.lse offset %zu\n", offsetof(aethercl_attention_desc, lse));
+  printf("aethercl_attention_desc.dout offset %zu\n", offsetof(aethercl_attention_desc, dout));
+  printf("aethercl_attention_desc.dq offset %zu\n", offsetof(aethercl_attention_desc, dq));
+  printf("aethercl_attention_desc.dk offset %zu\n", offsetof(aethercl_attention_desc, dk));
+  printf("aethercl_attention_desc.dv offset %zu\n", offsetof(aethercl_attention_desc, dv));
   return 0;
 }

@@ -22,7 +22,8 @@ TOKEN_WORDS = {"never_issued": "never issued", "malformed": "not a buffer handle
                "freed": "freed", "host_pointer": "not a buffer handle"}
 FOREIGN_GPU_INDICES = (7, -1, INT_MIN, INT_MAX)
 DIM_NAME = re.compile(r"^(n|c_in|c_out|h|w|channels|spatial|rows|cols|classes|count|shape_?[ab]?\d|"
-                      r"kernel_[hw]|stride_[hw]|pad_[hw]|dilation_[hw]|groups|num_tensors)$")
+                      r"kernel_[hw]|stride_[hw]|pad_[hw]|dilation_[hw]|groups|num_tensors|"
+                      r"batch|heads|seq_[qk]|head_dim)$")
 SIZE_T_NAMES = {"count"}
 CLIP_COUNTS = (5, 9)
 

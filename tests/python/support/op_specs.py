@@ -215,6 +215,24 @@ def _pool_y(v):
                  _pool_out(v["w"], v["pad_w"], v["kernel_w"], v["stride_w"]))
 
 
+_ATTN = dict(batch=2, heads=3, seq_q=5, seq_k=7, head_dim=4, layout=0, causal=1, scale=0.0,
+             dtype=0, compute=0)
+_ATTN_BAD = {"layout": (2, -1), "causal": (2,), "dtype": (3, -1), "compute": (-1, 6),
+             "scale": (float("nan"), float("inf")), "head_dim": (257,)}
+
+
+def _attn_q(v):
+    return _prod(v["batch"], v["heads"], v["seq_q"], v["head_dim"])
+
+
+def _attn_k(v):
+    return _prod(v["batch"], v["heads"], v["seq_k"], v["head_dim"])
+
+
+def _attn_rows(v):
+    return _prod(v["batch"], v["heads"], v["seq_q"])
+
+
 TRAIN_SPECS: Dict[str, TrainSpec] = {
     "aethercl_rng_fill": TrainSpec(
         dict(count=11, distribution=1, a=-1.0, b=2.0, seed=7, offset=3),
@@ -383,4 +401,17 @@ TRAIN_SPECS: Dict[str, TrainSpec] = {
         desc="Pool2dDesc", zero_dims=("n", "channels"),
         positive=("kernel_h", "kernel_w", "stride_h", "stride_w"),
         bad={"kind": (3,), "pad_w": (2,), "w": (0,)}),
+    "aethercl_attention_forward": TrainSpec(
+        dict(_ATTN),
+        {"q": (_attn_q, _F4), "k": (_attn_k, _F4), "v": (_attn_k, _F4), "o": (_attn_q, _F4),
+         "lse": (_attn_rows, _F4)},
+        optional=("lse",), desc="AttentionDesc",
+        zero_dims=("batch", "heads", "seq_q", "seq_k", "head_dim"), bad=dict(_ATTN_BAD)),
+    "aethercl_attention_backward": TrainSpec(
+        dict(_ATTN),
+        {"q": (_attn_q, _F4), "k": (_attn_k, _F4), "v": (_attn_k, _F4), "o": (_attn_q, _F4),
+         "lse": (_attn_rows, _F4), "dout": (_attn_q, _F4), "dq": (_attn_q, _F4),
+         "dk": (_attn_k, _F4), "dv": (_attn_k, _F4)},
+        desc="AttentionDesc", zero_dims=("batch", "heads", "seq_q", "seq_k", "head_dim"),
+        bad=dict(_ATTN_BAD)),
 }
