@@ -402,6 +402,25 @@ def test_dtype_tags(scope, device, lib, rng):
     refused(lib, device, "aethercl_attention_forward", case.desc, "desc.lse is tagged")
 
 
+def test_on_a_created_stream(scope, device, lib, rng):
+    """Work issued on a stream of the device; the friendly wrappers of aethercl.train too."""
+    from aethercl import train
+    stream = lib.aethercl_stream_create(device.index, 0)
+    assert stream, lib.last_error()
+    try:
+        case = Case(scope, rng, 2, 2, 31, 17, 40, causal=1, layout=1, dtype=BF16)
+        train.attention_forward(device.index, case.desc, stream)
+        train.attention_backward(device.index, case.desc, stream)
+        assert lib.aethercl_stream_synchronize(device.index, stream) == 1
+        o, lse, dq, dk, dv = reference(case.q, case.k, case.v, case.dout, case.scale, 1)
+        u = U[BF16]
+        assert rel_err(case.get("o"), o) <= 1.25 * u
+        for name, ref in (("dq", dq), ("dk", dk), ("dv", dv)):
+            assert rel_err(case.get(name), ref) <= 4 * u, name
+    finally:
+        lib.aethercl_stream_destroy(device.index, stream)
+
+
 def test_foreign_stream_refused(scope, device, lib, rng):
     case = Case(scope, rng, 1, 1, 4, 4, 4)
     assert lib.aethercl_attention_forward(device.index, case.desc.address, 0xDEAD0) == 0
