@@ -52,7 +52,7 @@
 #define AETHERCL_VERSION_PATCH 0
 #define AETHERCL_VERSION_STRING "0.1.0"
 /* Bumped whenever exported symbols are added; matches aethercl_abi_version(). */
-#define AETHERCL_ABI_VERSION 3
+#define AETHERCL_ABI_VERSION 4
 
 #if defined(_WIN32)
 #  if defined(AETHERCL_BUILDING_DRIVER)

@@ -11,7 +11,7 @@ from typing import Dict
 VERSION_MAJOR = 0
 VERSION_MINOR = 1
 VERSION_PATCH = 0
-ABI_VERSION = 3
+ABI_VERSION = 4
 STREAM_TIMING = 1
 
 # enum aethercl_dtype

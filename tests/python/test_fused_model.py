@@ -44,6 +44,7 @@ def train_three_steps(device, monkeypatch, fused_on: bool):
 def test_the_library_offers_the_fused_paths(device):
     """Where the fused functions are exported they are taken (this build has them)."""
     assert fused.linear_enabled(device)
+    assert fused.attention_enabled(device)
 
 
 def test_fused_training_matches_the_op_by_op_forms(device, monkeypatch):

@@ -12,7 +12,7 @@ pub use std::os::raw::{c_char, c_int, c_longlong, c_uint, c_ulonglong, c_void};
 pub const AETHERCL_VERSION_MAJOR: c_int = 0;
 pub const AETHERCL_VERSION_MINOR: c_int = 1;
 pub const AETHERCL_VERSION_PATCH: c_int = 0;
-pub const AETHERCL_ABI_VERSION: c_int = 3;
+pub const AETHERCL_ABI_VERSION: c_int = 4;
 pub const AETHERCL_STREAM_TIMING: c_uint = 1;
 pub const AETHERCL_VERSION_STRING: &str = "0.1.0";
 
