@@ -76,7 +76,9 @@ inline void att_load_tile(__local float* tile, __global const uchar* src, int dt
 }
 
 inline void att_load_row(float* row, __global const uchar* src, ulong base, uint dim, int dtype) {
-  ATT_UNROLL_D for (uint d = 0; d < ATT_D; ++d) row[d] = d < dim ? att_load(src, base + d, dtype) : 0.0f;
+  ATT_UNROLL_D for (uint d = 0; d < ATT_D; ++d) {
+    row[d] = d < dim ? att_load(src, base + d, dtype) : 0.0f;
+  }
 }
 
 inline float att_dot(const float* row, __local const float* tile_row) {

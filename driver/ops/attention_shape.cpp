@@ -34,7 +34,9 @@ const char* dtype_name(int dtype) {
 }
 
 void require_flag(const char* name, int value) {
-  if (value != 0 && value != 1) fail(Status::kInvalidArgument, "{} = {} must be 0 or 1", name, value);
+  if (value != 0 && value != 1) {
+    fail(Status::kInvalidArgument, "{} = {} must be 0 or 1", name, value);
+  }
 }
 
 }  // namespace

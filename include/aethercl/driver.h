@@ -1335,8 +1335,9 @@ AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity)
  * (running maximum and sum) over key tiles held in local memory; lse_i = log sum_j exp(scale
  * q_i.k_j + mask_ij) (the scaled, masked row's log-sum-exp) is written when lse is not NULL.
  * causal = 1 masks keys j > i + seq_k - seq_q (the last query sees every key, as PyTorch's
- * causal_lower_right bias and FlashAttention 2.1 do); a row with no visible key (causal with seq_q > seq_k) gives
- * o_i = 0 and lse_i = -inf. scale = 0 means 1 / sqrt(head_dim) (1 when head_dim = 0).
+ * causal_lower_right bias and FlashAttention 2.1 do); a row with no visible key (causal with
+ * seq_q > seq_k) gives o_i = 0 and lse_i = -inf. scale = 0 means 1 / sqrt(head_dim) (1 when
+ * head_dim = 0).
  * Backward: reads q, k, v, o, lse (required: the forward's) and dout, and overwrites dq, dk and dv
  * (no accumulation). The probabilities are recomputed per tile from q, k and lse; D_i = dout_i.o_i
  * is computed first (one small kernel, float32 scratch of batch*heads*seq_q values); then one
@@ -1348,12 +1349,16 @@ AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity)
  * rounded once to dtype (nearest even). compute takes the codes of aethercl_gemm and is checked
  * as it checks them; this portable implementation multiplies in float32 for every mode, so each
  * mode gets at least the accuracy it asks for (tensor-core forms may later round as the mode
- * says). Accuracy with float32 storage: max|o - o_ref| <= 1e-5 max|o_ref| and <= 1e-4 of the
- * reference maximum for each gradient (float64 reference on the same inputs).
+ * says). Accuracy against a float64 reference on the same (stored) inputs, as max|err| over the
+ * tensor divided by max|ref|: float32 storage <= 1e-5 on o and <= 1e-4 on each gradient; f16 and
+ * bf16 storage add the one final rounding (at most u = 2^-11 resp. 2^-8 of each value) and, in
+ * the backward, reading o in that format (tested: o within 1.25u, gradients within 4u).
  *
- * head_dim is at most 256 (larger is refused with a message). Dimensions are >= 0; zero work
- * (batch, heads or seq_q = 0; also head_dim = 0 for the tensors) returns 1 and touches nothing
- * it need not: seq_k = 0 gives o = 0 and lse = -inf (dq = 0 in the backward). Refused (0, message
+ * head_dim is at most 256 (larger is refused with a message); batch * heads below 2^31.
+ * Dimensions are >= 0 and zero work is no error (returns 1): with batch, heads or seq_q = 0 the
+ * forward writes nothing and the backward writes only dk = dv = 0 (seq_q = 0: keys no query sees
+ * get zero gradients, as with causal masking); seq_k = 0 gives o = 0, lse = -inf and dq = 0;
+ * head_dim = 0 writes only lse (the log of the number of visible keys). Refused (0, message
  * naming the field): NULL desc, struct_size below this header's sizeof (larger accepted), negative
  * dimensions, layout or causal other than 0/1, a NaN or infinite scale, an unknown dtype or
  * compute code, invalid or foreign buffer handles, buffers smaller than their tensor (lse:
