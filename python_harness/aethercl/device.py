@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Type, Union
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from . import dtypes
 from .buffer import Buffer
 from .errors import AetherCLError
 from .library import Library
+
+if TYPE_CHECKING:
+    from .graphs import Graph
 from .kernel_args import Local
 from .program import Kernel, Program
 from .streams import Event, Stream, resolve
@@ -175,7 +178,7 @@ class Device:
         fence().wait() waits for that work only, unlike wait(), which waits for the device."""
         return self.event()
 
-    def graph(self, stream: Optional[Stream] = None):
+    def graph(self, stream: Optional[Stream] = None) -> "Graph":
         """A Graph capturing stream (None: the calling thread's current stream) inside a `with`
         block (aethercl.graph)."""
         from .graphs import Graph

@@ -2,7 +2,8 @@
 as one flash-style kernel each way (aethercl_attention_forward/backward, no seq x seq matrix in
 device memory) and Linear with its bias and GELU applied in the GEMM's own store
 (aethercl_gemm_fused, the pre-activation kept for the backward). ocl_llm.model uses them where the
-library has them; OCL_LLM_FUSED=0 keeps the op-by-op forms (the documented seed calls)."""
+library has them (attention only when asked: OCL_LLM_FUSED below); OCL_LLM_FUSED=0 keeps the
+op-by-op forms (the documented seed calls)."""
 from __future__ import annotations
 
 import ctypes
@@ -20,20 +21,41 @@ from .tensor import OclTensor
 EPILOGUE_BIAS, EPILOGUE_BIAS_GELU = 1, 3
 
 
-def _enabled(device, *functions: str) -> bool:
-    if os.environ.get("OCL_LLM_FUSED", "1").strip() == "0":
-        return False
-    return all(device.lib.has(name) for name in functions)
+# Which fused paths the model takes by default: the GEMM epilogue measured faster on an H200
+# (2026-11-28, bench train small); the portable attention kernel (no tensor cores yet) measured
+# slower than the batched products there, so it is taken only when asked for.
+DEFAULT_PATHS = ("linear",)
+
+
+def _wanted(path: str) -> bool:
+    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of "linear", "attention";
+    unset: DEFAULT_PATHS."""
+    value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
+    if not value:
+        return path in DEFAULT_PATHS
+    if value in ("0", "1"):
+        return value == "1"
+    chosen = {item.strip() for item in value.split(",") if item.strip()}
+    unknown = chosen - {"linear", "attention"}
+    if unknown:
+        raise ValueError(f"OCL_LLM_FUSED: unknown path(s) {', '.join(sorted(unknown))} "
+                         f"(expected 0, 1 or a list of linear, attention)")
+    return path in chosen
+
+
+def _enabled(device, path: str, *functions: str) -> bool:
+    return _wanted(path) and all(device.lib.has(name) for name in functions)
 
 
 def attention_enabled(device) -> bool:
     """Whether attention should take the flash-style kernels on this device's library."""
-    return _enabled(device, "aethercl_attention_forward", "aethercl_attention_backward")
+    return _enabled(device, "attention", "aethercl_attention_forward",
+                    "aethercl_attention_backward")
 
 
 def linear_enabled(device) -> bool:
     """Whether Linear should apply its bias and activation in the GEMM's store."""
-    return _enabled(device, "aethercl_gemm_fused")
+    return _enabled(device, "linear", "aethercl_gemm_fused")
 
 
 def _stream(device) -> Optional[int]:

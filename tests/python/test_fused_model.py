@@ -41,10 +41,18 @@ def train_three_steps(device, monkeypatch, fused_on: bool):
         ocl_shutdown(shutdown_driver=False)
 
 
-def test_the_library_offers_the_fused_paths(device):
-    """Where the fused functions are exported they are taken (this build has them)."""
-    assert fused.linear_enabled(device)
-    assert fused.attention_enabled(device)
+def test_the_library_offers_the_fused_paths(device, monkeypatch):
+    """Where the fused functions are exported they are taken as OCL_LLM_FUSED says (this build
+    has them): by default the GEMM epilogue only, every path with 1, a chosen list, none with 0."""
+    monkeypatch.delenv("OCL_LLM_FUSED", raising=False)
+    assert fused.linear_enabled(device) and not fused.attention_enabled(device)
+    monkeypatch.setenv("OCL_LLM_FUSED", "1")
+    assert fused.linear_enabled(device) and fused.attention_enabled(device)
+    monkeypatch.setenv("OCL_LLM_FUSED", "attention")
+    assert fused.attention_enabled(device) and not fused.linear_enabled(device)
+    monkeypatch.setenv("OCL_LLM_FUSED", "linear,flash")
+    with pytest.raises(ValueError, match="flash"):
+        fused.linear_enabled(device)
 
 
 def test_fused_training_matches_the_op_by_op_forms(device, monkeypatch):

@@ -7,7 +7,9 @@ DRIVER = Path(__file__).resolve().parents[2] / "driver"
 
 ONLY_IN = {
     "clEnqueueNDRangeKernel": {"runtime/launch.cpp"},
-    "clSetKernelArg": {"runtime/launch.cpp"},
+    # A graph's command buffer binds each recorded launch to a kernel object of its own, once
+    # (runtime/graph_command_buffer.cpp says why); every other binding goes through launch.cpp.
+    "clSetKernelArg": {"runtime/launch.cpp", "runtime/graph_command_buffer.cpp"},
     # once per kernel: the program cache's kernels, and a user kernel when its token is created
     "clGetKernelWorkGroupInfo": {"runtime/program_cache.cpp", "runtime/program/user_kernel.cpp"},
 }
