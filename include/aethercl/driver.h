@@ -919,13 +919,14 @@ AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer
  * aethercl_optimizer_step on descs[0], descs[1], ... descs[count - 1] in order; the descriptors
  * may differ in kind, count and hyper-parameters. Every descriptor is validated, by the rules of
  * aethercl_optimizer_step, before anything runs: one bad descriptor refuses the whole call with
- * AETHERCL_INVALID_ARGUMENT (or the status aethercl_optimizer_step gives) and a message naming it
- * ("descs[3].lr = -1 ..."), and no buffer changes. The array's stride is descs[0].struct_size (at
- * least the version-3 size, at most 4096 bytes); every element must carry that same
- * struct_size. No buffer may belong to two descriptors (the in-order result would depend on the
- * order; refused, naming both). count in [0, 65536]; descs may be NULL when count is 0, which
- * does nothing. Launches: ceil(n / 8) for n descriptors with count > 0, whatever their kinds
- * (8 tensors' buffers per launch; a descriptor table passed by value). */
+ * the status aethercl_optimizer_step gives it and a message naming it ("descs[3].lr = -1 ..."),
+ * and no buffer changes. The array's stride is descs[0].struct_size (at least the version-3
+ * size, at most 4096 bytes); every element must carry that same struct_size. A buffer an update
+ * writes (param, a state the kind uses) may not appear in another descriptor in any role (the
+ * in-order result would depend on the order; refused, naming both); several descriptors may
+ * share one grad. count in [0, 65536]; descs may be NULL when count is 0, which does nothing.
+ * Launches: ceil(n / 8) for the n descriptors with count > 0, whatever their kinds (each launch
+ * takes 8 tensors' buffers and their hyper-parameters by value; 57 tensors: 8 launches). */
 AETHERCL_API int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs,
                                                int count, void* stream);
 

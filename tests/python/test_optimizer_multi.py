@@ -270,7 +270,7 @@ def test_struct_size_rules(scope, device, rng, lib):
 
 @pytest.mark.parametrize("first,second,field_a,field_b", [
     (0, 2, "param", "param"), (1, 3, "param", "grad"), (0, 1, "state1", "grad"),
-    (2, 3, "state2", "state1"), (0, 3, "grad", "grad")])
+    (2, 3, "state2", "state1"), (1, 2, "grad", "param")])
 def test_shared_buffers_are_refused(scope, device, rng, lib, first, second, field_a, field_b):
     cases = []
     for _ in range(4):
@@ -287,6 +287,23 @@ def test_shared_buffers_are_refused(scope, device, rng, lib, first, second, fiel
     assert f"descs[{second}].{field_b}" in message and f"descs[{first}].{field_a}" in message
     after = snapshot(cases)
     assert all(np.array_equal(b[k], a[k]) for b, a in zip(before, after) for k in b)
+
+
+def test_descriptors_may_share_a_gradient(scope, device, rng):
+    # Gradients are only read: two parameters of x + y may share one gradient buffer.
+    cases = make_cases(scope, rng, 6, sizes=[33])
+    shared = (rng.standard_normal(33)).astype(np.float32)
+    for c in cases:
+        c.write_grad(shared)
+    for c in cases:
+        ops.optimizer_step(device.index, c.desc(0))
+    descs = [c.desc(1) for c in cases]
+    for d in descs[1:]:
+        d.set("grad", descs[0].grad)
+    ops.optimizer_step_multi(device.index, descs)
+    for c in cases:
+        one, multi = c.read(0), c.read(1)
+        assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
 
 
 def test_within_descriptor_aliasing_names_the_index(scope, device, rng):

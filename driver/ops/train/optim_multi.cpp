@@ -55,21 +55,24 @@ std::vector<aethercl_optimizer_desc> read_descs(const aethercl_optimizer_desc* d
   return out;
 }
 
-// In-order semantics would let a later descriptor see an earlier one's writes; the launches run
-// the tensors concurrently, so a buffer may belong to one descriptor only.
+// In-order semantics would let a later descriptor read an earlier one's writes; the launches run
+// the tensors concurrently, so a buffer a step writes (param, state) may belong to one descriptor
+// only. A gradient is only read: several descriptors may share one (autograd hands one gradient
+// buffer to two parameters of x + y).
 void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
   static const char* const kFields[] = {"param", "grad", "state1", "state2"};
+  constexpr int kGrad = 1;
   std::map<const void*, std::pair<std::size_t, int>> owner;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     for (int f = 0; f < 4; ++f) {
       const void* handle = steps[i].handles[f];
       if (handle == nullptr) continue;
       auto [it, inserted] = owner.emplace(handle, std::make_pair(i, f));
-      if (!inserted) {
-        fail(Status::kInvalidArgument, "descs[{}].{} ({}) is also descs[{}].{}: the descriptors "
-             "of one call may not share a buffer", i, kFields[f], handle, it->second.first,
-             kFields[it->second.second]);
-      }
+      if (inserted) continue;
+      if (f == kGrad && it->second.second == kGrad) continue;  // read by both
+      fail(Status::kInvalidArgument, "descs[{}].{} ({}) is also descs[{}].{}: a buffer an update "
+           "writes may belong to one descriptor only", i, kFields[f], handle, it->second.first,
+           kFields[it->second.second]);
     }
   }
 }

@@ -2,8 +2,9 @@
 SGD with momentum, plain SGD), foreign gpu indices, a bad stream, count 0 / negative / too large,
 NULL descs, struct_size rules at index 0 and at a later index, every buffer of the middle
 descriptor NULL / a bad token / one element short / of a huge count, refused hyper-parameters,
-NaN floats, and a buffer shared between descriptors. Every refusal must name the descriptor and
-leave every buffer as it was. Imported by hostile_cases.all_cases."""
+NaN floats, a written buffer shared between descriptors (refused) and a shared gradient
+(accepted). Every refusal must name the descriptor and leave every buffer as it was. Imported by
+hostile_cases.all_cases."""
 from __future__ import annotations
 
 import ctypes
@@ -159,7 +160,7 @@ def optim_multi_cases() -> List[tuple]:
         add(f"descs[2].{field}={value}", bad_sgd)
 
     for first, second in ((("param", 0), ("grad", 2)), (("state2", 0), ("state1", 1)),
-                          (("grad", 0), ("grad", 1))):
+                          (("grad", 1), ("param", 2))):
         def shared(h, first=first, second=second):
             buffers = buffers_for(h)
             (field_a, a), (field_b, b) = first, second
@@ -169,4 +170,10 @@ def optim_multi_cases() -> List[tuple]:
                       [f"descs[{later[0]}].{later[1]}", f"descs[{earlier[0]}]"])
             unchanged(h, buffers)
         add(f"descs[{second[1]}].{second[0]}=descs[{first[1]}].{first[0]}", shared)
+
+    def shared_grad(h):  # gradients are only read: descriptors may share one
+        buffers = buffers_for(h)
+        buffers[1]["grad"] = buffers[0]["grad"]
+        h.succeeded(call(h, buffers=buffers))
+    add("descs[1].grad=descs[0].grad_accepted", shared_grad)
     return cases
