@@ -72,8 +72,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="PyTorch CPU threads (default: the OpenCL device's compute units)")
     p.add_argument("--json", default=None, help="write every figure here")
     p.add_argument("--plot", default=None, help="write a bar chart (PNG) here")
+    p.add_argument("--trace", default=None, metavar="DIR",
+                   help="after timing, trace a few steps of each of our precisions: kernels per "
+                        "step, device-busy share, costliest kernels (Chrome traces in DIR)")
     args = p.parse_args(argv)
     args.warmup = max(args.warmup, 3)
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
     return args
 
 
@@ -182,7 +187,8 @@ def main(argv=None) -> int:
                 f"({args.check_steps} check + {args.warmup} warm-up + {args.steps} timed steps; "
                 f"the first steps compile the kernels)")
             ours = train_ours.run(model, sizes, args.precisions, args.gpu_id, check, batches,
-                                  args.check_steps, args.warmup, args.steps, log)
+                                  args.check_steps, args.warmup, args.steps, log,
+                                  trace_dir=args.trace)
             device_info = ours["device"]
             rows = ours["rows"]
             parameters = sum(int(w.size) for w in (ours["weights"] or {}).values())

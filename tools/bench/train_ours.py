@@ -7,6 +7,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+import step_profile
 from train_common import CNN_OPTIM, GPT_OPTIM, VOCAB, measure
 
 
@@ -82,9 +83,12 @@ class _Run:
 
 
 def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: int,
-        check_batch, batches, check_steps: int, warmup: int, steps: int, log) -> dict:
+        check_batch, batches, check_steps: int, warmup: int, steps: int, log,
+        trace_dir: Optional[str] = None) -> dict:
     """Times every precision; returns {"device": info, "weights": initial parameters,
-    "rows": [result per precision]}. A precision that fails gives a row with "skipped"."""
+    "rows": [result per precision]}. A precision that fails gives a row with "skipped".
+    With trace_dir, a few more steps of each precision are traced after the timed ones (the
+    row's "profile"; the Chrome trace goes to trace_dir)."""
     from aethercl import AetherCLError
     from ocl_llm.runtime import ocl_initialize, release_all, set_matmul_precision
     device = ocl_initialize(gpu_id, verbose=False)
@@ -105,6 +109,11 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
             row.update(measure(current.step, device.synchronize, check_batch, batches,
                                check_steps, warmup, steps))
             row["peak_bytes"] = _peak_bytes(device)
+            if trace_dir:
+                row["profile"] = step_profile.trace_steps(
+                    current.step, device.synchronize, batches,
+                    f"{trace_dir}/ours-{model_kind}-{precision}.json")
+                log(step_profile.describe(row["profile"]))
             current.free()
             if not all(math.isfinite(x) for x in row["check_losses"]):
                 row["note"] = "non-finite loss"

@@ -2,7 +2,7 @@
 # The version-4 functions on the lent NVIDIA machine (setup as tools/gpu/tests.sh): their suites,
 # the fused-GEMM and graph-replay benchmarks, and `bench train` small with the fused paths on and
 # off (OCL_LLM_FUSED, each value of FUSED; PyTorch beside the TORCH_WITH one). SUITES_ONLY=1
-# stops after the suites, TRAIN_ONLY=1 runs only bench train.
+# stops after the suites, TRAIN_ONLY=1 runs only bench train, TRACE=1 adds its step profiles.
 . "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 if [ -z "${TRAIN_ONLY:-}" ]; then
@@ -25,6 +25,6 @@ for fused in ${FUSED:-0 1}; do
   torch=$([ $fused = "${TORCH_WITH:-1}" ] && echo auto || echo off)
   OCL_LLM_FUSED=$fused timeout $(( $(left) - 10 )) python3 tools/bench/train.py --model gpt \
     --preset small --precisions ${PRECISIONS:-tf32 bf16} --torch $torch \
-    --json $OUT/train_fused$fused.json > $OUT/train_fused$fused.txt 2>&1
+    --json $OUT/train_fused$fused.json ${TRACE:+--trace $OUT/trace_fused$fused} > $OUT/train_fused$fused.txt 2>&1
   echo "rc=$?"; tail -${TAIL:-25} $OUT/train_fused$fused.txt
 done
