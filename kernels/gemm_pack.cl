@@ -5,7 +5,9 @@
 // Elements are moved as bit patterns of PACK_ELEM bytes (4: float32, 2: f16 or bf16); with
 // PACK_ROUND_TF32=1 float32 values are rounded to TF32 on the way (the tensor cores then read
 // them exactly, so the kernel needs no rounding of its own). Work-group (32, 8): a 32 x 32 tile,
-// through local memory where it is transposed; both sides coalesced.
+// through local memory where it is transposed; both sides coalesced. With PACK_NARROW (1: bf16,
+// 2: f16; PACK_ELEM=2) gemm_pack_copy and gemm_pack_transpose read float32 and write its values
+// rounded to nearest even into that 16-bit format (float32 operands of BF16 and FP16 products).
 #if PACK_ELEM == 4
 typedef uint pack_t;
 #else
@@ -14,6 +16,15 @@ typedef ushort pack_t;
 #ifndef PACK_ROUND_TF32
 #define PACK_ROUND_TF32 0
 #endif
+#ifndef PACK_NARROW
+#define PACK_NARROW 0
+#endif
+#if PACK_NARROW
+#include "numeric_formats.cl"  // the rounding rules every GEMM path shares
+typedef float pack_in_t;
+#else
+typedef pack_t pack_in_t;
+#endif
 
 // float32 bits rounded to TF32: to nearest even (numeric_formats.cl's TF32 rule); a NaN becomes
 // the canonical NaN.
@@ -21,9 +32,16 @@ inline uint pack_round_tf32(uint u) {
   return as_float(u) == as_float(u) ? (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u : 0x7fffffffu;
 }
 
-// An element as the build options say: rounded to TF32 with PACK_ROUND_TF32=1, else as it is.
-inline pack_t pack_value(pack_t u) {
-#if PACK_ROUND_TF32
+// An element as the build options say: rounded to TF32 with PACK_ROUND_TF32=1, to bf16 or f16
+// with PACK_NARROW, else as it is.
+inline pack_t pack_value(pack_in_t u) {
+#if PACK_NARROW == 1
+  return nf_to_bf16(u);
+#elif PACK_NARROW == 2
+  ushort bits[1];
+  vstore_half_rte(u, 0, (__private half*)bits);
+  return bits[0];
+#elif PACK_ROUND_TF32
   return pack_round_tf32(u);
 #else
   return u;
@@ -34,9 +52,9 @@ inline pack_t pack_value(pack_t u) {
 // with leading dimension ld, item b at offset + b * stride; out: cols x rows with leading
 // dimension out_ld (>= rows), item b at b * out_stride.
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_transpose(
-    __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
+    __global const pack_in_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
     ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride, ulong batch0) {
-  __local pack_t tile[32][33];
+  __local pack_in_t tile[32][33];
   const ulong item = batch0 + get_group_id(2);
   in += offset + item * stride;
   out += item * out_stride;
@@ -60,7 +78,7 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_transpos
 // Group (x, y, z) copies the tile at column 32x, row 32y of batch item batch0 + z, arguments as
 // gemm_pack_transpose; out: rows x cols with leading dimension out_ld (>= cols).
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
-    __global const pack_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
+    __global const pack_in_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
     ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride, ulong batch0) {
   const ulong item = batch0 + get_group_id(2);
   in += offset + item * stride;
@@ -84,6 +102,9 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
 // of item batch0 + z (those within the padded tiles) through local memory, every work-item one
 // 16-byte unit.
 #ifdef PACK_TILE_ROWS
+#if PACK_NARROW
+#error "the stage-image kernels move stored bit patterns only"
+#endif
 #include "wgmma_layout.cl"
 #ifndef PACK_SPLIT_TF32
 #define PACK_SPLIT_TF32 0

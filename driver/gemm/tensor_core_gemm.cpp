@@ -9,6 +9,7 @@
 
 #include "gemm/device_state.h"
 #include "gemm/mma_kernel.h"
+#include "gemm/narrow_operands.h"
 #include "gemm/split_k.h"
 #include "gemm/wgmma.h"
 #include "runtime/graph.h"
@@ -278,9 +279,28 @@ std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   const std::optional<MmaMode> mode = tensor_core_mode();
   if (!mode || p.k == 0) return false;
-  const std::optional<MmaKind> kind = mma_kind_for(p);
-  if (!kind) return false;
   Device& device = call.device();
+  const std::optional<MmaKind> kind = mma_kind_for(p);
+  if (!kind) {
+    // Float32 operands in BF16 or FP16 mode: 16-bit copies, rounded as the mode rounds, run on
+    // the 16-bit kernels (half the bytes of TF32's operands, twice its MMA rate).
+    const std::optional<MmaKind> narrowed = narrowed_kind(p);
+    if (!narrowed || !device_support(device, *mode).available ||
+        !kind_available(call, *narrowed, *mode, false)) {
+      return false;
+    }
+    std::vector<PoolBlock> temps;
+    bool ran = false;
+    try {
+      ran = enqueue_tensor_core_gemm(call, narrow_operands(call, p, *narrowed, temps));
+    } catch (...) {
+      for (PoolBlock& block : temps) device.free_block(block, {});
+      throw;
+    }
+    // Homed on the call's stream and used only there, as the warpgroup kernel's packed copies.
+    for (PoolBlock& block : temps) device.free_block(block, {});
+    return ran;
+  }
   const TensorCoreSupport& support = device_support(device, *mode);
   if (!support.available) return false;
   const std::uint32_t units = device.info().compute_units;

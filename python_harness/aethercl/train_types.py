@@ -4,6 +4,7 @@ codes from the generated aethercl.structs. Each descriptor class fills struct_si
 from __future__ import annotations
 
 import ctypes
+import functools
 
 from . import structs
 from ._calls import pointer as handle_of
@@ -26,6 +27,12 @@ BINARY_OPS = tuple(BINARY)
 _P = ctypes.c_void_p
 
 
+@functools.lru_cache(maxsize=None)
+def _field_kinds(cls) -> dict:
+    """{field name: ctypes type} of a descriptor class (set() runs per field of every call)."""
+    return {f[0]: f[1] for f in cls._fields_}
+
+
 class _Descriptor(ctypes.Structure):
     """Base: struct_size is set on construction; pointer fields take Buffers or handles."""
 
@@ -36,7 +43,7 @@ class _Descriptor(ctypes.Structure):
             self.set(name, value)
 
     def set(self, name, value):
-        kinds = dict((f[0], f[1]) for f in self._fields_)
+        kinds = _field_kinds(type(self))
         if name not in kinds:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}")
         if kinds[name] is _P:

@@ -2,6 +2,7 @@
 bundled corpus."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Dict, Sequence
 
@@ -31,4 +32,4 @@ DEFAULT_CONFIG: Dict[str, Any] = {
 
 def numel(shape: Sequence[int]) -> int:
     """Element count of a shape (1 for a scalar's empty shape)."""
-    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    return math.prod(int(s) for s in shape)

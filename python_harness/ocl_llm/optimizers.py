@@ -53,16 +53,23 @@ class _Optimizer:
 
     def step(self) -> int:
         """One update of every parameter with a gradient; returns how many were updated."""
-        updated = 0
+        descs = []
         for i, p in enumerate(self.parameters):
             if p.grad is None:
                 continue
             self.steps[i] += 1
-            desc = T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
-                                   grad=p.grad.data.ptr, step=self.steps[i], **self._fields(i, p))
-            train_ops.optimizer_step(p.device, desc)
-            updated += 1
-        return updated
+            descs.append(T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
+                                         grad=p.grad.data.ptr, step=self.steps[i],
+                                         **self._fields(i, p)))
+        if not descs:
+            return 0
+        device = self.parameters[0].device
+        if len(descs) > 1 and device.lib.has("aethercl_optimizer_step_multi"):
+            train_ops.optimizer_step_multi(device, descs)   # up to 8 tensors per launch
+        else:
+            for desc in descs:
+                train_ops.optimizer_step(device, desc)
+        return len(descs)
 
     def _named_states(self):
         for slot, states in zip(self.slots, (self.state1, self.state2)):

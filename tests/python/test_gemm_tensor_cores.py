@@ -139,6 +139,48 @@ def test_tf32_round_2_needs_the_cp_async_warpgroup_kernel(lib, device, fp32_prec
         t.free()
 
 
+# Float32 operands in BF16 or FP16 mode (gemm/narrow_operands.h): copied into that 16-bit format
+# (gemm_pack_copy with PACK_NARROW, rows of any length, offsets, batch strides and a broadcast
+# operand), then the 16-bit tensor-core kernels; the reference rounds the inputs as the mode says.
+# Before, these products ran on the portable kernel (no tensor cores in ocl_llm's BF16 mode).
+@pytest.mark.matrix
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+@pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
+@pytest.mark.parametrize("layout", ["batched", "broadcast_b"])
+def test_float32_operands_narrowed_for_16_bit_modes(lib, device, rng, fp32_precision, monkeypatch,
+                                                    tmp_path, mode, trans, instructions, layout):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=g.F32, trans_a=ta, trans_b=tb, m=70, n=37, k=45,
+        layout=layout, alpha=-0.75, pad=3, offsets=(5, 3, 2)))
+    assert "gemm_pack_copy" in names and "gemm_mma_product" in names, names
+
+
+def test_narrowing_keeps_specials(lib, device, fp32_precision, monkeypatch):
+    # NaN stays NaN and infinities and overflow past the 16-bit range stay infinite, as the
+    # portable kernel's rounding keeps them (numeric_formats.cl).
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    a = np.zeros((16, 16), np.float32)
+    a[0, 0], a[1, 1], a[2, 2], a[3, 3] = np.nan, np.inf, -np.inf, 1e30
+    b = np.eye(16, dtype=np.float32)
+    for mode, big in (("bf16", 1e30), ("fp16", np.inf)):
+        ta, tb = device.upload(a), device.upload(b)
+        tc = device.upload(np.zeros((16, 16), np.float32))
+        desc = g.gemm_desc(ta.handle, tb.handle, tc.handle, 16, 16, 16,
+                           compute=g.COMPUTE_MODES[mode])
+        assert lib.cdll.aethercl_gemm(device.index, ctypes.byref(desc), None) == 1
+        c = tc.numpy()
+        assert np.isnan(c[0, 0]) and c[1, 1] == np.inf and c[2, 2] == -np.inf, (mode, c[:4, :4])
+        assert np.isclose(c[3, 3], big, rtol=1e-2) if np.isfinite(big) else c[3, 3] == big, mode
+        for t in (ta, tb, tc):
+            assert t.guard_intact()
+            t.free()
+
+
 # ---- the tensor-core kernels, with emulated warp instructions (any device) ----------------------
 
 EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")]

@@ -1,0 +1,23 @@
+// Float32 operands of BF16 and FP16 products as 16-bit copies (kernels/gemm_pack.cl, PACK_NARROW),
+// so that those products run on the tensor cores' 16-bit kernels.
+#pragma once
+
+#include "gemm/gemm.h"
+#include "gemm/mma_kernel.h"
+
+#include <optional>
+#include <vector>
+
+namespace aethercl::gemm {
+
+// kBF16 or kFP16 for a product of float32 operands that the compute mode rounds to that format
+// (GemmRounding::kBF16 or kFP16); nullopt otherwise.
+std::optional<MmaKind> narrowed_kind(const GemmProblem& p);
+
+// p with A and B copied, rounded to nearest even, into kind's 16-bit format (pool blocks appended
+// to temps, which the caller releases), their rows padded to 16 bytes, and rounding kNone: the
+// same product as p computes in its compute mode.
+GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind,
+                            std::vector<PoolBlock>& temps);
+
+}  // namespace aethercl::gemm
