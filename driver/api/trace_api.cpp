@@ -24,6 +24,8 @@ AETHERCL_API int aethercl_trace_stop(void) {
     if (!Tracer::instance().active()) fail(Status::kInvalidArgument, "tracing is not on");
     Runtime::instance().finish_all();
     log().info("trace written; per-kernel device time:\n{}", Tracer::instance().stop());
+    // Launches on profiling queues bypass the submission thread: tracing's cost ends here.
+    Runtime::instance().disable_profiling_all();
   });
 }
 

@@ -14,9 +14,9 @@ namespace aethercl::gemm {
 // (GemmRounding::kBF16 or kFP16); nullopt otherwise.
 std::optional<MmaKind> narrowed_kind(const GemmProblem& p);
 
-// p with A and B copied, rounded to nearest even, into kind's 16-bit format (pool blocks appended
-// to temps, which the caller releases), their rows padded to 16 bytes, and rounding kNone: the
-// same product as p computes in its compute mode.
+// p with A and B copied, rounded to nearest even, into kind's 16-bit format as m x k and n x k
+// (trans_a false, trans_b true; pool blocks appended to temps, which the caller releases), their
+// rows padded to 16 bytes, and rounding kNone: the same product as p computes in its mode.
 GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind,
                             std::vector<PoolBlock>& temps);
 

@@ -133,6 +133,15 @@ void Device::enable_profiling() {
   profiling_ = true;
 }
 
+void Device::disable_profiling() {
+  if (!profiling_) return;
+  synchronize();
+  for (auto& stream : streams_) {
+    if (stream->profiling() && !stream->timing()) stream->replace_queue(create_queue(false), false);
+  }
+  profiling_ = false;
+}
+
 Stream* Device::find_stream(std::uint64_t id) {
   for (auto& stream : streams_) {
     if (stream->id() == id) return stream.get();

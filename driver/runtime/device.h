@@ -184,8 +184,11 @@ class Device {
   // Records a failure found outside a synchronising call (first one wins). Thread-safe.
   void defer_error(Status status, std::string message);
 
-  // Switches every stream to a profiling queue (for tracing) after finishing the current ones.
+  // Switches every stream to a profiling queue (for tracing) after finishing the current ones;
+  // disable_profiling switches back all but timing streams (a profiling stream's launches run
+  // on the calling thread, past the submission thread, to keep their events).
   void enable_profiling();
+  void disable_profiling();
   // Whether commands go through a submission thread (AETHERCL_SUBMIT_THREAD, else per device).
   bool submission_thread() const { return submitter_ != nullptr; }
   // The stream's queue for code outside the driver (aethercl_cl_queue). Stops the submission

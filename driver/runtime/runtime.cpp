@@ -186,6 +186,14 @@ void Runtime::enable_profiling_all() {
   }
 }
 
+void Runtime::disable_profiling_all() {
+  std::shared_lock lock(lifecycle_mutex_);
+  for (auto& [index, device] : devices_) {
+    std::lock_guard device_lock(device->mutex());
+    device->disable_profiling();
+  }
+}
+
 void Runtime::require_any_device() const {
   if (devices_.empty()) {
     fail(Status::kNotInitialized,

@@ -61,8 +61,10 @@ class Runtime {
   void finish_at_exit() noexcept;
   // Waits for every initialised device's queue (tracing needs all events finished).
   void finish_all();
-  // Gives every initialised device a profiling queue (tracing started after initialisation).
+  // Gives every initialised device a profiling queue (tracing started after initialisation), and
+  // back the plain ones when tracing stops.
   void enable_profiling_all();
+  void disable_profiling_all();
 
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }

@@ -378,7 +378,9 @@ AETHERCL_API int aethercl_set_buffer_label(int gpu_index, void* buffer_handle, c
 AETHERCL_API int aethercl_trace_start(const char* path);
 
 /* Waits for all devices, writes the trace file and ends tracing; the per-kernel summary goes to the
- * log at info level. Returns 0 when no trace is running or the file cannot be written. */
+ * log at info level. Streams other than timing streams get queues without profiling back, and
+ * launches the submission thread again. Returns 0 when no trace is running or the file cannot be
+ * written. */
 AETHERCL_API int aethercl_trace_stop(void);
 
 /* Writes the per-kernel totals of the running trace as JSON ({"active", "pending", "kernels":
@@ -1253,8 +1255,8 @@ AETHERCL_API void* aethercl_cl_context(int gpu_index);
  * NULL on failure. Work the caller enqueues there is ordered with the driver's work on that stream
  * exactly as issued: handing out a queue drains and stops the device's submission thread for the
  * rest of its life (docs/ARCHITECTURE.md decision 15). The driver keeps ownership; the queue stays
- * valid until shutdown_driver (aethercl_trace_start gives streams new, profiling queues: ask again
- * after it). */
+ * valid until shutdown_driver (aethercl_trace_start and aethercl_trace_stop give streams new
+ * queues: ask again after them). */
 AETHERCL_API void* aethercl_cl_queue(int gpu_index, void* stream);
 
 /* The cl_mem behind a buffer token of gpu_index, valid until the buffer is freed; NULL on failure.

@@ -67,3 +67,37 @@ def test_trace_from_the_environment_is_written_at_shutdown(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "elementwise_add" in result.stderr  # the per-kernel summary
     _check_trace(path, ADD_KERNELS)
+
+
+def test_trace_stop_gives_streams_plain_queues_back(lib, device, tmp_path):
+    # While tracing, launches carry device times (start_ns in the kernel log); after stop they do
+    # not: streams are back on queues without profiling, whose launches the submission thread
+    # issues where the device has one (profiling ones run on the caller's thread to keep their
+    # events, several times slower on NVIDIA). A timing stream keeps its timing.
+    import ctypes
+    from aethercl import ops
+    from aethercl.structs import STREAM_TIMING
+    a, c = device.upload(np.ones(64, np.float32)), device.empty((64,))
+    timing = ops.stream_create(device.index, STREAM_TIMING)
+
+    def add_and_last_log_entry():
+        lib.check("execute_add_on_gpu", device.index, a.handle, a.handle, c.handle, 64)
+        lib.check("aethercl_synchronize", device.index, None)
+        return json.loads(lib.json_call("aethercl_kernel_log", device.index))[-1]
+
+    assert lib.aethercl_trace_start(str(tmp_path / "trace.json").encode()) == 1
+    assert add_and_last_log_entry()["start_ns"] is not None
+    assert lib.aethercl_trace_stop() == 1
+    for _ in range(2):
+        assert add_and_last_log_entry()["start_ns"] is None
+    assert (c.numpy() == 2).all()
+    start = ops.event_record(device.index, timing)
+    end = ops.event_record(device.index, timing)
+    ms = (ctypes.c_float * 1)(-1.0)
+    ops.event_elapsed_ms(device.index, start, end, ms)
+    assert ms[0] >= 0.0
+    for event in (start, end):
+        ops.event_destroy(device.index, event)
+    ops.stream_destroy(device.index, timing)
+    assert a.guard_intact() and c.guard_intact()
+    a.free(), c.free()
