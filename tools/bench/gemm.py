@@ -17,7 +17,6 @@ matmul (the host's BLAS) is timed beside them. Writes gemm.json and gemm.png.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -60,15 +59,16 @@ def decode(raw: np.ndarray, dtype: int) -> np.ndarray:
     return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def timed(run, sync) -> float:
-    """Seconds per call: warm-up, then the median of batches of back-to-back calls."""
+def timed(run, sync, max_inner: int = 200) -> float:
+    """Seconds per call: warm-up, then the median of batches of at most max_inner back-to-back
+    calls (as many as fill TARGET_BATCH_SECONDS)."""
     run()
     sync()
     start = time.perf_counter()
     run()
     sync()
     once = max(time.perf_counter() - start, 1e-6)
-    inner = max(1, min(200, int(TARGET_BATCH_SECONDS / once)))
+    inner = max(1, min(max_inner, int(TARGET_BATCH_SECONDS / once)))
     batches = []
     for _ in range(5):
         start = time.perf_counter()

@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,30 +32,18 @@ sys.path.insert(0, str(ROOT / "python_harness"))
 from aethercl import Library  # noqa: E402
 from aethercl import gemm as g  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gemm as gemm_bench  # noqa: E402  (tools/bench/gemm.py)
+
 SHAPES = [(8192, 2304, 768), (8192, 3072, 768), (8192, 768, 3072)]
 SUMS = [(8192, 768), (8192, 2304), (8192, 3072), (65536, 768), (512, 768)]
 STORAGE = {"fp32": g.F32, "tf32": g.F32, "bf16": g.BF16, "fp16": g.F16}
 KINDS = [("bias_gelu_tanh", 6), ("bias_relu", 0), ("bias", None)]  # aethercl_unary op codes
-TARGET_BATCH_SECONDS = 0.05
 
 
 def timed(run, sync) -> float:
-    """Seconds per call: warm-up, then the median of batches of back-to-back calls."""
-    run()
-    sync()
-    start = time.perf_counter()
-    run()
-    sync()
-    once = max(time.perf_counter() - start, 1e-6)
-    inner = max(1, min(500, int(TARGET_BATCH_SECONDS / once)))
-    batches = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(inner):
-            run()
-        sync()
-        batches.append((time.perf_counter() - start) / inner)
-    return statistics.median(batches)
+    """Seconds per call (bench gemm's timing, with batches of up to 500 calls: these are short)."""
+    return gemm_bench.timed(run, sync, max_inner=500)
 
 
 def encode(values: np.ndarray, dtype: int) -> np.ndarray:
