@@ -9,7 +9,8 @@ import json
 from typing import List
 
 from support.hostile_harness import (C_INVALID_ARGUMENT, C_INVALID_HANDLE, FOREIGN_GPU_INDICES,
-                                     MALFORMED, Case, Harness, fail)
+                                     Case, Harness, fail)
+from support.hostile_runtime_cases import bad_token, new_stream
 
 GRAPH_TAG, STREAM_TAG, EVENT_TAG = 0xB3, 0xA5, 0xA7
 NEVER_ISSUED_GRAPH = ((1 << 40) << 8) | GRAPH_TAG
@@ -35,42 +36,15 @@ def _graph(h: Harness, stream=None, work: bool = True) -> int:
     return graph
 
 
-def _stream(h: Harness) -> int:
-    stream = h.lib.aethercl_stream_create(h.index, 0)
-    if not stream:
-        fail(f"setup: aethercl_stream_create failed: {h.lib.last_error()}")
-    h.streams.append(stream)
-    return stream
-
-
 def _bad(h: Harness, kind: str, tag: int) -> int:
-    if kind == "never_issued":
-        return ((1 << 40) << 8) | tag
-    if kind == "malformed":
-        return MALFORMED
-    if kind == "buffer_handle":
-        return h.alloc(16)
-    if kind == "host_pointer":
-        buffer = ctypes.create_string_buffer(64)
-        h.keep.append(buffer)
-        return ctypes.addressof(buffer)
-    if kind == "destroyed_stream":
-        stream = h.lib.aethercl_stream_create(h.index, 0)
-        h.lib.aethercl_stream_destroy(h.index, stream)
-        return stream
-    if kind == "stream_token":
-        return _stream(h)
-    if kind == "event_token":
-        event = h.lib.aethercl_event_record(h.index, None)
-        h.events.append(event)
-        return event
+    """bad_token's kinds, and a destroyed graph."""
     if kind == "destroyed_graph":
         graph = _graph(h)
         h.graphs.remove(graph)
         if h.lib.aethercl_graph_destroy(graph) != 1:
             fail(f"setup: aethercl_graph_destroy failed: {h.lib.last_error()}")
         return graph
-    raise ValueError(kind)
+    return bad_token(h, kind, tag)
 
 
 STREAM_KINDS = ("never_issued", "malformed", "buffer_handle", "host_pointer", "destroyed_stream",
@@ -105,7 +79,7 @@ def graph_cases() -> List[Case]:
     # ---- capture_begin / capture_end ----------------------------------------------------------
     def begin_end(h, gpu=None, on_stream=False):
         gpu = h.index if gpu is None else gpu
-        stream = _stream(h) if on_stream else None
+        stream = new_stream(h) if on_stream else None
         h.function = "aethercl_graph_capture_begin"
         h.succeeded(h.lib.aethercl_graph_capture_begin(gpu, stream))
         h.function = "aethercl_graph_capture_end"
@@ -145,7 +119,7 @@ def graph_cases() -> List[Case]:
 
     # ---- launch / destroy / info: the graph token ----------------------------------------------
     def launch_ok(h, on_stream=False):
-        stream = _stream(h) if on_stream else None
+        stream = new_stream(h) if on_stream else None
         graph = _graph(h)
         h.succeeded(h.lib.aethercl_graph_launch(graph, stream))
         h.succeeded(h.lib.aethercl_graph_launch(graph, stream))
@@ -214,7 +188,7 @@ def graph_cases() -> List[Case]:
 
     def launch_into_capture(h):
         graph = _graph(h)
-        stream = _stream(h)
+        stream = new_stream(h)
         h.succeeded(h.lib.aethercl_graph_capture_begin(h.index, stream),
                     name="aethercl_graph_capture_begin")
         try:

@@ -21,7 +21,7 @@ OUT_PARAMS = ("done", "ms")
 SPAN_SIZE = 64  # bytes of every buffer the cases allocate
 
 
-def _new_stream(h: Harness, timing: bool = False) -> int:
+def new_stream(h: Harness, timing: bool = False) -> int:
     stream = h.lib.aethercl_stream_create(h.index, 1 if timing else 0)
     if not stream:
         fail(f"setup: aethercl_stream_create failed: {h.lib.last_error()}")
@@ -30,7 +30,7 @@ def _new_stream(h: Harness, timing: bool = False) -> int:
 
 
 def _new_event(h: Harness) -> int:
-    event = h.lib.aethercl_event_record(h.index, _new_stream(h, timing=True))
+    event = h.lib.aethercl_event_record(h.index, new_stream(h, timing=True))
     if not event:
         fail(f"setup: aethercl_event_record failed: {h.lib.last_error()}")
     h.events.append(event)
@@ -61,7 +61,7 @@ def _valid_args(h: Harness, symbol) -> Dict[str, object]:
         elif n == "flags":
             args[n] = 0
         elif n in STREAM_PARAMS:
-            args[n] = _new_stream(h)
+            args[n] = new_stream(h)
         elif n in EVENT_PARAMS:
             args[n] = _new_event(h)
         elif n in BUFFER_PARAMS:
@@ -95,7 +95,9 @@ def _failure(symbol):
     return None if symbol.return_type == "void*" else 0
 
 
-def _bad_token(h: Harness, kind: str, tag: int) -> int:
+def bad_token(h: Harness, kind: str, tag: int) -> int:
+    """A token that is not what the call wants: never issued (with the wanted kind's tag),
+    malformed, another kind's (buffer, host pointer, stream, event) or destroyed."""
     if kind == "never_issued":
         return ((1 << 40) << 8) | tag
     if kind == "malformed":
@@ -115,7 +117,7 @@ def _bad_token(h: Harness, kind: str, tag: int) -> int:
     if kind == "event_token":
         return _new_event(h)
     if kind == "stream_token":
-        return _new_stream(h)
+        return new_stream(h)
     raise ValueError(kind)
 
 
@@ -183,7 +185,7 @@ def runtime_cases(symbols) -> List[Case]:
             for kind in kinds:
                 def bad(h, symbol=symbol, name=name, kind=kind, tag=tag):
                     args = _valid_args(h, symbol)
-                    args[name] = _bad_token(h, kind, tag)
+                    args[name] = bad_token(h, kind, tag)
                     h.refused(_invoke(h, symbol, args), _failure(symbol), {C_INVALID_HANDLE},
                               [name])
                 add(symbol, f"{name}={kind}", bad)
