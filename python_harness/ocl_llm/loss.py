@@ -31,32 +31,50 @@ def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
     targets = np.ascontiguousarray(target_ids, dtype=IDX_TYPE).reshape(rows)
     valid = targets != pad_id
     num_valid = int(valid.sum())
-    dev, runtime = logits.device, logits.runtime
-    log_probs = GPUBuffer(rows * V * 4, tag="log_probs", runtime=runtime)
+    runtime = logits.runtime
     target_buffer = GPUBuffer(rows * 4, tag="targets", dtype=IDX_TYPE, runtime=runtime)
     target_buffer.write(targets)
-    grad = logits.new_empty((B, S, V))
     loss_rows = GPUBuffer(rows * 4, tag="loss_per_row", runtime=runtime)
+    scale = denominator if denominator is not None else num_valid
+    weights = None
+    if logits.requires_grad and is_grad_enabled() and num_valid:
+        weights = logits.new_tensor(row_weights(valid, scale))
+    loss_and_backward_on_device(logits, target_buffer, weights, loss_rows)
+    target_buffer.free()
+    pending = PendingLoss(loss_rows, valid)
+    if deferred:
+        return pending
+    losses_sum = pending.sum()
+    return float(losses_sum / num_valid) if num_valid else 0.0
+
+
+def row_weights(valid: np.ndarray, scale: float) -> np.ndarray:
+    """(1, rows, 1) float32: 1/scale on the rows whose target counts, 0 on padding rows."""
+    return (valid / scale).astype(FP_TYPE).reshape(1, valid.size, 1)
+
+
+def loss_and_backward_on_device(logits: OclTensor, target_buffer: GPUBuffer,
+                                weights: Optional[OclTensor], loss_rows: GPUBuffer) -> None:
+    """The device part of cross_entropy_loss_and_backward: log_softmax, each row's loss into
+    loss_rows and, with weights (row_weights on the device), the gradient (probabilities minus
+    one-hot) scaled per row by a K=1 matmul against a ones row and back-propagated. Nothing moves
+    between host and device, so a graph can record it (ocl_llm.graph_step)."""
+    B, S, V = logits.shape
+    rows = B * S
+    dev, runtime = logits.device, logits.runtime
+    log_probs = GPUBuffer(rows * V * 4, tag="log_probs", runtime=runtime)
+    grad = logits.new_empty((B, S, V))
     ops.log_softmax(dev, logits.data.ptr, log_probs.ptr, B, S, V)
     ops.cross_entropy_loss_grad(dev, log_probs.ptr, target_buffer.ptr, grad.data.ptr,
                                 loss_rows.ptr, B, S, V)
-    pending = PendingLoss(loss_rows, valid)
-    if not deferred:
-        losses_sum = pending.sum()
-    scale = denominator if denominator is not None else num_valid
-    if logits.requires_grad and is_grad_enabled() and num_valid:
-        weights = logits.new_tensor((valid / scale).astype(FP_TYPE).reshape(1, rows, 1))
+    if weights is not None:
         ones = constant_buffer(runtime, V, 1.0)
         row_scale = logits.new_empty((rows, V))
         ops.matmul(dev, weights.data.ptr, ones.ptr, row_scale.data.ptr, 1, rows, V, 1)
         scaled = logits.new_empty((B, S, V))
         ops.mul(dev, grad.data.ptr, row_scale.data.ptr, scaled.data.ptr, rows * V)
         logits.backward(scaled)
-    for buffer in (log_probs, target_buffer):
-        buffer.free()
-    if deferred:
-        return pending
-    return float(losses_sum / num_valid) if num_valid else 0.0
+    log_probs.free()
 
 
 class PendingLoss:

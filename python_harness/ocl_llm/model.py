@@ -42,6 +42,25 @@ class Linear:
         return [self.W] + ([self.b] if self.b is not None else [])
 
 
+class TokenIds:
+    """A (batch, seq) int32 buffer of token ids on the device, filled by write(): a model input that
+    stays in place, as a captured step (ocl_llm.graph_step) needs."""
+
+    def __init__(self, shape, runtime=None):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.buffer = GPUBuffer(self.shape[0] * self.shape[1] * 4, tag="token_ids",
+                                dtype=IDX_TYPE, runtime=runtime)
+
+    def write(self, ids: np.ndarray) -> None:
+        ids = np.ascontiguousarray(ids, dtype=IDX_TYPE)
+        if ids.shape != self.shape:
+            raise ValueError(f"token ids of shape {ids.shape} for a buffer of {self.shape}")
+        self.buffer.write(ids)
+
+    def free(self) -> None:
+        self.buffer.free()
+
+
 class Embedding:
     """Token embedding on the device: execute_embedding_lookup_gpu / _backward_gpu."""
 
@@ -54,15 +73,19 @@ class Embedding:
         self.weight_param._is_embedding_weight = True
         self.weight_param._associated_layer = self
 
-    def __call__(self, input_ids: np.ndarray) -> OclTensor:
-        ids = np.ascontiguousarray(input_ids, dtype=IDX_TYPE)
-        if ids.ndim == 1:
-            ids = ids[None, :]
-        b, s = ids.shape
+    def __call__(self, input_ids) -> OclTensor:
+        """Rows of the table for input_ids: host ids (uploaded here) or TokenIds on the device."""
         weight = self.weight_param
-        ids_buffer = GPUBuffer(ids.nbytes, tag="token_ids", dtype=IDX_TYPE,
-                               runtime=weight.runtime)
-        ids_buffer.write(ids)
+        if isinstance(input_ids, TokenIds):
+            ids_buffer, (b, s) = input_ids.buffer, input_ids.shape
+        else:
+            ids = np.ascontiguousarray(input_ids, dtype=IDX_TYPE)
+            if ids.ndim == 1:
+                ids = ids[None, :]
+            b, s = ids.shape
+            ids_buffer = GPUBuffer(ids.nbytes, tag="token_ids", dtype=IDX_TYPE,
+                                   runtime=weight.runtime)
+            ids_buffer.write(ids)
         ctx = EmbeddingBackwardContext(weight)
         ctx.save_for_backward(ids_buffer, b, s, self.embed_dim, self.vocab_size)
         out = weight._result((b, s, self.embed_dim), ctx)

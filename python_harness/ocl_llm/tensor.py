@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from aethercl import Device, ops
+from aethercl.streams import resolve
 
 from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        BatchedTransposeLastTwoBackwardContext, FunctionContext,
@@ -64,8 +65,14 @@ class OclTensor:
     @staticmethod
     def zeros(shape, requires_grad: bool = False,
               runtime: Optional[Runtime] = None) -> "OclTensor":
-        return OclTensor(np.zeros(tuple(shape), FP_TYPE), requires_grad=requires_grad,
-                         runtime=runtime)
+        """Zeros filled on the device (aethercl_memset on the current stream: no upload, so it
+        can be recorded into a graph)."""
+        out = OclTensor.empty(shape, requires_grad=requires_grad, runtime=runtime)
+        if out.nbytes:
+            lib = out.device.lib
+            lib.check("aethercl_memset", out.device.index, out.data.ptr, 0, out.nbytes, 0,
+                      resolve(lib, out.device.index))
+        return out
 
     def new_empty(self, shape) -> "OclTensor":
         """An uninitialised float32 tensor on this tensor's runtime."""

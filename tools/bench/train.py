@@ -72,6 +72,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="PyTorch CPU threads (default: the OpenCL device's compute units)")
     p.add_argument("--json", default=None, help="write every figure here")
     p.add_argument("--plot", default=None, help="write a bar chart (PNG) here")
+    p.add_argument("--graph", choices=("off", "on", "both"), default="both",
+                   help="our GPT step as train_step (off), captured once and replayed "
+                        "(ocl_llm.graph_step; on), or both rows (default)")
     p.add_argument("--trace", default=None, metavar="DIR",
                    help="after timing, trace a few steps of each of our precisions: kernels per "
                         "step, device-busy share, costliest kernels (Chrome traces in DIR)")
@@ -188,7 +191,9 @@ def main(argv=None) -> int:
                 f"the first steps compile the kernels)")
             ours = train_ours.run(model, sizes, args.precisions, args.gpu_id, check, batches,
                                   args.check_steps, args.warmup, args.steps, log,
-                                  trace_dir=args.trace)
+                                  trace_dir=args.trace,
+                                  graph_modes={"off": (False,), "on": (True,),
+                                               "both": (False, True)}[args.graph])
             device_info = ours["device"]
             rows = ours["rows"]
             parameters = sum(int(w.size) for w in (ours["weights"] or {}).values())

@@ -40,8 +40,9 @@ def build_cnn(sizes: Dict[str, int], seed: int = 0):
 class _Run:
     """One model and optimiser on the current runtime, with the step the benchmark times."""
 
-    def __init__(self, model_kind: str, sizes: Dict[str, int]):
-        self.kind, self.sizes = model_kind, sizes
+    def __init__(self, model_kind: str, sizes: Dict[str, int], graph: bool = False):
+        self.kind, self.sizes, self.graph = model_kind, sizes, graph
+        self.captured = None   # ocl_llm.graph_step.CapturedStep, made by the first step
         if model_kind == "gpt":
             from ocl_llm.model import SimpleModel
             from ocl_llm.train import make_optimizer
@@ -59,6 +60,12 @@ class _Run:
         return {p.name: p.to_host() for p in self.parameters}
 
     def step(self, batch) -> float:
+        if self.kind == "gpt" and self.graph:
+            from ocl_llm.graph_step import CapturedStep
+            if self.captured is None:
+                self.captured = CapturedStep(self.model, self.optimizer, *batch)
+                return self.captured.first_loss
+            return self.captured(*batch)
         if self.kind == "gpt":
             from ocl_llm.train import train_step
             return train_step(self.model, self.optimizer, *batch)
@@ -75,6 +82,8 @@ class _Run:
         return float(loss.to_host()[0])   # the digits example reads its loss every step too
 
     def free(self) -> None:
+        if self.captured is not None:
+            self.captured.close()
         self.optimizer.free_memory()
         for p in self.parameters:
             p.free_memory()
@@ -84,27 +93,30 @@ class _Run:
 
 def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: int,
         check_batch, batches, check_steps: int, warmup: int, steps: int, log,
-        trace_dir: Optional[str] = None) -> dict:
+        trace_dir: Optional[str] = None, graph_modes=(False,)) -> dict:
     """Times every precision; returns {"device": info, "weights": initial parameters,
     "rows": [result per precision]}. A precision that fails gives a row with "skipped".
     With trace_dir, a few more steps of each precision are traced after the timed ones (the
-    row's "profile"; the Chrome trace goes to trace_dir)."""
+    row's "profile"; the Chrome trace goes to trace_dir). graph_modes: False (train_step), True
+    (the step captured once and replayed, ocl_llm.graph_step; gpt only), or both."""
     from aethercl import AetherCLError
     from ocl_llm.runtime import ocl_initialize, release_all, set_matmul_precision
     device = ocl_initialize(gpu_id, verbose=False)
     info = device.info()
     rows, weights = [], None
-    for precision in precisions:
-        row = {"side": "ours", "variant": "aethercl", "precision": precision}
+    runs = [(p, g) for g in graph_modes if model_kind == "gpt" or not g for p in precisions]
+    for precision, graph in runs:
+        row = {"side": "ours", "variant": "aethercl_graph" if graph else "aethercl",
+               "precision": precision}
         try:
             set_matmul_precision(precision)
             release_all()
             device.empty_cache()
             device.reset_peak_memory_stats()
-            current = _Run(model_kind, sizes)
+            current = _Run(model_kind, sizes, graph)
             if weights is None:
                 weights = current.weights()
-            log(f"  ours {precision}: {len(current.parameters)} tensors, "
+            log(f"  ours {precision}{' graph' if graph else ''}: {len(current.parameters)} tensors, "
                 f"{sum(p.numel for p in current.parameters):,} parameters; training")
             row.update(measure(current.step, device.synchronize, check_batch, batches,
                                check_steps, warmup, steps))
@@ -112,7 +124,7 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
             if trace_dir:
                 row["profile"] = step_profile.trace_steps(
                     current.step, device.synchronize, batches,
-                    f"{trace_dir}/ours-{model_kind}-{precision}.json")
+                    f"{trace_dir}/ours-{model_kind}-{precision}{'-graph' if graph else ''}.json")
                 log(step_profile.describe(row["profile"]))
             current.free()
             if not all(math.isfinite(x) for x in row["check_losses"]):

@@ -6,6 +6,7 @@ import math
 from typing import Dict, List, Optional
 
 LABELS = {("ours", "aethercl"): "AetherCL ocl_llm",
+          ("ours", "aethercl_graph"): "AetherCL ocl_llm, graph replay",
           ("torch", "eager"): "PyTorch eager (plain)",
           ("torch", "sdpa_fused"): "PyTorch SDPA + fused AdamW",
           ("torch", "compile"): "PyTorch torch.compile"}

@@ -1,0 +1,97 @@
+"""A training step replayed from a graph: the forward pass, the loss and the backward pass are
+captured once (aethercl graphs, ABI version 4) and replayed per batch with one call, so Python's
+per-op cost is paid once instead of every step.
+
+    step = CapturedStep(model, optimizer, inputs, targets)   # one eager step, then the capture
+    loss = step(inputs, targets)                             # write the batch, replay, optimise
+
+Each call writes the batch's token ids, targets and per-row loss weights into buffers the graph
+reads, replays it (gradients land in the same buffers every time), reads the loss and runs the
+optimizer eagerly (its step counter changes per step), skipping it for a non-finite loss as
+train_step does. Batches keep the shape of the first one; models with dropout are refused (the
+graph would replay one mask). Replay computes what the eager step computes, bit for bit."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional
+
+import numpy as np
+
+from aethercl.graphs import Graph
+
+from .buffer import GPUBuffer
+from .config import IDX_TYPE
+from .loss import loss_and_backward_on_device, row_weights
+from .model import SimpleModel, TokenIds
+from .tensor import OclTensor, Parameter
+from .train import train_step
+
+
+class CapturedStep:
+    """train_step(model, optimizer, inputs, targets) as a graph replay; see the module text."""
+
+    def __init__(self, model: SimpleModel, optimizer, inputs: np.ndarray, targets: np.ndarray,
+                 pad_id: int = 0):
+        if model.config.get("dropout", 0.0):
+            raise ValueError("a captured step would replay one dropout mask: use dropout 0 "
+                             "or train_step")
+        self.model, self.optimizer, self.pad_id = model, optimizer, pad_id
+        self.shape = tuple(np.shape(inputs))
+        # One eager step first: kernels, constants and optimizer state are made outside the
+        # capture (their uploads could not be recorded).
+        self.first_loss = train_step(model, optimizer, inputs, targets)
+        runtime = model.embedding.weight_param.runtime
+        rows = self.shape[0] * self.shape[1]
+        self.ids = TokenIds(self.shape, runtime)
+        self.targets = GPUBuffer(rows * 4, tag="targets", dtype=IDX_TYPE, runtime=runtime)
+        self.weights = OclTensor.empty((1, rows, 1), runtime=runtime)
+        self.loss_rows = GPUBuffer(rows * 4, tag="loss_per_row", runtime=runtime)
+        self.parameters: List[Parameter] = model.parameters()
+        optimizer.zero_grad()
+        self.graph = Graph(runtime.device)
+        with self.graph:
+            logits = model(self.ids)
+            loss_and_backward_on_device(logits, self.targets, self.weights, self.loss_rows)
+            del logits
+        # The gradients the backward pass made: the replay writes them, the optimizer reads them.
+        self.grads: List[Optional[OclTensor]] = [p.grad for p in self.parameters]
+
+    def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
+        valid = self._write_batch(inputs, targets)
+        count = int(valid.sum())
+        self.graph.replay()
+        losses = self.loss_rows.read((valid.size,))
+        loss = float(losses[valid].astype(np.float64).sum() / count) if count else 0.0
+        # As train_step: no optimizer step for a non-finite loss, and none without a gradient
+        # (a batch of padding only).
+        if count and math.isfinite(loss):
+            for p, grad in zip(self.parameters, self.grads):
+                p.grad = grad
+            self.optimizer.step()
+        return loss
+
+    def _write_batch(self, inputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape:
+            raise ValueError(f"batches of {np.shape(inputs)} and {np.shape(targets)} for a step "
+                             f"captured with {self.shape}")
+        flat = np.ascontiguousarray(targets, dtype=IDX_TYPE).reshape(-1)
+        valid = flat != self.pad_id
+        self.ids.write(inputs)
+        self.targets.write(flat)
+        # No valid target: zero weights, so the replayed backward adds nothing (the eager step
+        # skips it).
+        weights = row_weights(valid, int(valid.sum())) if valid.any() else \
+            np.zeros((1, valid.size, 1), np.float32)
+        self.weights.data.write(weights)
+        return valid
+
+    def info(self) -> dict:
+        """The graph's aethercl_graph_info: nodes, kernels per replay, bytes held."""
+        return self.graph.info()
+
+    def close(self) -> None:
+        """Releases the graph and the step's buffers (the model and optimizer stay)."""
+        self.graph.close()
+        for buffer in (self.ids, self.targets, self.loss_rows):
+            buffer.free()
+        self.weights.data.free()
