@@ -7,43 +7,37 @@
 #include <fmt/format.h>
 
 namespace aethercl::gemm {
+
+// Work-groups of one launch along dimension 0 (CUDA's grid x: 2^31 - 1).
+constexpr std::uint64_t kMaxGroups1D = (1ull << 31) - 1;
+
 namespace {
 
-constexpr std::uint64_t kMaxGroups = 65535;  // per NDRange dimension (CUDA's grid y/z)
+// One operand's part of the launch: the operand stored rows x cols, copied as a dense 16-bit
+// operand, transposed (cols x rows) or not, its rows padded to 8 elements (16 bytes).
+struct NarrowedOperand {
+  const GemmOperand& in;
+  std::uint64_t rows, cols, ld, items, out_ld, out_stride;
+  bool transpose;
+  PoolBlock block;
 
-// The operand stored rows x cols as a dense 16-bit copy, transposed (cols x rows) or not, with
-// rows padded to 8 elements (16 bytes).
-GemmOperand narrow(DeviceCall& call, const GemmOperand& op, std::uint64_t rows, std::uint64_t cols,
-                   std::uint64_t batch, bool transpose, GemmStorage target,
-                   std::vector<PoolBlock>& temps) {
-  Device& device = call.device();
+  std::uint64_t groups() const { return items * ((rows + 31) / 32) * ((cols + 31) / 32); }
+  GemmOperand out(GemmStorage target) const {
+    return {{block.mem, block.capacity}, out_stride, 0, out_ld, target};
+  }
+};
+
+NarrowedOperand plan(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
+                     std::uint64_t cols, std::uint64_t batch, bool transpose,
+                     std::vector<PoolBlock>& temps) {
   const std::uint64_t out_rows = transpose ? cols : rows;
   const std::uint64_t out_ld = ((transpose ? rows : cols) + 7) / 8 * 8;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   const std::uint64_t out_stride = items > 1 ? out_rows * out_ld : 0;
-  if ((rows + 31) / 32 > kMaxGroups) {
-    fail(Status::kDeviceError, "an operand of {} rows is too tall to narrow in one launch", rows);
-  }
-  temps.push_back(device.allocate(call.stream(),
-                                  std::max<std::uint64_t>(items * out_rows * out_ld * 2, 16)));
-  const PoolBlock& block = temps.back();
-  Kernel& kernel = device.programs().kernel(
-      "gemm_pack", transpose ? "gemm_pack_transpose" : "gemm_pack_copy",
-      fmt::format("-DPACK_ELEM=2 -DPACK_NARROW={}", target == GemmStorage::kBF16 ? 1 : 2));
-  const std::uint64_t ld = leading_dimension(op, cols);
-  for (std::uint64_t batch0 = 0; batch0 < items; batch0 += kMaxGroups) {
-    const std::uint64_t groups = std::min(items - batch0, kMaxGroups);
-    const std::size_t global[3] = {static_cast<std::size_t>((cols + 31) / 32 * 32),
-                                   static_cast<std::size_t>((rows + 31) / 32 * 8),
-                                   static_cast<std::size_t>(groups)};
-    const std::size_t local[3] = {32, 8, 1};
-    call.launch(kernel, LaunchGeometry::grid(3, global, local), op.buffer.mem, block.mem,
-                static_cast<cl_uint>(rows), static_cast<cl_uint>(cols), static_cast<cl_ulong>(ld),
-                static_cast<cl_ulong>(op.offset), static_cast<cl_ulong>(op.batch_stride),
-                static_cast<cl_ulong>(out_ld), static_cast<cl_ulong>(out_stride),
-                static_cast<cl_ulong>(batch0));
-  }
-  return {{block.mem, block.capacity}, out_stride, 0, out_ld, target};
+  temps.push_back(call.device().allocate(
+      call.stream(), std::max<std::uint64_t>(items * out_rows * out_ld * 2, 16)));
+  return {op, rows, cols, leading_dimension(op, cols), items, out_ld, out_stride, transpose,
+          temps.back()};
 }
 
 }  // namespace
@@ -59,12 +53,36 @@ GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind
                             std::vector<PoolBlock>& temps) {
   const GemmStorage target = kind == MmaKind::kBF16 ? GemmStorage::kBF16 : GemmStorage::kF16;
   // A as m x k and B as n x k, which every tensor-core kernel reads in place (the warpgroup
-  // kernels would otherwise transpose the other forms in a pass of their own).
+  // kernels would otherwise transpose the other forms in a pass of their own); both in one
+  // launch (gemm_pack_narrow_pair).
+  const NarrowedOperand a = plan(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k,
+                                 p.batch, p.trans_a, temps);
+  const NarrowedOperand b = plan(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n,
+                                 p.batch, !p.trans_b, temps);
+  const std::uint64_t groups = a.groups() + b.groups();
+  if (groups > kMaxGroups1D || a.rows > 0xffffffffull || a.cols > 0xffffffffull ||
+      b.rows > 0xffffffffull || b.cols > 0xffffffffull) {
+    fail(Status::kDeviceError, "operands of {} and {} tiles are too many to narrow in one launch",
+         a.groups(), b.groups());
+  }
+  Kernel& kernel = call.device().programs().kernel(
+      "gemm_pack", "gemm_pack_narrow_pair",
+      fmt::format("-DPACK_ELEM=2 -DPACK_NARROW={}", target == GemmStorage::kBF16 ? 1 : 2));
+  const std::size_t global[2] = {static_cast<std::size_t>(groups * 32), 8};
+  const std::size_t local[2] = {32, 8};
+  call.launch(kernel, LaunchGeometry::grid(2, global, local), a.in.buffer.mem, a.block.mem,
+              static_cast<cl_uint>(a.rows), static_cast<cl_uint>(a.cols),
+              static_cast<cl_ulong>(a.ld), static_cast<cl_ulong>(a.in.offset),
+              static_cast<cl_ulong>(a.in.batch_stride), static_cast<cl_ulong>(a.out_ld),
+              static_cast<cl_ulong>(a.out_stride), static_cast<cl_uint>(a.transpose ? 1 : 0),
+              static_cast<cl_ulong>(a.groups()), b.in.buffer.mem, b.block.mem,
+              static_cast<cl_uint>(b.rows), static_cast<cl_uint>(b.cols),
+              static_cast<cl_ulong>(b.ld), static_cast<cl_ulong>(b.in.offset),
+              static_cast<cl_ulong>(b.in.batch_stride), static_cast<cl_ulong>(b.out_ld),
+              static_cast<cl_ulong>(b.out_stride), static_cast<cl_uint>(b.transpose ? 1 : 0));
   GemmProblem q = p;
-  q.a = narrow(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch, p.trans_a,
-               target, temps);
-  q.b = narrow(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.batch, !p.trans_b,
-               target, temps);
+  q.a = a.out(target);
+  q.b = b.out(target);
   q.trans_a = false;
   q.trans_b = true;
   q.rounding = GemmRounding::kNone;

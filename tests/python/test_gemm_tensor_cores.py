@@ -140,10 +140,10 @@ def test_tf32_round_2_needs_the_cp_async_warpgroup_kernel(lib, device, fp32_prec
 
 
 # Float32 operands in BF16 or FP16 mode (gemm/narrow_operands.h): copied into that 16-bit format
-# as A m x k and B n x k (gemm_pack_copy or gemm_pack_transpose with PACK_NARROW; rows of any
-# length, offsets, batch strides and a broadcast operand), then the 16-bit tensor-core kernels,
-# which read those in place; the reference rounds the inputs as the mode says. Before, these
-# products ran on the portable kernel (no tensor cores in ocl_llm's BF16 mode).
+# as A m x k and B n x k, both in one launch (gemm_pack_narrow_pair; rows of any length, offsets,
+# batch strides and a broadcast operand), then the 16-bit tensor-core kernels, which read those in
+# place; the reference rounds the inputs as the mode says. Before, these products ran on the
+# portable kernel (no tensor cores in ocl_llm's BF16 mode).
 @pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
@@ -159,10 +159,10 @@ def test_float32_operands_narrowed_for_16_bit_modes(lib, device, rng, fp32_preci
         layout=layout, alpha=-0.75, pad=3, offsets=(5, 3, 2))
     product()  # the first product of a kind in a process also runs that kind's probe products
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", product)
-    # A is copied as it is stored unless transposed, B unless not: no other pass.
-    expected = {"gemm_pack_transpose" if ta else "gemm_pack_copy",
-                "gemm_pack_copy" if tb else "gemm_pack_transpose"}
-    assert {name for name in names if name.startswith("gemm_pack")} == expected, names
+    # Both operands narrowed in one launch (A transposed when stored k x m, B when stored k x n),
+    # and no other pass.
+    assert {name for name in names if name.startswith("gemm_pack")} == \
+        {"gemm_pack_narrow_pair"}, names
     assert "gemm_mma_product" in names, names
 
 
