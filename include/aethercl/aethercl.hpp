@@ -115,6 +115,21 @@ class Owner {
 struct ReleaseProgram { static void release(void* t) noexcept { aethercl_program_destroy(t); } };
 struct ReleaseKernel { static void release(void* t) noexcept { aethercl_kernel_destroy(t); } };
 struct ReleaseEvent { static void release(void* t) noexcept { aethercl_event_destroy(t); } };
+struct ReleaseGraph { static void release(void* t) noexcept { aethercl_graph_destroy(t); } };
+
+// The integer value of "key": in the library's flat JSON objects, -1 when absent.
+inline long long json_integer(const std::string& text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  std::size_t at = text.find(quoted);
+  if (at == std::string::npos) return -1;
+  at = text.find(':', at + quoted.size());
+  if (at == std::string::npos) return -1;
+  try {
+    return std::stoll(text.substr(at + 1));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
 
 }  // namespace detail
 
@@ -308,6 +323,53 @@ class Stream {
   }
   Device device_;
   void* handle_ = nullptr;
+};
+
+// What a graph holds (aethercl_graph_info).
+struct GraphInfo {
+  long long device, nodes, kernels, bytes_held;
+};
+
+// A graph (ABI version 4): the work a callable issues on a stream, captured once and replayed
+// with one call; each launch reads the current contents of the buffers the captured calls named.
+// While capturing, calls that must wait for the device on that stream (blocking reads and writes,
+// synchronisation) throw and are not recorded. Destroyed with its owner, after its last launch.
+class Graph {
+ public:
+  // Records what record() issues on stream (nullptr: the device's default stream). If record
+  // throws, the capture is ended and discarded and the exception propagates.
+  template <class Record>
+  static Graph capture(Device device, const Stream* stream, Record&& record) {
+    void* raw = stream ? stream->get() : nullptr;
+    detail::check("aethercl_graph_capture_begin",
+                  aethercl_graph_capture_begin(device.index(), raw));
+    try {
+      record();
+    } catch (...) {
+      aethercl_graph_destroy(aethercl_graph_capture_end(device.index(), raw));
+      throw;
+    }
+    return Graph(detail::check_token("aethercl_graph_capture_end",
+                                     aethercl_graph_capture_end(device.index(), raw)));
+  }
+
+  // Enqueues the recorded work on stream (nullptr: the default stream of the graph's device).
+  void launch(const Stream* stream = nullptr) const {
+    detail::check("aethercl_graph_launch",
+                  aethercl_graph_launch(token_.get(), stream ? stream->get() : nullptr));
+  }
+  GraphInfo info() const {
+    const std::string text = detail::text_out("aethercl_graph_info", [&](char* out, std::size_t n) {
+      return aethercl_graph_info(token_.get(), out, n);
+    });
+    return {detail::json_integer(text, "device"), detail::json_integer(text, "nodes"),
+            detail::json_integer(text, "kernels"), detail::json_integer(text, "bytes_held")};
+  }
+  void* get() const noexcept { return token_.get(); }
+
+ private:
+  explicit Graph(void* token) noexcept : token_(token) {}
+  detail::Owner<detail::ReleaseGraph> token_;
 };
 
 // Work sizes of a launch: 1 to 3 dimensions; NullRange lets the runtime pick the local size.

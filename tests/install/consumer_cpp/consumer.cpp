@@ -1,5 +1,5 @@
 // A downstream C++17 program of the installed aethercl.hpp: owners, moves, kernel launches with
-// buffers, scalars and local memory, streams and events, GEMM against a float64 reference,
+// buffers, scalars and local memory, streams and events, graphs, GEMM against a float64 reference,
 // refusals as exceptions with the library's status and message. Exit 0 only when all holds.
 #include <aethercl/aethercl.hpp>
 
@@ -103,6 +103,36 @@ int main() {
       }
     }
 
+    // A graph: the kernel captured on the stream, replayed on new inputs; a blocking write while
+    // capturing throws and is not recorded; a capture whose callable throws is discarded.
+    {
+      auto gx = dev.alloc<float>(n), gy = dev.alloc<float>(n);
+      aethercl::Graph graph = aethercl::Graph::capture(dev, &stream, [&] {
+        kernel.launch(stream, aethercl::NDRange(n), aethercl::NDRange(group), gx, gy, 3.0f, n,
+                      aethercl::local<float>(group));
+      });
+      const aethercl::GraphInfo info = graph.info();
+      expect(info.device == 0 && info.nodes == 1 && info.kernels == 1 && info.bytes_held >= 0,
+             "graph info");
+      for (int round = 0; round < 2; ++round) {
+        std::vector<float> in(n);
+        for (unsigned i = 0; i < n; ++i) in[i] = static_cast<float>(i % 9) - static_cast<float>(round);
+        gx.write(in);
+        stream.wait(dev.record_event());  // the write ran on the default stream
+        graph.launch(&stream);
+        stream.synchronize();
+        std::vector<float> out = gy.read();
+        for (unsigned i = 0; i < n; ++i) {
+          expect(out[i] == 3.0f * in[i] + 1.0f, "graph replay element " + std::to_string(i));
+        }
+      }
+      expect_refusal([&] {
+        aethercl::Graph::capture(dev, nullptr, [&] { gx.write(std::vector<float>(n)); });
+      }, aethercl::Status::InvalidArgument, "captur", "blocking write while capturing");
+      gx.write(std::vector<float>(n, 1.0f));  // the refused capture was ended
+      expect(gx.read()[0] == 1.0f, "capture ended after a throw");
+    }
+
     // The raw C ABI with a descriptor made by aethercl::descriptor (struct_size set).
     auto desc = aethercl::descriptor<aethercl_gemm_desc>();
     expect(desc.struct_size == sizeof(aethercl_gemm_desc) && desc.a == nullptr, "descriptor");
@@ -127,7 +157,7 @@ int main() {
   }
   aethercl::shutdown();
   if (failures != 0) return 1;
-  std::printf("consumer_cpp: AetherCL %s through aethercl.hpp: kernels, streams, GEMM, refusals ok\n",
+  std::printf("consumer_cpp: AetherCL %s through aethercl.hpp: kernels, streams, graphs, GEMM, refusals ok\n",
               aethercl::version().c_str());
   return 0;
 }
