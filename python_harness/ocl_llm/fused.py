@@ -23,23 +23,26 @@ EPILOGUE_BIAS, EPILOGUE_BIAS_GELU = 1, 3
 
 # Which fused paths the model takes by default: the GEMM epilogue measured faster on an H200
 # (2026-11-28, bench train small); the portable attention kernel (no tensor cores yet) measured
-# slower than the batched products there, so it is taken only when asked for.
-DEFAULT_PATHS = ("linear",)
+# slower than the batched products there, so it is taken only when asked for. "scores": the
+# unfused attention's scaled q k^T as one aethercl_gemm (alpha, B transposed) each way instead of
+# a transpose, a product and a scaling.
+PATHS = ("linear", "attention", "scores")
+DEFAULT_PATHS = ("linear", "scores")
 
 
 def _wanted(path: str) -> bool:
-    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of "linear", "attention";
-    unset: DEFAULT_PATHS."""
+    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset:
+    DEFAULT_PATHS."""
     value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
     if not value:
         return path in DEFAULT_PATHS
     if value in ("0", "1"):
         return value == "1"
     chosen = {item.strip() for item in value.split(",") if item.strip()}
-    unknown = chosen - {"linear", "attention"}
+    unknown = chosen - set(PATHS)
     if unknown:
         raise ValueError(f"OCL_LLM_FUSED: unknown path(s) {', '.join(sorted(unknown))} "
-                         f"(expected 0, 1 or a list of linear, attention)")
+                         f"(expected 0, 1 or a list of {', '.join(PATHS)})")
     return path in chosen
 
 
@@ -51,6 +54,11 @@ def attention_enabled(device) -> bool:
     """Whether attention should take the flash-style kernels on this device's library."""
     return _enabled(device, "attention", "aethercl_attention_forward",
                     "aethercl_attention_backward")
+
+
+def scores_enabled(device) -> bool:
+    """Whether attention's scaled scores should be one GEMM with alpha each way."""
+    return _enabled(device, "scores", "aethercl_gemm")
 
 
 def linear_enabled(device) -> bool:
@@ -155,4 +163,42 @@ def linear(x: OclTensor, W: OclTensor, b: OclTensor, gelu: bool = False) -> OclT
     device.lib.check("aethercl_gemm_fused", device.index, ctypes.byref(desc),
                      ctypes.byref(epilogue), _stream(device))
     ctx.save_for_backward(pre, rows)
+    return out
+
+
+# ---- attention's scaled scores ------------------------------------------------------------------
+def _batched_product(device, a, b, c, batch: int, m: int, n: int, k: int, alpha: float,
+                     trans_a: int = 0, trans_b: int = 0) -> None:
+    desc = gemm_desc(a.data.ptr, b.data.ptr, c.data.ptr, m, n, k, trans_a=trans_a,
+                     trans_b=trans_b, batch=batch, alpha=alpha)
+    device.lib.check("aethercl_gemm", device.index, ctypes.byref(desc), _stream(device))
+
+
+class ScoresContext(FunctionContext):
+    """s = scale q k^T per batch item: dq = scale ds k, dk = scale ds^T q."""
+
+    def backward(self, g):
+        q, k = self.parents
+        (scale,) = self.saved_data
+        batch, S, d = q.shape
+        T = k.shape[1]
+        device = g.device
+        dq = q.new_empty(q.shape) if self.needs(0) else None
+        dk = k.new_empty(k.shape) if self.needs(1) else None
+        if dq is not None:
+            _batched_product(device, g, k, dq, batch, S, d, T, scale)
+        if dk is not None:
+            _batched_product(device, g, q, dk, batch, T, d, S, scale, trans_a=1)
+        return dq, dk
+
+
+def scaled_scores(q: OclTensor, k: OclTensor, scale: float) -> OclTensor:
+    """scale * q @ k^T for q (batch, S, d) and k (batch, T, d): (batch, S, T), one GEMM (B
+    transposed, alpha = scale) in the device's matmul precision."""
+    batch, S, d = q.shape
+    T = k.shape[1]
+    ctx = ScoresContext(q, k)
+    out = q._result((batch, S, T), ctx)
+    _batched_product(q.device, q, k, out, batch, S, T, d, scale, trans_b=1)
+    ctx.save_for_backward(float(scale))
     return out

@@ -168,7 +168,10 @@ class MultiHeadAttention:
         q = self._split(self.q(x), B, S)
         k = self._split(self.k(x), B, S)
         v = self._split(self.v(x), B, S)
-        scores = q.matmul(k.transpose(-2, -1)).mul_scalar(1.0 / math.sqrt(dk))
+        if fused.scores_enabled(x.device):
+            scores = fused.scaled_scores(q, k, 1.0 / math.sqrt(dk))
+        else:
+            scores = q.matmul(k.transpose(-2, -1)).mul_scalar(1.0 / math.sqrt(dk))
         if self.causal:
             scores = scores._add_broadcast_pe(causal_mask(S, x.runtime))
         probs = scores.softmax(-1)

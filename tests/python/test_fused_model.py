@@ -24,8 +24,8 @@ CONFIG = dict(DEFAULT_CONFIG, vocab_size=37, max_len=24, batch_size=3, embed_dim
               d_ff=48, num_layers=2)
 
 
-def train_three_steps(device, monkeypatch, fused_on: bool):
-    monkeypatch.setenv("OCL_LLM_FUSED", "1" if fused_on else "0")
+def train_three_steps(device, monkeypatch, paths: str):
+    monkeypatch.setenv("OCL_LLM_FUSED", paths)
     ocl_initialize(device.index, verbose=False)
     try:
         model = SimpleModel(CONFIG)
@@ -45,19 +45,25 @@ def test_the_library_offers_the_fused_paths(device, monkeypatch):
     """Where the fused functions are exported they are taken as OCL_LLM_FUSED says (this build
     has them): by default the GEMM epilogue only, every path with 1, a chosen list, none with 0."""
     monkeypatch.delenv("OCL_LLM_FUSED", raising=False)
-    assert fused.linear_enabled(device) and not fused.attention_enabled(device)
+    assert fused.linear_enabled(device) and fused.scores_enabled(device)
+    assert not fused.attention_enabled(device)
     monkeypatch.setenv("OCL_LLM_FUSED", "1")
     assert fused.linear_enabled(device) and fused.attention_enabled(device)
+    assert fused.scores_enabled(device)
     monkeypatch.setenv("OCL_LLM_FUSED", "attention")
     assert fused.attention_enabled(device) and not fused.linear_enabled(device)
+    assert not fused.scores_enabled(device)
     monkeypatch.setenv("OCL_LLM_FUSED", "linear,flash")
     with pytest.raises(ValueError, match="flash"):
         fused.linear_enabled(device)
 
 
-def test_fused_training_matches_the_op_by_op_forms(device, monkeypatch):
-    plain_losses, plain = train_three_steps(device, monkeypatch, False)
-    fused_losses, fused_params = train_three_steps(device, monkeypatch, True)
+# "1": the flash-style attention and the Linear epilogue; "linear,scores": the default (the
+# unfused attention with its scaled scores as one GEMM each way); "scores" alone.
+@pytest.mark.parametrize("paths", ["1", "linear,scores", "scores"])
+def test_fused_training_matches_the_op_by_op_forms(device, monkeypatch, paths):
+    plain_losses, plain = train_three_steps(device, monkeypatch, "0")
+    fused_losses, fused_params = train_three_steps(device, monkeypatch, paths)
     np.testing.assert_allclose(fused_losses, plain_losses, rtol=1e-5)
     for name, value in plain.items():
         scale = max(float(np.abs(value).max()), 1e-30)
@@ -68,3 +74,30 @@ def test_switched_off_takes_the_op_by_op_forms(device, monkeypatch):
     monkeypatch.setenv("OCL_LLM_FUSED", "0")
     assert not fused.linear_enabled(device)
     assert not fused.attention_enabled(device)
+    assert not fused.scores_enabled(device)
+
+
+def test_scaled_scores_against_float64(device, monkeypatch):
+    # Odd sizes; the reference in float64. Tolerance: float32 products of d (or S) terms in any
+    # order, 4 * n * 2^-24 of the sum of magnitudes.
+    from ocl_llm.tensor import OclTensor
+    ocl_initialize(device.index, verbose=False)
+    try:
+        rng = np.random.default_rng(3)
+        batch, S, T, d, scale = 5, 7, 9, 11, 0.37
+        q0 = rng.standard_normal((batch, S, d)).astype(np.float32)
+        k0 = rng.standard_normal((batch, T, d)).astype(np.float32)
+        g0 = rng.standard_normal((batch, S, T)).astype(np.float32)
+        q, k = OclTensor(q0, requires_grad=True), OclTensor(k0, requires_grad=True)
+        s = fused.scaled_scores(q, k, scale)
+        s.backward(OclTensor(g0))
+        qd, kd, gd = (x.astype(np.float64) for x in (q0, k0, g0))
+        kt, kt_abs = kd.transpose(0, 2, 1), np.abs(kd).transpose(0, 2, 1)
+        checks = [(s, scale * qd @ kt, scale * np.abs(qd) @ kt_abs, d),
+                  (q.grad, scale * gd @ kd, scale * np.abs(gd) @ np.abs(kd), T),
+                  (k.grad, scale * gd.transpose(0, 2, 1) @ qd,
+                   scale * np.abs(gd).transpose(0, 2, 1) @ np.abs(qd), S)]
+        for got, want, magnitude, n in checks:
+            assert np.all(np.abs(got.to_host() - want) <= 4 * n * 2.0 ** -24 * magnitude + 1e-30)
+    finally:
+        ocl_shutdown(shutdown_driver=False)
