@@ -75,6 +75,17 @@ inline void att_load_tile(__local float* tile, __global const uchar* src, int dt
   }
 }
 
+// Keys and values [j0, j0 + n) of one head into ks and vs for the whole work-group; the barrier
+// before keeps the previous tile's readers ahead of these writes, the one after makes them seen.
+inline void att_stage_keys_values(__local float* ks, __local float* vs, __global const uchar* k,
+                                  __global const uchar* v, int dtype, int layout, uint b, uint h,
+                                  uint j0, uint n, uint heads, uint seq_k, uint dim) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  att_load_tile(ks, k, dtype, layout, b, h, j0, n, heads, seq_k, dim);
+  att_load_tile(vs, v, dtype, layout, b, h, j0, n, heads, seq_k, dim);
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 inline void att_load_row(float* row, __global const uchar* src, ulong base, uint dim, int dtype) {
   ATT_UNROLL_D for (uint d = 0; d < ATT_D; ++d) {
     row[d] = d < dim ? att_load(src, base + d, dtype) : 0.0f;
@@ -111,10 +122,7 @@ __kernel void attention_forward(__global const uchar* q, __global const uchar* k
   att_zero_tile(vs);
   for (uint j0 = 0; j0 < group_end; j0 += ATT_BK) {
     const uint n = min((uint)ATT_BK, group_end - j0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    att_load_tile(ks, k, dtype, layout, b, h, j0, n, heads, seq_k, dim);
-    att_load_tile(vs, v, dtype, layout, b, h, j0, n, heads, seq_k, dim);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    att_stage_keys_values(ks, vs, k, v, dtype, layout, b, h, j0, n, heads, seq_k, dim);
     const uint count = my_end > j0 ? min(n, my_end - j0) : 0;
     if (count == 0) continue;
     float tile_max = -INFINITY;
@@ -242,10 +250,7 @@ __kernel void attention_dq(__global const uchar* q, __global const uchar* k,
   att_zero_tile(vs);
   for (uint j0 = 0; j0 < group_end; j0 += ATT_BK) {
     const uint n = min((uint)ATT_BK, group_end - j0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    att_load_tile(ks, k, dtype, layout, b, h, j0, n, heads, seq_k, dim);
-    att_load_tile(vs, v, dtype, layout, b, h, j0, n, heads, seq_k, dim);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    att_stage_keys_values(ks, vs, k, v, dtype, layout, b, h, j0, n, heads, seq_k, dim);
     const uint count = my_end > j0 ? min(n, my_end - j0) : 0;
     for (uint jj = 0; jj < count; ++jj) {
       __local const float* krow = ks + jj * ATT_D;
