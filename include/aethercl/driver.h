@@ -572,13 +572,13 @@ typedef struct aethercl_gemm_desc {
  * mismatched dtypes, an unknown compute mode, invalid or foreign buffer handles, operands that
  * do not fit their buffers (offset + (batch - 1) * stride + (rows - 1) * ld + cols elements),
  * overflowing sizes, and a C that overlaps A or B in the same buffer. Every mode runs on every
- * device (portable kernels where there are no tensor cores), so no mode is refused as
- * unsupported. Tensor cores are probed at the first reduced-precision product of a device; a
- * failed probe logs one warning and leaves the portable kernels in charge. On compute capability
- * 9.0 a large reduced-precision product first copies A and B into a packed layout taken from the
- * device's memory pool (about their size; twice that for 3XTF32) and returns it when the product
- * has run; where that memory is not available, a kernel that reads the operands in place runs
- * instead. */
+ * device (portable kernels where there are no tensor cores): no mode is refused as unsupported.
+ * Tensor cores are probed at the first reduced-precision product of a device; a failed probe
+ * logs one warning and leaves the portable kernels in charge. Float32 A and B in BF16 or FP16
+ * mode are first rounded into 16-bit copies from the device's memory pool (half their size). On
+ * compute capability 9.0 a large product may also copy A and B into a packed layout from the pool
+ * (about their size; twice that for 3XTF32), returned when it has run; where that memory is not
+ * available, a kernel that reads the operands in place runs instead. */
 AETHERCL_API int aethercl_gemm(int gpu_index, const aethercl_gemm_desc* desc, void* stream);
 
 /* Sets the compute mode the seed matrix products (execute_matmul_on_gpu, its backward and
