@@ -326,6 +326,32 @@ def test_scratch_of_captured_ops_is_held_by_the_graph(lib, device, rng, replay_p
     bufs.free()
 
 
+def test_narrowed_products_replay_bit_for_bit(lib, device, rng, monkeypatch, replay_path):
+    """A BF16 product of float32 operands (on the emulated tensor-core kernels: its operands are
+    narrowed into pool blocks first, gemm/narrow_operands.h) captured: the graph holds the 16-bit
+    copies, and replays on new A equal eager products."""
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    index, m, n, k = device.index, 40, 24, 36
+    a, b, c, c2 = (lib.check_handle("allocate_gpu_memory", index, 64 * 64 * 4) for _ in range(4))
+    _upload(lib, index, b, rng.standard_normal(k * n).astype(np.float32))
+    desc = G.gemm_desc(a, b, c, m, n, k, trans_b=0, compute=G.COMPUTE_MODES["bf16"])
+    eager = G.gemm_desc(a, b, c2, m, n, k, trans_b=0, compute=G.COMPUTE_MODES["bf16"])
+    assert lib.aethercl_graph_capture_begin(index, None) == 1
+    assert lib.aethercl_gemm(index, ctypes.byref(desc), None) == 1, lib.last_error()
+    graph = lib.aethercl_graph_capture_end(index, None)
+    assert _info(lib, graph)["bytes_held"] >= (m * k + k * n) * 2
+    for _ in range(3):
+        _upload(lib, index, a, rng.standard_normal(m * k).astype(np.float32))
+        assert lib.aethercl_graph_launch(graph, None) == 1
+        assert lib.aethercl_gemm(index, ctypes.byref(eager), None) == 1
+        assert np.array_equal(_bits(_download(lib, index, c, m * n)),
+                              _bits(_download(lib, index, c2, m * n)))
+    assert lib.aethercl_graph_destroy(graph) == 1
+    for handle in (a, b, c, c2):
+        lib.free_gpu_memory(index, handle)
+
+
 # ---- replays read current contents -------------------------------------------------------------
 def test_replays_read_the_current_contents_of_their_buffers(lib, device, rng, replay_path):
     index = device.index
