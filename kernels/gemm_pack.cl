@@ -272,24 +272,47 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_tiles(
 
 #if PACK_NARROW
 // Both operands of a product narrowed in one launch (gemm/narrow_operands.cpp): work-group g of a
-// one-dimensional grid of (32, 8) groups moves a 32 x 32 tile of operand 0 while g < groups0, else
-// of operand 1 (g - groups0); an operand's groups run over its items, then tile rows, then tile
-// columns. Each operand is copied (transpose 0) or transposed as gemm_pack_copy and
-// gemm_pack_transpose do, with the same arguments.
+// one-dimensional grid of (32, 8) groups moves a tile of operand 0 while g < groups0, else of
+// operand 1 (g - groups0); an operand's groups run over its items, then tile rows, then tile
+// columns. Each operand is copied or transposed as gemm_pack_copy and gemm_pack_transpose do,
+// with the same arguments; mode: PACK_NARROW_COPY (32 x 32 tiles), PACK_NARROW_TRANSPOSE
+// (32 x 32), PACK_NARROW_COPY4 (32 x 128 tiles, four columns per work-item with 16-byte loads:
+// the caller guarantees ld, offset and stride are multiples of four elements).
+#define PACK_NARROW_COPY 0
+#define PACK_NARROW_TRANSPOSE 1
+#define PACK_NARROW_COPY4 2
 inline void pack_narrow_tile(__global const float* in, __global ushort* out, uint rows, uint cols,
                              ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride,
-                             uint transpose, ulong group, __local float (*tile)[33]) {
-  const ulong across = (cols + 31) / 32;
+                             uint mode, ulong group, __local float (*tile)[33]) {
+  const uint width = mode == PACK_NARROW_COPY4 ? 128 : 32;
+  const ulong across = (cols + width - 1) / width;
   const ulong tiles = across * ((rows + 31) / 32);
   const ulong item = group / tiles;
   const ulong at = group % tiles;
-  const uint c0 = (uint)(at % across) * 32;
+  const uint c0 = (uint)(at % across) * width;
   const uint r0 = (uint)(at / across) * 32;
   in += offset + item * stride;
   out += item * out_stride;
   const uint tx = get_local_id(0);
   const uint ty = get_local_id(1);
-  if (!transpose) {
+  if (mode == PACK_NARROW_COPY4) {
+    const uint c = c0 + tx * 4;
+    for (uint i = ty; i < 32; i += 8) {
+      const uint r = r0 + i;
+      if (r >= rows || c >= cols) continue;
+      __global const float* from = in + (ulong)r * ld + c;
+      __global ushort* to = out + (ulong)r * out_ld + c;
+      if (c + 4 <= cols) {
+        const float4 v = vload4(0, from);
+        vstore4((ushort4)(pack_value(v.x), pack_value(v.y), pack_value(v.z), pack_value(v.w)), 0,
+                to);
+      } else {
+        for (uint e = 0; c + e < cols; ++e) to[e] = pack_value(from[e]);
+      }
+    }
+    return;
+  }
+  if (mode == PACK_NARROW_COPY) {
     for (uint i = ty; i < 32; i += 8) {
       const uint r = r0 + i;
       const uint c = c0 + tx;
@@ -312,18 +335,18 @@ inline void pack_narrow_tile(__global const float* in, __global ushort* out, uin
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_narrow_pair(
     __global const float* restrict in0, __global ushort* restrict out0, uint rows0, uint cols0,
-    ulong ld0, ulong offset0, ulong stride0, ulong out_ld0, ulong out_stride0, uint transpose0,
+    ulong ld0, ulong offset0, ulong stride0, ulong out_ld0, ulong out_stride0, uint mode0,
     ulong groups0, __global const float* restrict in1, __global ushort* restrict out1, uint rows1,
     uint cols1, ulong ld1, ulong offset1, ulong stride1, ulong out_ld1, ulong out_stride1,
-    uint transpose1) {
+    uint mode1) {
   __local float tile[32][33];
   const ulong group = get_group_id(0);
   if (group < groups0) {
     pack_narrow_tile(in0, out0, rows0, cols0, ld0, offset0, stride0, out_ld0, out_stride0,
-                     transpose0, group, tile);
+                     mode0, group, tile);
   } else {
     pack_narrow_tile(in1, out1, rows1, cols1, ld1, offset1, stride1, out_ld1, out_stride1,
-                     transpose1, group - groups0, tile);
+                     mode1, group - groups0, tile);
   }
 }
 #endif

@@ -13,15 +13,21 @@ constexpr std::uint64_t kMaxGroups1D = (1ull << 31) - 1;
 
 namespace {
 
+// gemm_pack_narrow_pair's modes (kernels/gemm_pack.cl PACK_NARROW_*).
+enum NarrowMode : cl_uint { kCopy = 0, kTranspose = 1, kCopy4 = 2 };
+
 // One operand's part of the launch: the operand stored rows x cols, copied as a dense 16-bit
 // operand, transposed (cols x rows) or not, its rows padded to 8 elements (16 bytes).
 struct NarrowedOperand {
   const GemmOperand& in;
   std::uint64_t rows, cols, ld, items, out_ld, out_stride;
-  bool transpose;
+  NarrowMode mode;
   PoolBlock block;
 
-  std::uint64_t groups() const { return items * ((rows + 31) / 32) * ((cols + 31) / 32); }
+  std::uint64_t groups() const {
+    const std::uint64_t width = mode == kCopy4 ? 128 : 32;
+    return items * ((rows + 31) / 32) * ((cols + width - 1) / width);
+  }
   GemmOperand out(GemmStorage target) const {
     return {{block.mem, block.capacity}, out_stride, 0, out_ld, target};
   }
@@ -34,10 +40,13 @@ NarrowedOperand plan(DeviceCall& call, const GemmOperand& op, std::uint64_t rows
   const std::uint64_t out_ld = ((transpose ? rows : cols) + 7) / 8 * 8;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   const std::uint64_t out_stride = items > 1 ? out_rows * out_ld : 0;
+  const std::uint64_t ld = leading_dimension(op, cols);
+  // Rows of whole 16-byte units are copied four elements at a time.
+  const bool units = ld % 4 == 0 && op.offset % 4 == 0 && (items == 1 || op.batch_stride % 4 == 0);
+  const NarrowMode mode = transpose ? kTranspose : units ? kCopy4 : kCopy;
   temps.push_back(call.device().allocate(
       call.stream(), std::max<std::uint64_t>(items * out_rows * out_ld * 2, 16)));
-  return {op, rows, cols, leading_dimension(op, cols), items, out_ld, out_stride, transpose,
-          temps.back()};
+  return {op, rows, cols, ld, items, out_ld, out_stride, mode, temps.back()};
 }
 
 }  // namespace
@@ -74,12 +83,12 @@ GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind
               static_cast<cl_uint>(a.rows), static_cast<cl_uint>(a.cols),
               static_cast<cl_ulong>(a.ld), static_cast<cl_ulong>(a.in.offset),
               static_cast<cl_ulong>(a.in.batch_stride), static_cast<cl_ulong>(a.out_ld),
-              static_cast<cl_ulong>(a.out_stride), static_cast<cl_uint>(a.transpose ? 1 : 0),
+              static_cast<cl_ulong>(a.out_stride), static_cast<cl_uint>(a.mode),
               static_cast<cl_ulong>(a.groups()), b.in.buffer.mem, b.block.mem,
               static_cast<cl_uint>(b.rows), static_cast<cl_uint>(b.cols),
               static_cast<cl_ulong>(b.ld), static_cast<cl_ulong>(b.in.offset),
               static_cast<cl_ulong>(b.in.batch_stride), static_cast<cl_ulong>(b.out_ld),
-              static_cast<cl_ulong>(b.out_stride), static_cast<cl_uint>(b.transpose ? 1 : 0));
+              static_cast<cl_ulong>(b.out_stride), static_cast<cl_uint>(b.mode));
   GemmProblem q = p;
   q.a = a.out(target);
   q.b = b.out(target);

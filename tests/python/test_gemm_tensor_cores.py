@@ -166,6 +166,27 @@ def test_float32_operands_narrowed_for_16_bit_modes(lib, device, rng, fp32_preci
     assert "gemm_mma_product" in names, names
 
 
+# Rows of whole 16-byte units (leading dimensions and offsets multiples of four floats, one item
+# or a broadcast one) are narrowed four columns at a time (PACK_NARROW_COPY4), in tiles 128
+# columns wide: k = 130 leaves a second tile with a two-column tail.
+@pytest.mark.matrix
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+@pytest.mark.parametrize("layout", ["single", "broadcast_a"])
+def test_narrowing_whole_units(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode,
+                               trans, layout):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    product = lambda: run_gemm(  # noqa: E731
+        lib, device, rng, mode=mode, ab=g.F32, trans_a=ta, trans_b=tb, m=130, n=130, k=130,
+        layout=layout, alpha=0.5, pad=2, offsets=(8, 4, 2))
+    product()
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", product)
+    assert {name for name in names if name.startswith("gemm_pack")} == \
+        {"gemm_pack_narrow_pair"}, names
+
+
 def test_narrowing_keeps_specials(lib, device, fp32_precision, monkeypatch):
     # NaN stays NaN and infinities and overflow past the 16-bit range stay infinite, as the
     # portable kernel's rounding keeps them (numeric_formats.cl).
