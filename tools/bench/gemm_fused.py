@@ -46,15 +46,6 @@ def timed(run, sync) -> float:
     return gemm_bench.timed(run, sync, max_inner=500)
 
 
-def encode(values: np.ndarray, dtype: int) -> np.ndarray:
-    if dtype == g.F32:
-        return values.astype(np.float32)
-    if dtype == g.F16:
-        return values.astype(np.float16).view(np.uint16)
-    u = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
 class Bench:
     def __init__(self, gpu: int):
         self.lib, self.gpu = Library(), gpu
@@ -84,8 +75,8 @@ class Bench:
     def epilogue_rows(self, mode: str, shape, rng) -> list:
         m, n, k = shape
         dtype = STORAGE[mode]
-        ha = self.upload(encode(rng.standard_normal((m, k)), dtype))
-        hb = self.upload(encode(rng.standard_normal((k, n)) / np.sqrt(k), dtype))
+        ha = self.upload(gemm_bench.encode(rng.standard_normal((m, k)), dtype))
+        hb = self.upload(gemm_bench.encode(rng.standard_normal((k, n)) / np.sqrt(k), dtype))
         hbias = self.upload(rng.standard_normal(n).astype(np.float32))
         hc = self.alloc(m * n * 4)
         desc = g.gemm_desc(ha, hb, hc, m, n, k, dtype_a=dtype, dtype_c=g.F32,
