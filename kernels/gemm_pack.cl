@@ -6,8 +6,9 @@
 // PACK_ROUND_TF32=1 float32 values are rounded to TF32 on the way (the tensor cores then read
 // them exactly, so the kernel needs no rounding of its own). Work-group (32, 8): a 32 x 32 tile,
 // through local memory where it is transposed; both sides coalesced. With PACK_NARROW (1: bf16,
-// 2: f16; PACK_ELEM=2) gemm_pack_copy and gemm_pack_transpose read float32 and write its values
-// rounded to nearest even into that 16-bit format (float32 operands of BF16 and FP16 products).
+// 2: f16; PACK_ELEM=2) the tiles are read as float32 and written rounded to nearest even into
+// that 16-bit format: gemm_pack_narrow_pair (at the end) narrows both float32 operands of a BF16
+// or FP16 product in one launch.
 #if PACK_ELEM == 4
 typedef uint pack_t;
 #else
@@ -48,18 +49,11 @@ inline pack_t pack_value(pack_in_t u) {
 #endif
 }
 
-// Group (x, y, z) moves the tile at column 32x, row 32y of batch item batch0 + z. in: rows x cols
-// with leading dimension ld, item b at offset + b * stride; out: cols x rows with leading
-// dimension out_ld (>= rows), item b at b * out_stride.
-__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_transpose(
-    __global const pack_in_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
-    ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride, ulong batch0) {
-  __local pack_in_t tile[32][33];
-  const ulong item = batch0 + get_group_id(2);
-  in += offset + item * stride;
-  out += item * out_stride;
-  const uint c0 = get_group_id(0) * 32;
-  const uint r0 = get_group_id(1) * 32;
+// The 32 x 32 tile at column c0, row r0 of in (rows x cols, leading dimension ld) written to out
+// transposed (out_ld >= rows), through tile; work-group (32, 8), every work-item of it calls.
+inline void pack_transpose_tile(__global const pack_in_t* in, __global pack_t* out, uint rows,
+                                uint cols, ulong ld, ulong out_ld, uint c0, uint r0,
+                                __local pack_in_t (*tile)[33]) {
   const uint tx = get_local_id(0);
   const uint ty = get_local_id(1);
   for (uint i = ty; i < 32; i += 8) {
@@ -75,19 +69,36 @@ __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_transpos
   }
 }
 
+// The same tile written as it is (out_ld >= cols).
+inline void pack_copy_tile(__global const pack_in_t* in, __global pack_t* out, uint rows,
+                           uint cols, ulong ld, ulong out_ld, uint c0, uint r0) {
+  const uint c = c0 + get_local_id(0);
+  for (uint i = get_local_id(1); i < 32; i += 8) {
+    const uint r = r0 + i;
+    if (r < rows && c < cols) out[(ulong)r * out_ld + c] = pack_value(in[(ulong)r * ld + c]);
+  }
+}
+
+// Group (x, y, z) moves the tile at column 32x, row 32y of batch item batch0 + z. in: rows x cols
+// with leading dimension ld, item b at offset + b * stride; out: cols x rows with leading
+// dimension out_ld (>= rows), item b at b * out_stride.
+__kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_transpose(
+    __global const pack_in_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
+    ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride, ulong batch0) {
+  __local pack_in_t tile[32][33];
+  const ulong item = batch0 + get_group_id(2);
+  pack_transpose_tile(in + offset + item * stride, out + item * out_stride, rows, cols, ld, out_ld,
+                      get_group_id(0) * 32, get_group_id(1) * 32, tile);
+}
+
 // Group (x, y, z) copies the tile at column 32x, row 32y of batch item batch0 + z, arguments as
 // gemm_pack_transpose; out: rows x cols with leading dimension out_ld (>= cols).
 __kernel __attribute__((reqd_work_group_size(32, 8, 1))) void gemm_pack_copy(
     __global const pack_in_t* restrict in, __global pack_t* restrict out, uint rows, uint cols,
     ulong ld, ulong offset, ulong stride, ulong out_ld, ulong out_stride, ulong batch0) {
   const ulong item = batch0 + get_group_id(2);
-  in += offset + item * stride;
-  out += item * out_stride;
-  const uint c = get_group_id(0) * 32 + get_local_id(0);
-  for (uint i = get_local_id(1); i < 32; i += 8) {
-    const uint r = get_group_id(1) * 32 + i;
-    if (r < rows && c < cols) out[(ulong)r * out_ld + c] = pack_value(in[(ulong)r * ld + c]);
-  }
+  pack_copy_tile(in + offset + item * stride, out + item * out_stride, rows, cols, ld, out_ld,
+                 get_group_id(0) * 32, get_group_id(1) * 32);
 }
 
 // The packed layout of gemm_mma.cl's MMA_BULK kernels: the operand as `rows` x `depth` (its k),
@@ -313,23 +324,9 @@ inline void pack_narrow_tile(__global const float* in, __global ushort* out, uin
     return;
   }
   if (mode == PACK_NARROW_COPY) {
-    for (uint i = ty; i < 32; i += 8) {
-      const uint r = r0 + i;
-      const uint c = c0 + tx;
-      if (r < rows && c < cols) out[(ulong)r * out_ld + c] = pack_value(in[(ulong)r * ld + c]);
-    }
-    return;
-  }
-  for (uint i = ty; i < 32; i += 8) {
-    const uint r = r0 + i;
-    const uint c = c0 + tx;
-    if (r < rows && c < cols) tile[i][tx] = in[(ulong)r * ld + c];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint i = ty; i < 32; i += 8) {
-    const uint c = c0 + i;
-    const uint r = r0 + tx;
-    if (c < cols && r < rows) out[(ulong)c * out_ld + r] = pack_value(tile[tx][i]);
+    pack_copy_tile(in, out, rows, cols, ld, out_ld, c0, r0);
+  } else {
+    pack_transpose_tile(in, out, rows, cols, ld, out_ld, c0, r0, tile);
   }
 }
 
