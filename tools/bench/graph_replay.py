@@ -17,10 +17,12 @@ import ctypes
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from call_overhead import run  # noqa: E402  (one child process, its last line as JSON)
 
 
 def measure(library: str, kernels: int, rounds: int) -> dict:
@@ -74,12 +76,6 @@ def measure(library: str, kernels: int, rounds: int) -> dict:
             "eager_us": statistics.median(eager) / 1e3,
             "replay_us": statistics.median(replay) / 1e3,
             "replay_sustained_us": sustained / 1e3}
-
-
-def run(command, env_extra) -> dict:
-    env = dict(os.environ, **env_extra)
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> int:
