@@ -1,4 +1,4 @@
-"""Graphs against their contract (driver.h, "Graphs"; /work ABI-4): a replay gives bit for bit
+"""Graphs against their contract (driver.h, "Graphs"): a replay gives bit for bit
 what the same calls give eagerly (random sequences of seed ops, a user kernel, aethercl_gemm, a
 training op with scratch memory, pinned asynchronous transfers), replays read the buffers' current
 contents, every refusal during a capture names it and leaves it valid, memory a graph names stays

@@ -1,8 +1,8 @@
 """ocl_llm.graph_step.CapturedStep against train_step: the same model, optimizer and batches give
 the same losses and parameters, bit for bit (a replay runs the eager step's kernels with the same
-arguments on the same values: ABI-4's graph rule), with the fused and op-by-op forms, AdamW and the
-documented Adam; batches with padding (per-row loss weights rewritten each step) and a batch of
-padding only (no optimizer step, as train_step); wrong shapes and dropout refused."""
+arguments on the same values: driver.h's graph rule), with the fused and op-by-op forms, AdamW
+and the documented Adam; batches with padding (per-row loss weights rewritten each step) and a
+batch of padding only (no optimizer step, as train_step); wrong shapes and dropout refused."""
 import sys
 from pathlib import Path
 
