@@ -157,7 +157,8 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                   f"--steps to set the total)", file=out)
             total_steps = progress["global_step"] + extra
         print("[ocl] the first steps compile the kernels for this device (on PoCL about 30 s; "
-              "cached in ~/.cache/aethercl, so later runs start at once)", file=out)
+              "cached: on GPUs in ~/.cache/aethercl, on PoCL in its own ~/.cache/pocl; later runs "
+              "start at once)", file=out)
         if not history["val"]:
             v0 = evaluate(model, val_batches)
             history["val"].append([progress["global_step"], v0])
