@@ -2,6 +2,8 @@
 // overflow and issued on the stream the caller names.
 #include "ops/transfer_ops.h"
 
+#include "runtime/graph.h"
+#include "runtime/stream.h"
 #include "support/checked.h"
 
 #include <shared_mutex>
@@ -24,9 +26,14 @@ BufferView checked_span(DeviceCall& call, void* handle, const char* argument, st
 
 // Whether [pointer, pointer + size) lies in pinned memory of this device's context (pinned memory
 // of another device is treated as ordinary memory there: correct, just not asynchronous).
-bool pinned_here(DeviceCall& call, const void* pointer, std::size_t size) {
+// Whether [pointer, pointer + size) is pinned memory of this call's device. A transfer recorded
+// into a graph names it by address, so the graph keeps the allocation (host_free cannot release
+// memory a replay will still read or write).
+bool pinned_here(DeviceCall& call, Stream& stream, const void* pointer, std::size_t size) {
   auto allocation = call.runtime().host_memory().find(pointer, size);
-  return allocation && allocation->device_index == call.device().index();
+  if (!allocation || allocation->device_index != call.device().index()) return false;
+  if (Graph* graph = stream.capture()) graph->keep_host_memory(std::move(allocation));
+  return true;
 }
 
 }  // namespace
@@ -66,7 +73,7 @@ void write_async(DeviceCall& call, void* buffer, std::size_t offset, std::size_t
   BufferView view = checked_span(call, buffer, "buffer", offset, size, "offset");
   if (size == 0) return;
   if (source == nullptr) fail(Status::kInvalidArgument, "source is NULL");
-  bool pinned = pinned_here(call, source, size);
+  bool pinned = pinned_here(call, target, source, size);
   if (!pinned) {
     call.device().refuse_during_capture(
         target, "aethercl_write_async from pageable host memory (not from aethercl_host_alloc) "
@@ -82,7 +89,7 @@ void read_async(DeviceCall& call, void* buffer, std::size_t offset, std::size_t 
   if (size == 0) return;
   if (destination == nullptr) fail(Status::kInvalidArgument, "destination is NULL");
   call.device().read_async(target, view.mem, offset, size, destination,
-                           pinned_here(call, destination, size));
+                           pinned_here(call, target, destination, size));
 }
 
 void copy(DeviceCall& call, void* dst, std::size_t dst_offset, void* src, std::size_t src_offset,

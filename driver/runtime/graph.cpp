@@ -40,6 +40,13 @@ const void* Graph::snapshot(const void* source, std::uint64_t size) {
   return snapshots_.back().get();
 }
 
+void Graph::keep_host_memory(std::shared_ptr<void> allocation) {
+  for (const auto& kept : host_memory_) {
+    if (kept == allocation) return;
+  }
+  host_memory_.push_back(std::move(allocation));
+}
+
 void Graph::truncate(std::size_t nodes) {
   while (commands_.size() > nodes) {
     if (commands_.back().kind == Command::Kind::kLaunch) --kernels_;
@@ -63,6 +70,7 @@ void Graph::clear() {
   commands_.clear();
   commands_.shrink_to_fit();
   snapshots_.clear();
+  host_memory_.clear();
   kernels_ = 0;
 }
 

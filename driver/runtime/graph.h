@@ -37,6 +37,9 @@ class Graph {
   void record(Command&& command, GraphHolds& holds);
   // A copy of size bytes of source that lives as long as the graph (staged host writes).
   const void* snapshot(const void* source, std::uint64_t size);
+  // Pinned host memory a recorded transfer names by address: kept allocated while the graph
+  // can replay, even after aethercl_host_free (which then only invalidates the pointer).
+  void keep_host_memory(std::shared_ptr<void> allocation);
   // Recorded commands so far; truncate(n) drops the later ones (a call that failed part-way).
   std::size_t nodes() const { return commands_.size(); }
   void truncate(std::size_t nodes);
@@ -69,6 +72,7 @@ class Graph {
   std::uint64_t kernels_ = 0;
   std::unordered_set<cl_mem> references_;
   std::vector<std::unique_ptr<unsigned char[]>> snapshots_;
+  std::vector<std::shared_ptr<void>> host_memory_;
   std::uint64_t last_stream_;
   bool destroyed_ = false;
   std::unique_ptr<GraphCommandBuffers> command_buffers_;

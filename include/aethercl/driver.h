@@ -479,8 +479,9 @@ AETHERCL_API int aethercl_event_destroy(void* event);
 AETHERCL_API void* aethercl_host_alloc(int gpu_index, size_t size);
 
 /* Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it waits
- * for every stream of its device, as cudaFreeHost does). NULL is a no-op; any other pointer
- * (including one inside an allocation) is refused with AETHERCL_INVALID_HANDLE. */
+ * for every stream of its device, as cudaFreeHost does); memory a live graph's recorded transfers
+ * name is released with the last such graph, the pointer being invalid at once. NULL is a no-op;
+ * any other pointer (including one inside an allocation) is refused with AETHERCL_INVALID_HANDLE. */
 AETHERCL_API int aethercl_host_free(void* host_ptr);
 
 /* Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
@@ -1283,13 +1284,13 @@ AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
  * and aethercl_read_async into pageable host memory (eagerly they copy or wait at the call, which
  * a replay cannot repeat), calls across devices (peer copies, collectives), and the simulated_* matrix product
  * (it reads back). aethercl_write_async / aethercl_read_async with memory of aethercl_host_alloc
- * are recorded by address: each replay reads or writes that host memory when it runs, so it must
- * stay allocated while the graph is launched. Captures on different streams are independent;
+ * are recorded by address: each replay reads or writes that host memory when it runs (its current
+ * contents, as for buffers). Captures on different streams are independent;
  * nested begin on one stream is refused. Buffers may be allocated and freed during a capture.
  *
- * Memory: a buffer a graph's work names stays allocated until the graph is destroyed; freeing its
- * handle (during or after the capture) invalidates the handle at once as usual, and the memory is
- * released with the graph. Scratch memory of captured ops belongs to the graph (each captured op
+ * Memory: a buffer or aethercl_host_alloc memory a graph's work names stays allocated until the
+ * graph is destroyed; freeing it (during or after the capture) invalidates the handle or pointer
+ * at once as usual, and the memory is released with the graph. Scratch memory of captured ops belongs to the graph (each captured op
  * has its own, reused by every replay); replays of one graph never overlap, so they cannot race on
  * it. */
 AETHERCL_API int aethercl_graph_capture_begin(int gpu_index, void* stream);

@@ -4,13 +4,37 @@ emulate-wgmma): mma.sync and warpgroup forms, bulk copies, skinny tiles, split-K
 and their refusals. Reference and tolerance: support/gemm_checks.py."""
 import ctypes
 import json
+import re
 
 import numpy as np
 import pytest
 
 from aethercl import gemm as g
+from aethercl.errors import InvalidArgumentError
 from support.gemm_checks import encode, make_values, run_gemm, DTYPES
 from support.helpers import kernels_launched
+
+
+TOO_LARGE = re.compile(r"does not fit device \d+: (\d+) bytes of local memory \((\d+) available\), "
+                       r"(\d+) work-items per group \((\d+) allowed\)")
+
+
+def runs_within_device_limits(lib, device, call) -> bool:
+    """call() under an explicit AETHERCL_MMA_PARAMS: True when the product ran. A configuration
+    the device's reported limits cannot hold must be refused saying so, with figures that are the
+    device's own and really exceed them (False: the case has checked that and ends)."""
+    try:
+        call()
+        return True
+    except InvalidArgumentError as error:
+        found = TOO_LARGE.search(str(error))
+        if not found:
+            raise
+        need, have, items, allowed = map(int, found.groups())
+        info = json.loads(lib.json_call("aethercl_device_info", device.index))
+        assert (have, allowed) == (info["local_mem_bytes"], info["max_work_group_size"]), error
+        assert need > have or items > allowed, error
+        return False
 
 
 # Split-K on the tensor-core kernels (gemm/tensor_core_gemm.cpp): TF32 and 3xTF32 products of
@@ -256,8 +280,10 @@ def test_bulk_warpgroup_kernel_emulated(lib, device, rng, fp32_precision, monkey
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
     monkeypatch.setenv("AETHERCL_MMA_PARAMS", params)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
-    run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67,
-             k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))
+    if not runs_within_device_limits(lib, device, lambda: run_gemm(
+            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=67,
+            k=45, layout="batched", alpha=1.25, pad=4, offsets=(8, 16, 2))):
+        return
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
              trans_b=tb, m=9, n=130, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
     # Stored rows at 16-byte multiples are read as whole units (the last one in part where k or
@@ -310,10 +336,13 @@ def test_skinny_tensor_core_tiles(lib, device, rng, fp32_precision, monkeypatch,
     tb = int(trans[1] == "t")
     for m, n, k, layout in [(9, 130, 70, "batched"), (16, 72, 1000, "single"),
                             (30, 72, 40, "broadcast_b")]:
-        names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
-            lib, device, rng, mode=mode, ab=DTYPES[ab], trans_b=tb, m=m, n=n, k=k,
-            layout=layout, alpha=1.25, pad=8, offsets=(8, 16, 2)))
-        assert "gemm_mma_product" in names or instructions == "auto", (m, n, k, names)
+        launched = []
+        if not runs_within_device_limits(lib, device, lambda: launched.append(kernels_launched(
+                lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+                    lib, device, rng, mode=mode, ab=DTYPES[ab], trans_b=tb, m=m, n=n, k=k,
+                    layout=layout, alpha=1.25, pad=8, offsets=(8, 16, 2)))[0])):
+            return
+        assert "gemm_mma_product" in launched[0] or instructions == "auto", (m, n, k, launched)
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_b=tb, m=5, n=67,
              k=40, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
 
@@ -329,10 +358,12 @@ def test_mma_sync_128_byte_rows(lib, device, rng, fp32_precision, monkeypatch, t
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
     monkeypatch.setenv("AETHERCL_MMA_PARAMS", "bm=64,bn=64,wm=32,wn=32,stages=2,row_bytes=128")
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
-    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
-        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=72, k=104,
-        layout="batched", alpha=1.25, pad=8, offsets=(8, 16, 2)))
-    assert "gemm_mma_product" in names or instructions == "auto", names
+    launched = []
+    if runs_within_device_limits(lib, device, lambda: launched.append(kernels_launched(
+            lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+                lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=70, n=72,
+                k=104, layout="batched", alpha=1.25, pad=8, offsets=(8, 16, 2)))[0])):
+        assert "gemm_mma_product" in launched[0] or instructions == "auto", launched
     run_gemm(lib, device, rng, mode=mode, ab=DTYPES[ab], c_dtype=g.BF16, trans_a=ta,
              trans_b=tb, m=9, n=65, k=33, layout="broadcast_b", beta=0.5, pad=8, c_init=1.0)
 

@@ -410,6 +410,41 @@ def test_pinned_async_transfers_are_recorded_by_address(lib, device, rng):
     stream.destroy()
 
 
+def test_pinned_memory_a_graph_names_lives_with_the_graph(lib, device, rng):
+    """aethercl_host_free of pinned memory a graph's transfers name: the pointer is invalid at once
+    (a second free and a new transfer from it are refused), the memory stays for the replays
+    (which read what it held: ASan builds would report a read of freed memory) and goes with the
+    graph."""
+    index = device.index
+    stream = Stream(device)
+    nbytes = N * 4
+    src = lib.check_handle("aethercl_host_alloc", index, nbytes)
+    x = rng.standard_normal(N).astype(np.float32)
+    np.frombuffer((ctypes.c_float * N).from_address(src), np.float32)[:] = x
+    a, b = (lib.check_handle("allocate_gpu_memory", index, nbytes) for _ in range(2))
+    s = stream.handle
+    assert lib.aethercl_graph_capture_begin(index, s) == 1
+    assert lib.aethercl_write_async(index, a, 0, nbytes, src, s) == 1, lib.last_error()
+    with stream:
+        assert lib.execute_gelu_on_gpu(index, a, b, N) == 1
+    graph = lib.aethercl_graph_capture_end(index, s)
+    lib.check("aethercl_host_free", src)
+    assert lib.aethercl_host_free(src) == 0 and "aethercl_host_alloc" in lib.last_error()
+    _upload(lib, index, a, x)
+    assert lib.execute_gelu_on_gpu(index, a, b, N) == 1
+    expected = _download(lib, index, b)
+    for _ in range(2):
+        _upload(lib, index, b, np.full(N, np.nan, np.float32))
+        assert lib.aethercl_synchronize(index) == 1   # the poison lands before the replay
+        assert lib.aethercl_graph_launch(graph, s) == 1
+        assert lib.aethercl_stream_synchronize(index, s) == 1
+        assert np.array_equal(_bits(_download(lib, index, b)), _bits(expected))
+    assert lib.aethercl_graph_destroy(graph) == 1
+    for handle in (a, b):
+        lib.free_gpu_memory(index, handle)
+    stream.destroy()
+
+
 def test_copies_fills_and_clones_are_recorded(lib, device, rng, replay_path):
     index = device.index
     a, b = (lib.check_handle("allocate_gpu_memory", index, N * 4) for _ in range(2))
