@@ -88,7 +88,9 @@ __kernel void reduce_sum_columns_tile(__global const float* in, __global float* 
       two_sum_add4(&hi, &lo, v2);
       two_sum_add4(&hi, &lo, v3);
     }
-    for (; r < end; r += ly) two_sum_add4(&hi, &lo, load_columns(in + r * cols, n0, cols, aligned));
+    for (; r < end; r += ly) {
+      two_sum_add4(&hi, &lo, load_columns(in + r * cols, n0, cols, aligned));
+    }
   }
   fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
   if (y > 0 || n0 >= cols) return;

@@ -106,12 +106,13 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
       ? 1
       : static_cast<std::size_t>(std::clamp<std::uint64_t>(fold_limit / fold_cx, 1, plan.chunks));
   const std::size_t fold_local = fold_cx * fold_ly;
+  const LocalBytes fold_pair_bytes{fold_local * 4 * sizeof(float)};
   const std::uint64_t fold_tiles = ((out_count + 3) / 4 + fold_cx - 1) / fold_cx;
   call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(fold_tiles) * fold_local,
                                            fold_local),
               parts->mem(), out_mem, static_cast<cl_ulong>(out_count),
               static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(fold_cx), aligned,
-              LocalBytes{fold_local * 4 * sizeof(float)}, LocalBytes{fold_local * 4 * sizeof(float)});
+              fold_pair_bytes, fold_pair_bytes);
 }
 
 void broadcast_add(DeviceCall& call, void* a, void* bias, void* c, int b, int m, int n) {
