@@ -1,9 +1,11 @@
 // Reductions and broadcasts: validate, then launch kernels/reduce.cl. reduce_sum sums column
 // tiles (float4 lanes along the row, strips of rows per lane, a local tree), in one pass where the
-// tiles fill the device and otherwise over chunks of rows into scratch partials and their fold.
+// tiles fill the device and otherwise over chunks of rows into scratch partials and their fold
+// (plans in ops/column_tiles.h).
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_tiles.h"
 #include "runtime/family_launch.h"
 #include "runtime/scratch.h"
 
@@ -14,22 +16,6 @@ namespace aethercl::ops {
 namespace {
 
 constexpr const char* kFamily = "reduce";
-// Column sums (reduce_sum_columns_tile / _fold): a tile is up to kTileLanes float4 lanes (64
-// columns, a 256-byte run of each row) by ly row lanes, ly = 1 on CPU forms (one lane walks its
-// rows; no tree) and otherwise as many as the group allows (up to kMaxGroupSize items) and the
-// rows need. Inputs below kSinglePassElements floats run in one pass (one launch costs less than
-// two); larger ones are cut into chunks of rows until there are about kItemsPerUnit items per
-// compute unit on GPUs (an H100/H200 multiprocessor keeps 2048 in flight) or kCpuGroupsPerUnit
-// groups per core on CPUs, each lane summing at least kRowsPerLane rows of its chunk, at most
-// kMaxChunks chunks. Partials are two floats per chunk and column: with 8 rows per lane and 16+
-// row lanes at most 1/64 of the input's traffic on GPUs.
-constexpr std::size_t kTileLanes = 16;
-constexpr std::size_t kMaxGroupSize = 256;
-constexpr std::uint64_t kSinglePassElements = std::uint64_t{1} << 16;
-constexpr std::uint64_t kItemsPerUnit = 2048;
-constexpr std::uint64_t kCpuGroupsPerUnit = 4;
-constexpr std::uint64_t kRowsPerLane = 8;
-constexpr std::uint64_t kMaxChunks = 4096;
 
 // c = a + periodic broadcast of b: a and c hold `count` floats, b holds `period` floats.
 void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64_t count,
@@ -37,35 +23,6 @@ void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64
   Kernel& kernel = family_kernel(call, kFamily, "reduce_add_periodic");
   call.launch(kernel, linear_geometry(call.device(), kernel, count), a, b, c,
          static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
-}
-
-// The launch of a column sum of rows x cols: groups of cx * ly lanes over tiles x chunks.
-struct ColumnPlan {
-  std::size_t cx = 1, ly = 1;
-  std::uint64_t tiles = 1, chunks = 1, span = 0;
-};
-
-ColumnPlan column_plan(const Device& device, const Kernel& kernel, std::uint64_t rows,
-                       std::uint64_t cols) {
-  const std::size_t limit = work_group_limit(device, kernel, kMaxGroupSize);
-  const std::uint64_t lanes = (cols + 3) / 4;
-  const bool cpu = cpu_kernel_forms(device);
-  ColumnPlan plan;
-  plan.cx = static_cast<std::size_t>(std::min<std::uint64_t>({kTileLanes, lanes, limit}));
-  plan.ly = cpu ? 1 : static_cast<std::size_t>(std::clamp<std::uint64_t>(limit / plan.cx, 1, rows));
-  plan.tiles = (lanes + plan.cx - 1) / plan.cx;
-  if (rows * cols >= kSinglePassElements) {
-    const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
-    const std::uint64_t groups =
-        cpu ? units * kCpuGroupsPerUnit
-            : units * std::max<std::uint64_t>(1, kItemsPerUnit / (plan.cx * plan.ly));
-    const std::uint64_t by_rows = rows / (kRowsPerLane * plan.ly);
-    plan.chunks = std::clamp<std::uint64_t>((groups + plan.tiles - 1) / plan.tiles, 1,
-                                            std::clamp<std::uint64_t>(by_rows, 1, kMaxChunks));
-  }
-  plan.span = (rows + plan.chunks - 1) / plan.chunks;
-  plan.chunks = (rows + plan.span - 1) / plan.span;  // no empty chunk
-  return plan;
 }
 
 }  // namespace
@@ -84,13 +41,12 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   const std::uint64_t rows = count / out_count;
   Device& device = call.device();
   Kernel& tile = family_kernel(call, kFamily, "reduce_sum_columns_tile");
-  const ColumnPlan plan = column_plan(device, tile, rows, out_count);
-  const std::size_t local = plan.cx * plan.ly;
-  const LocalBytes pair_bytes{local * 4 * sizeof(float)};
+  const ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
+  const LocalBytes pair_bytes{plan.local() * 4 * sizeof(float)};
   const cl_int aligned = out_count % 4 == 0 ? 1 : 0;
-  const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * local,
+  const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * plan.local(),
                                  static_cast<std::size_t>(plan.chunks)};
-  const std::size_t group[2] = {local, 1};
+  const std::size_t group[2] = {plan.local(), 1};
   std::optional<Scratch> parts;
   // One chunk writes out directly; parts is not read then and out stands in for it.
   if (plan.chunks > 1) parts.emplace(call, 2 * plan.chunks * out_count * sizeof(float));
@@ -100,18 +56,12 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
               static_cast<cl_uint>(plan.cx), aligned, pair_bytes, pair_bytes);
   if (!parts) return;
   Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_fold");
-  const std::size_t fold_limit = work_group_limit(device, fold, kMaxGroupSize);
-  const std::size_t fold_cx = std::min(plan.cx, fold_limit);
-  const std::size_t fold_ly = cpu_kernel_forms(device)
-      ? 1
-      : static_cast<std::size_t>(std::clamp<std::uint64_t>(fold_limit / fold_cx, 1, plan.chunks));
-  const std::size_t fold_local = fold_cx * fold_ly;
-  const LocalBytes fold_pair_bytes{fold_local * 4 * sizeof(float)};
-  const std::uint64_t fold_tiles = ((out_count + 3) / 4 + fold_cx - 1) / fold_cx;
-  call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(fold_tiles) * fold_local,
-                                           fold_local),
+  const ColumnTiles folding = fold_tiles(device, fold, plan, out_count);
+  const LocalBytes fold_pair_bytes{folding.local() * 4 * sizeof(float)};
+  call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(folding.tiles) * folding.local(),
+                                           folding.local()),
               parts->mem(), out_mem, static_cast<cl_ulong>(out_count),
-              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(fold_cx), aligned,
+              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), aligned,
               fold_pair_bytes, fold_pair_bytes);
 }
 

@@ -1,9 +1,11 @@
 // Axis reductions: view the tensor as (outer, len, inner); one work-group per output row when the
 // axis is the innermost, otherwise tiles of inner positions by lanes along the axis (cut into
-// chunks of the axis with a fold when the tiles alone would leave the device idle).
+// chunks of the axis with a fold when the tiles alone would leave the device idle; plans in
+// ops/column_tiles.h).
 #include "ops/train/reduce_axis.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_tiles.h"
 #include "ops/train/common.h"
 
 #include <aethercl/driver.h>
@@ -53,55 +55,12 @@ AxisView view_of(int ndim, const int* shape, int axis) {
   return v;
 }
 
-// Tiles (kernels/reduce_axis.cl reduce_axis_tiles): up to kTileLanes float4 lanes across inner
-// (64 positions, a 256-byte run of each row of the axis) by ly lanes along the axis, ly = 1 on CPU
-// forms and otherwise as many as the group allows and the axis needs. Inputs of at least
-// kSplitElements floats whose tiles would leave the device idle are cut into chunks of the axis:
-// about kItemsPerUnit items per compute unit on GPUs or kCpuGroupsPerUnit groups per core on CPUs,
-// each lane walking at least kIndicesPerLane indices of its chunk, at most kMaxChunks chunks.
-constexpr std::size_t kTileLanes = 16;
-constexpr std::size_t kMaxGroupSize = 256;
-constexpr std::uint64_t kSplitElements = std::uint64_t{1} << 16;
-constexpr std::uint64_t kItemsPerUnit = 2048;
-constexpr std::uint64_t kCpuGroupsPerUnit = 4;
-constexpr std::uint64_t kIndicesPerLane = 8;
-constexpr std::uint64_t kMaxChunks = 4096;
-
-struct TilePlan {
-  std::size_t cx = 1, ly = 1;
-  std::uint64_t tiles = 1, chunks = 1, span = 1;
-  std::size_t local() const { return cx * ly; }
-};
-
-TilePlan tile_plan(const Device& device, const Kernel& kernel, const AxisView& v) {
-  const std::size_t limit = work_group_limit(device, kernel, kMaxGroupSize);
-  const std::uint64_t lanes = (v.inner + 3) / 4;
-  const bool cpu = cpu_kernel_forms(device);
-  TilePlan plan;
-  plan.cx = static_cast<std::size_t>(std::min<std::uint64_t>({kTileLanes, lanes, limit}));
-  plan.ly = cpu ? 1 : static_cast<std::size_t>(std::clamp<std::uint64_t>(limit / plan.cx, 1, v.len));
-  plan.tiles = (lanes + plan.cx - 1) / plan.cx;
-  if (v.count() >= kSplitElements) {
-    const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
-    const std::uint64_t groups =
-        cpu ? units * kCpuGroupsPerUnit
-            : units * std::max<std::uint64_t>(1, kItemsPerUnit / plan.local());
-    const std::uint64_t have = plan.tiles * v.outer;
-    const std::uint64_t by_length =
-        std::clamp<std::uint64_t>(v.len / (kIndicesPerLane * plan.ly), 1, kMaxChunks);
-    plan.chunks = std::clamp<std::uint64_t>((groups + have - 1) / have, 1, by_length);
-  }
-  plan.span = std::max<std::uint64_t>(1, (v.len + plan.chunks - 1) / plan.chunks);
-  plan.chunks = std::max<std::uint64_t>(1, (v.len + plan.span - 1) / plan.span);  // none empty
-  return plan;
-}
-
 // reduce_axis_tiles (and with chunks its fold) over inner > 1. y is the float output
 // (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
 void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
   Device& device = call.device();
   Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_tiles");
-  const TilePlan plan = tile_plan(device, kernel, v);
+  const ColumnTiles plan = column_tiles(device, kernel, v.outer, v.len, v.inner);
   const std::size_t acc4 = 4 * acc_bytes(device);
   const cl_int aligned = v.inner % 4 == 0 ? 1 : 0;
   std::optional<Scratch> sums, values, indices;
@@ -121,16 +80,13 @@ void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& 
               LocalBytes{plan.local() * 4 * sizeof(cl_int)});
   if (plan.chunks == 1) return;
   Kernel& fold = family_kernel(call, kFamily, "reduce_axis_tiles_fold");
-  const std::size_t fold_limit = work_group_limit(device, fold, kMaxGroupSize);
-  const std::size_t cx = std::min(plan.cx, fold_limit);
-  const std::size_t ly = cpu_kernel_forms(device)
-      ? 1
-      : static_cast<std::size_t>(std::clamp<std::uint64_t>(fold_limit / cx, 1, plan.chunks));
-  const std::uint64_t tiles = ((v.inner + 3) / 4 + cx - 1) / cx;
-  call.launch(fold, capped_groups(device, tiles * v.outer, cx * ly), sums->mem(), values->mem(),
-              indices->mem(), y_mem, y_mem, ul(v.outer), ul(v.len), ul(v.inner), ul(tiles),
-              ul(plan.chunks), static_cast<cl_uint>(cx), op, LocalBytes{cx * ly * acc4},
-              LocalBytes{cx * ly * 4 * sizeof(float)}, LocalBytes{cx * ly * 4 * sizeof(cl_int)});
+  const ColumnTiles folding = fold_tiles(device, fold, plan, v.inner);
+  const std::size_t local = folding.local();
+  call.launch(fold, capped_groups(device, folding.tiles * v.outer, local), sums->mem(),
+              values->mem(), indices->mem(), y_mem, y_mem, ul(v.outer), ul(v.len), ul(v.inner),
+              ul(folding.tiles), ul(plan.chunks), static_cast<cl_uint>(folding.cx), op,
+              LocalBytes{local * acc4}, LocalBytes{local * 4 * sizeof(float)},
+              LocalBytes{local * 4 * sizeof(cl_int)});
 }
 
 // One item per output (reduce_axis_items: an empty axis, whose sums are 0 and means NaN), or the
