@@ -266,10 +266,11 @@ __kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
 }
 
 // One work-group per output row when inner == 1: strided partials, then a fixed-order tree.
-// Local size is a power of two; sums, values and indices hold one entry per item.
+// Local size is a power of two; sums, values and indices hold one entry per item. aligned:
+// len % 4 == 0, so every row starts on 16 bytes (x is a whole buffer) and items read float4s.
 __kernel void reduce_axis_groups(__global const float* x, __global float* y,
                                  __global int* y_index, ulong outer, ulong len, int op,
-                                 __local acc_t* sums, __local float* values,
+                                 int aligned, __local acc_t* sums, __local float* values,
                                  __local int* indices) {
   const uint lid = get_local_id(0), size = get_local_size(0);
   const int want_max = wants_max(op);
@@ -279,12 +280,29 @@ __kernel void reduce_axis_groups(__global const float* x, __global float* y,
     acc_t sum = 0;
     float best = NAN;
     int best_index = -1;
-    for (ulong k = lid; k < len; k += size) {
-      const float v = base[k];
-      if (summing) sum += (acc_t)v;
-      else if (best_index < 0 || beats(best, best_index, v, (int)k, want_max)) {
-        best = v;
-        best_index = (int)k;
+    if (aligned) {
+      // Items take whole float4s: element 4q + c of the row for q = lid, lid + size, ...
+      __global const float4* row4 = (__global const float4*)base;
+#pragma unroll 4
+      for (ulong q = lid; q < len / 4; q += size) {
+        const float4 v = row4[q];
+        if (summing) {
+          sum += (acc_t)v.x;
+          sum += (acc_t)v.y;
+          sum += (acc_t)v.z;
+          sum += (acc_t)v.w;
+        } else {
+          take_best(&best, &best_index, v.x, (int)(4 * q), want_max);
+          take_best(&best, &best_index, v.y, (int)(4 * q + 1), want_max);
+          take_best(&best, &best_index, v.z, (int)(4 * q + 2), want_max);
+          take_best(&best, &best_index, v.w, (int)(4 * q + 3), want_max);
+        }
+      }
+    } else {
+      for (ulong k = lid; k < len; k += size) {
+        const float v = base[k];
+        if (summing) sum += (acc_t)v;
+        else take_best(&best, &best_index, v, (int)k, want_max);
       }
     }
     sums[lid] = sum;

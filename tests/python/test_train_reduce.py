@@ -76,6 +76,31 @@ def test_reduce_tiles(scope, device, rng, kernel_forms, shape, axis, op):
     test_reduce_forward(scope, device, rng, "device-default", shape, axis, op)
 
 
+# The innermost axis with len % 4 == 0 is read as float4s (groups sized for len / 4 lanes);
+# other lengths element by element.
+ROW_CASES = [((3, 1024), 1), ((5, 4100), -1), ((2, 7, 36), 2), ((1, 16384), 1), ((9, 4), 1),
+             ((4, 1027), 1)]
+
+
+@pytest.mark.parametrize("shape,axis", ROW_CASES)
+@pytest.mark.parametrize("op", [T.SUM, T.MEAN, T.MAX, T.MIN, T.ARGMAX, T.ARGMIN])
+def test_reduce_rows(scope, device, rng, row_group, shape, axis, op):
+    test_reduce_forward(scope, device, rng, row_group, shape, axis, op)
+
+
+def test_reduce_rows_ties_and_nan_in_float4_lanes(scope, device, row_group):
+    """The first index wins inside one float4 and across items; the first NaN wins."""
+    x = np.zeros((3, 1024), np.float32)
+    x[0, [6, 5, 700]] = 4.0          # lanes 2 and 1 of one float4, and a later item
+    x[1, [1023, 2]] = np.nan
+    x[2, :] = -1.0
+    tx = scope.in_(x)
+    for op, expected in ((T.ARGMAX, [5, 2, 0]), (T.ARGMIN, [0, 2, 0])):
+        ty = scope.out((3,), np.int32)
+        ops.reduce(device.index, op, tx.handle, ty.handle, (3, 1024), 1)
+        close(ty.numpy(), expected, 0, 0, str(op))
+
+
 @pytest.mark.parametrize("shape", [(70000, 3), (3000, 68)])
 def test_reduce_tiles_ties_nan_and_repeatability(scope, device, rng, kernel_forms, shape):
     """Across chunks: the first index of a tied maximum and of the first NaN wins; sums repeat

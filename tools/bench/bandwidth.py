@@ -163,12 +163,12 @@ def main() -> int:
             continue
         gbps = streams * nbytes / seconds / 1e9
         reference = reference or gbps
-        print(f"{name:<30} {gbps:>9.1f} {gbps / reference:>8.2f}")
-    print(f"\ncolumn sums (execute_reduce_sum_gpu) vs a copy of the same bytes")
+        print(f"{name:<30} {gbps:>9.2f} {gbps / reference:>8.2f}")
+    print("\ncolumn sums (execute_reduce_sum_gpu) vs a copy of the same bytes")
     print(f"{'rows x cols':<30} {'GB/s':>9} {'copy':>9} {'vs copy':>8}")
     shapes = list(args.sums) + [(rows, args.row)]
     for r, cols, sum_gbs, copy_gbs in column_sums(lib, gpu, args.reps, a, c, nbytes, shapes):
-        print(f"{f'{r} x {cols}':<30} {sum_gbs:>9.1f} {copy_gbs:>9.1f} {sum_gbs / copy_gbs:>8.2f}")
+        print(f"{f'{r} x {cols}':<30} {sum_gbs:>9.2f} {copy_gbs:>9.2f} {sum_gbs / copy_gbs:>8.2f}")
     for buf in bufs:
         lib.free_gpu_memory(gpu, buf)
     lib.shutdown_driver()

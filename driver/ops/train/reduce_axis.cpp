@@ -117,11 +117,15 @@ void reduce_axis(DeviceCall& call, int op, void* x, void* y, int ndim, const int
   const cl_int code = op;
   if (v.inner == 1 && v.len > 1) {
     Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_groups");
-    RowGeometry g = row_geometry(device, kernel, v.outer, v.len,
-                                 acc_bytes(device) + sizeof(float) + sizeof(cl_int));
-    call.launch(kernel, LaunchGeometry::linear(g.global, g.local), x_mem, y_mem, y_mem, ul(v.outer), ul(v.len), code,
-                    LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)},
-                    LocalBytes{g.local * sizeof(cl_int)});
+    // Rows of a multiple of 4 are read as float4s: the group is sized for len / 4 lanes with
+    // several float4s per item (the register-row sizing of the row kernels).
+    const bool aligned = v.len % 4 == 0;
+    RowGeometry g = row_geometry(device, kernel, v.outer, aligned ? v.len / 4 : v.len,
+                                 acc_bytes(device) + sizeof(float) + sizeof(cl_int), aligned);
+    call.launch(kernel, LaunchGeometry::linear(g.global, g.local), x_mem, y_mem, y_mem,
+                ul(v.outer), ul(v.len), code, static_cast<cl_int>(aligned ? 1 : 0),
+                LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)},
+                LocalBytes{g.local * sizeof(cl_int)});
     return;
   }
   reduce_items(call, x_mem, y_mem, v, code);
