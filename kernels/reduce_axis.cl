@@ -110,6 +110,13 @@ inline void take_best4(float4* best, int4* index, float4 v, int4 k, int want_max
 }
 #undef TAKE_LANE
 
+// Row k of a lane's four positions into its sum or its best values and indices.
+inline void accumulate(acc4_t* sum, float4* best, int4* index, float4 v, ulong k, bool summing,
+                       int want_max) {
+  if (summing) *sum += convert_acc4_t(v);
+  else take_best4(best, index, v, (int4)((int)k), want_max);
+}
+
 // Folds the ly lanes of each of the cx lanes x (lid = y * cx + x) by a fixed tree, leaving lane
 // x's result in sums[x], values[x], indices[x]. Every lane calls it; it ends on a barrier.
 inline void fold_axis_lanes(__local acc4_t* sums, __local float4* values, __local int4* indices,
@@ -177,25 +184,19 @@ __kernel void reduce_axis_tiles(__global const float* x, __global float* y, __gl
     int4 index = (int4)(-1);
     if (i0 < inner) {
       ulong k = chunk * span + ylane;
-      if (summing) {
-        for (; k + 3 * (ulong)ly < end; k += 4 * (ulong)ly) {
-          const float4 v0 = load_inner(base + k * inner, i0, inner, aligned);
-          const float4 v1 = load_inner(base + (k + ly) * inner, i0, inner, aligned);
-          const float4 v2 = load_inner(base + (k + 2 * ly) * inner, i0, inner, aligned);
-          const float4 v3 = load_inner(base + (k + 3 * ly) * inner, i0, inner, aligned);
-          sum += convert_acc4_t(v0);
-          sum += convert_acc4_t(v1);
-          sum += convert_acc4_t(v2);
-          sum += convert_acc4_t(v3);
-        }
-        for (; k < end; k += ly) {
-          sum += convert_acc4_t(load_inner(base + k * inner, i0, inner, aligned));
-        }
-      } else {
-        for (; k < end; k += ly) {
-          take_best4(&best, &index, load_inner(base + k * inner, i0, inner, aligned),
-                     (int4)((int)k), want_max);
-        }
+      for (; k + 3 * (ulong)ly < end; k += 4 * (ulong)ly) {  // four rows' loads, then their use
+        const float4 v0 = load_inner(base + k * inner, i0, inner, aligned);
+        const float4 v1 = load_inner(base + (k + ly) * inner, i0, inner, aligned);
+        const float4 v2 = load_inner(base + (k + 2 * ly) * inner, i0, inner, aligned);
+        const float4 v3 = load_inner(base + (k + 3 * ly) * inner, i0, inner, aligned);
+        accumulate(&sum, &best, &index, v0, k, summing, want_max);
+        accumulate(&sum, &best, &index, v1, k + ly, summing, want_max);
+        accumulate(&sum, &best, &index, v2, k + 2 * ly, summing, want_max);
+        accumulate(&sum, &best, &index, v3, k + 3 * ly, summing, want_max);
+      }
+      for (; k < end; k += ly) {
+        accumulate(&sum, &best, &index, load_inner(base + k * inner, i0, inner, aligned), k,
+                   summing, want_max);
       }
     }
     fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, want_max);
