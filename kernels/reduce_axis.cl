@@ -118,10 +118,10 @@ inline void accumulate(acc4_t* sum, float4* best, int4* index, float4 v, ulong k
 }
 
 // Folds the ly lanes of each of the cx lanes x (lid = y * cx + x) by a fixed tree, leaving lane
-// x's result in sums[x], values[x], indices[x]. Every lane calls it; it ends on a barrier.
+// x's result in sums[x] (summing) or values[x], indices[x] (the others). Every lane calls it.
 inline void fold_axis_lanes(__local acc4_t* sums, __local float4* values, __local int4* indices,
                             acc4_t sum, float4 best, int4 index, uint lid, uint cx, uint ly,
-                            int want_max) {
+                            bool summing, int want_max) {
   const uint y = lid / cx;
   sums[lid] = sum;
   values[lid] = best;
@@ -129,9 +129,10 @@ inline void fold_axis_lanes(__local acc4_t* sums, __local float4* values, __loca
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint active = ly; active > 1;) {
     const uint upper = (active + 1) / 2;
-    if (y + upper < active) {
+    if (y + upper < active && summing) {
+      sums[lid] += sums[lid + upper * cx];
+    } else if (y + upper < active) {
       const uint other = lid + upper * cx;
-      sums[lid] += sums[other];
       float4 v = values[lid];
       int4 k = indices[lid];
       take_best4(&v, &k, values[other], indices[other], want_max);
@@ -199,7 +200,7 @@ __kernel void reduce_axis_tiles(__global const float* x, __global float* y, __gl
                    summing, want_max);
       }
     }
-    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, want_max);
+    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, summing, want_max);
     if (ylane == 0 && i0 < inner) {
       const int partial = chunks > 1;
       const ulong at = partial ? (o * chunks + chunk) * inner + i0 : o * inner + i0;
@@ -223,6 +224,7 @@ __kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
   const int want_max = wants_max(op);
+  const bool summing = op == OP_SUM || op == OP_MEAN;
   for (ulong g = get_group_id(0); g < tiles * outer; g += get_num_groups(0)) {
     const ulong i0 = ((g % tiles) * cx + lid % cx) * 4;
     const ulong o = g / tiles;
@@ -257,7 +259,7 @@ __kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
         take_best4(&best, &index, v4, k4, want_max);
       }
     }
-    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, want_max);
+    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, summing, want_max);
     if (lid < cx && i0 < inner) {
       store_tile(y, y_index, 0, 0, 0, 0, o * inner + i0, i0, inner, op, len, sums[lid],
                  values[lid], indices[lid]);
@@ -311,8 +313,9 @@ __kernel void reduce_axis_groups(__global const float* x, __global float* y,
     indices[lid] = best_index;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint step = size >> 1; step > 0; step >>= 1) {
-      if (lid < step) {
+      if (lid < step && summing) {
         sums[lid] += sums[lid + step];
+      } else if (lid < step) {
         const int other = indices[lid + step];
         if (other >= 0 && (indices[lid] < 0 ||
                            beats(values[lid], indices[lid], values[lid + step], other, want_max))) {
