@@ -117,20 +117,33 @@ inline void accumulate(acc4_t* sum, float4* best, int4* index, float4 v, ulong k
   else take_best4(best, index, v, (int4)((int)k), want_max);
 }
 
+// Lane i's four sums in local memory, kept as scalars sums[4i .. 4i + 3] (NVIDIA's compiler has
+// failed on double vectors in local memory; see kernels/rowwise.cl).
+inline acc4_t local_sums(__local const acc_t* sums, uint i) {
+  return (acc4_t)(sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]);
+}
+
+inline void set_local_sums(__local acc_t* sums, uint i, acc4_t value) {
+  sums[4 * i] = value.x;
+  sums[4 * i + 1] = value.y;
+  sums[4 * i + 2] = value.z;
+  sums[4 * i + 3] = value.w;
+}
+
 // Folds the ly lanes of each of the cx lanes x (lid = y * cx + x) by a fixed tree, leaving lane
 // x's result in sums[x] (summing) or values[x], indices[x] (the others). Every lane calls it.
-inline void fold_axis_lanes(__local acc4_t* sums, __local float4* values, __local int4* indices,
+inline void fold_axis_lanes(__local acc_t* sums, __local float4* values, __local int4* indices,
                             acc4_t sum, float4 best, int4 index, uint lid, uint cx, uint ly,
                             bool summing, int want_max) {
   const uint y = lid / cx;
-  sums[lid] = sum;
+  set_local_sums(sums, lid, sum);
   values[lid] = best;
   indices[lid] = index;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint active = ly; active > 1;) {
     const uint upper = (active + 1) / 2;
     if (y + upper < active && summing) {
-      sums[lid] += sums[lid + upper * cx];
+      set_local_sums(sums, lid, local_sums(sums, lid) + local_sums(sums, lid + upper * cx));
     } else if (y + upper < active) {
       const uint other = lid + upper * cx;
       float4 v = values[lid];
@@ -168,7 +181,7 @@ __kernel void reduce_axis_tiles(__global const float* x, __global float* y, __gl
                                 __global acc_t* part_sums, __global float* part_values,
                                 __global int* part_indices, ulong outer, ulong len, ulong inner,
                                 ulong tiles, ulong chunks, ulong span, uint cx, int aligned,
-                                int op, __local acc4_t* sums, __local float4* values,
+                                int op, __local acc_t* sums, __local float4* values,
                                 __local int4* indices) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
@@ -205,7 +218,7 @@ __kernel void reduce_axis_tiles(__global const float* x, __global float* y, __gl
       const int partial = chunks > 1;
       const ulong at = partial ? (o * chunks + chunk) * inner + i0 : o * inner + i0;
       store_tile(y, y_index, part_sums, part_values, part_indices, partial, at, i0, inner, op, len,
-                 sums[lid], values[lid], indices[lid]);
+                 local_sums(sums, lid), values[lid], indices[lid]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -219,7 +232,7 @@ __kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
                                      __global const int* part_indices, __global float* y,
                                      __global int* y_index, ulong outer, ulong len, ulong inner,
                                      ulong tiles, ulong chunks, uint cx, int op,
-                                     __local acc4_t* sums, __local float4* values,
+                                     __local acc_t* sums, __local float4* values,
                                      __local int4* indices) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
@@ -261,8 +274,8 @@ __kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
     }
     fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, summing, want_max);
     if (lid < cx && i0 < inner) {
-      store_tile(y, y_index, 0, 0, 0, 0, o * inner + i0, i0, inner, op, len, sums[lid],
-                 values[lid], indices[lid]);
+      store_tile(y, y_index, 0, 0, 0, 0, o * inner + i0, i0, inner, op, len,
+                 local_sums(sums, lid), values[lid], indices[lid]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
