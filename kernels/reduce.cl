@@ -2,101 +2,124 @@
 // Indices are 64-bit; the reduction works with any work-group size and has a fixed summation
 // order for a given launch geometry (deterministic run to run).
 
-// Error-free addition (Knuth's TwoSum): *hi + *lo accumulates value with the rounding error of
-// every float addition kept in *lo. While the running sum is not finite the error term is dropped,
-// so inf and NaN propagate exactly as in a plain sum.
-inline void two_sum_add(float* hi, float* lo, float value) {
-  const float sum = *hi + value;
-  const float b_virtual = sum - *hi;
-  const float error = (*hi - (sum - b_virtual)) + (value - b_virtual);
-  *lo += isfinite(sum) ? error : 0.0f;
+// Error-free addition (Knuth's TwoSum), four lanes at once: *hi + *lo accumulates value with the
+// rounding error of every float addition kept in *lo. While a lane's running sum is not finite
+// its error term is dropped, so inf and NaN propagate exactly as in a plain sum.
+inline void two_sum_add4(float4* hi, float4* lo, float4 value) {
+  const float4 sum = *hi + value;
+  const float4 b_virtual = sum - *hi;
+  const float4 error = (*hi - (sum - b_virtual)) + (value - b_virtual);
+  *lo += select((float4)(0.0f), error, isfinite(sum));
   *hi = sum;
 }
 
-// out[n] = sum over r < rows of in[r * cols + n].
-// A work-group of cx * ly lanes owns cx adjacent columns (grid-stride over column blocks): lane
-// (x, y) sums rows y, y + ly, ... of column x as a float-float pair (hi, lo), then the ly pairs of
-// each column are folded in local memory by a tree that handles any ly (not only powers of two).
-// The order is fixed by the launch geometry, so results are repeatable; no fp64 is needed. Lanes
-// past the last column still take part in every barrier.
-__kernel void reduce_sum_columns(__global const float* in, __global float* out, ulong rows,
-                                 ulong cols, uint cx, __local float* partial_hi,
-                                 __local float* partial_lo) {
+// Columns n0 .. n0 + 3 of `row` (n0 < cols), zeros past the last column.
+inline float4 load_columns(__global const float* row, ulong n0, ulong cols, int aligned) {
+  if (n0 + 4 <= cols) return aligned ? *(__global const float4*)(row + n0) : vload4(0, row + n0);
+  float4 v = (float4)(row[n0], 0.0f, 0.0f, 0.0f);
+  if (n0 + 1 < cols) v.y = row[n0 + 1];
+  if (n0 + 2 < cols) v.z = row[n0 + 2];
+  return v;
+}
+
+// Folds the ly (hi, lo) pairs of each of the cx lanes x through local memory (lane lid = y * cx
+// + x) by a fixed tree; the folded pair of lane x is left in partial_hi[x], partial_lo[x]. Every
+// lane calls it.
+inline void fold_lanes(__local float4* partial_hi, __local float4* partial_lo, float4 hi,
+                       float4 lo, uint lid, uint cx, uint ly) {
+  const uint y = lid / cx;
+  partial_hi[lid] = hi;
+  partial_lo[lid] = lo;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint active = ly; active > 1;) {
+    const uint upper = (active + 1) / 2;  // ("half" is a type name)
+    if (y + upper < active) {
+      const uint other = lid + upper * cx;
+      float4 sum_hi = partial_hi[lid];
+      float4 sum_lo = partial_lo[lid] + partial_lo[other];
+      two_sum_add4(&sum_hi, &sum_lo, partial_hi[other]);
+      partial_hi[lid] = sum_hi;
+      partial_lo[lid] = sum_lo;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    active = upper;
+  }
+}
+
+// Writes the in-range lanes of v to at[0 .. 3] (columns n0 .. n0 + 3 of cols).
+inline void store_columns(__global float* at, float4 v, ulong n0, ulong cols) {
+  at[0] = v.x;
+  if (n0 + 1 < cols) at[1] = v.y;
+  if (n0 + 2 < cols) at[2] = v.z;
+  if (n0 + 3 < cols) at[3] = v.w;
+}
+
+// out[n] = sum over r < rows of in[r * cols + n], in column tiles (execute_reduce_sum_gpu).
+// A work-group of cx * ly lanes owns the 4 * cx adjacent columns of tile get_group_id(0) over the
+// rows of chunk get_group_id(1): [chunk * span, min(rows, chunk * span + span)). Lane (x, y) holds
+// columns 4x .. 4x + 3 of the tile as one float4 (a row's tile is read as cx consecutive 16-byte
+// loads) and sums rows begin + y, begin + y + ly, ... in ascending order as a float-float pair
+// (hi, lo), four rows' loads issued before their additions; the ly pairs of each column are then
+// folded by a local-memory tree that handles any ly. With one chunk the sums go to out; otherwise
+// chunk c's pairs go to parts[c * cols + n] (hi) and parts[(chunks + c) * cols + n] (lo) and
+// reduce_sum_columns_fold adds the chunks. The order depends only on the shape and the launch
+// geometry, so results are repeatable. aligned: cols % 4 == 0 (every row's tile starts on 16
+// bytes; in is a whole buffer), so whole float4 loads; otherwise vload4 and a scalar tail.
+__kernel void reduce_sum_columns_tile(__global const float* in, __global float* out,
+                                      __global float* parts, ulong rows, ulong cols, ulong span,
+                                      uint cx, int aligned, __local float4* partial_hi,
+                                      __local float4* partial_lo) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
-  const uint x = lid % cx;
   const uint y = lid / cx;
-
-  for (ulong block = get_group_id(0); block * cx < cols; block += get_num_groups(0)) {
-    const ulong n = block * cx + x;
-    float hi = 0.0f;
-    float lo = 0.0f;
-    if (n < cols) {
-      for (ulong r = y; r < rows; r += ly) two_sum_add(&hi, &lo, in[r * cols + n]);
+  const ulong n0 = (get_group_id(0) * cx + lid % cx) * 4;
+  const ulong chunk = get_group_id(1), chunks = get_num_groups(1);
+  const ulong end = min(rows, chunk * span + span);
+  float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+  if (n0 < cols) {
+    ulong r = chunk * span + y;
+    for (; r + 3 * (ulong)ly < end; r += 4 * (ulong)ly) {
+      const float4 v0 = load_columns(in + r * cols, n0, cols, aligned);
+      const float4 v1 = load_columns(in + (r + ly) * cols, n0, cols, aligned);
+      const float4 v2 = load_columns(in + (r + 2 * ly) * cols, n0, cols, aligned);
+      const float4 v3 = load_columns(in + (r + 3 * ly) * cols, n0, cols, aligned);
+      two_sum_add4(&hi, &lo, v0);
+      two_sum_add4(&hi, &lo, v1);
+      two_sum_add4(&hi, &lo, v2);
+      two_sum_add4(&hi, &lo, v3);
     }
-    partial_hi[lid] = hi;
-    partial_lo[lid] = lo;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint active = ly; active > 1;) {
-      const uint upper = (active + 1) / 2;  // ("half" is a type name)
-      if (y + upper < active) {
-        const uint other = lid + upper * cx;
-        float sum_hi = partial_hi[lid];
-        float sum_lo = partial_lo[lid] + partial_lo[other];
-        two_sum_add(&sum_hi, &sum_lo, partial_hi[other]);
-        partial_hi[lid] = sum_hi;
-        partial_lo[lid] = sum_lo;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-      active = upper;
+    for (; r < end; r += ly) {
+      two_sum_add4(&hi, &lo, load_columns(in + r * cols, n0, cols, aligned));
     }
-    if (y == 0 && n < cols) out[n] = partial_hi[x] + partial_lo[x];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
+  if (y > 0 || n0 >= cols) return;
+  if (chunks == 1) {
+    store_columns(out + n0, partial_hi[lid] + partial_lo[lid], n0, cols);
+  } else {
+    store_columns(parts + chunk * cols + n0, partial_hi[lid], n0, cols);
+    store_columns(parts + (chunks + chunk) * cols + n0, partial_lo[lid], n0, cols);
   }
 }
 
-// The two-level column sum of tall inputs (driver/ops/reduce.cpp picks it where one work-group per
-// column block would leave the device idle): pass 1 cuts the rows into `blocks` spans of
-// `span` rows; work-item (n, block) sums rows [block * span, ...) of column n in ascending order
-// as a float-float pair into parts[block * cols + n] (hi) and parts[(blocks + block) * cols + n]
-// (lo). Consecutive work-items read consecutive columns of a row (coalesced); four rows' loads are
-// issued before their additions. Pass 2 folds each column's blocks in ascending order. The spans
-// depend only on the shape and the device, so results are repeatable run to run.
-__kernel void reduce_sum_columns_partial(__global const float* in, __global float* parts,
-                                         ulong rows, ulong cols, ulong span) {
-  const ulong n = get_global_id(0);
-  const ulong block = get_global_id(1);
-  const ulong blocks = get_global_size(1);
-  if (n >= cols) return;
-  const ulong begin = block * span;
-  const ulong end = min(rows, begin + span);
-  float hi = 0.0f;
-  float lo = 0.0f;
-  __global const float* at = in + begin * cols + n;
-  ulong r = begin;
-  for (; r + 4 <= end; r += 4, at += 4 * cols) {
-    const float v0 = at[0], v1 = at[cols], v2 = at[2 * cols], v3 = at[3 * cols];
-    two_sum_add(&hi, &lo, v0);
-    two_sum_add(&hi, &lo, v1);
-    two_sum_add(&hi, &lo, v2);
-    two_sum_add(&hi, &lo, v3);
-  }
-  for (; r < end; ++r, at += cols) two_sum_add(&hi, &lo, at[0]);
-  parts[block * cols + n] = hi;
-  parts[(blocks + block) * cols + n] = lo;
-}
-
+// out[n] = the sum of the chunks' pairs of column n (the second pass of reduce_sum_columns_tile):
+// lane (x, y) of a cx * ly group adds chunks y, y + ly, ... of columns 4x .. 4x + 3 of tile
+// get_group_id(0) in ascending order, then the same tree folds the ly pairs.
 __kernel void reduce_sum_columns_fold(__global const float* parts, __global float* out,
-                                      ulong cols, ulong blocks) {
-  for (ulong n = get_global_id(0); n < cols; n += get_global_size(0)) {
-    float hi = 0.0f;
-    float lo = 0.0f;
-    for (ulong block = 0; block < blocks; ++block) {
-      two_sum_add(&hi, &lo, parts[block * cols + n]);
-      lo += parts[(blocks + block) * cols + n];
+                                      ulong cols, ulong chunks, uint cx, int aligned,
+                                      __local float4* partial_hi, __local float4* partial_lo) {
+  const uint lid = (uint)get_local_id(0);
+  const uint ly = (uint)get_local_size(0) / cx;
+  const ulong n0 = (get_group_id(0) * cx + lid % cx) * 4;
+  float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+  if (n0 < cols) {
+    for (ulong c = lid / cx; c < chunks; c += ly) {
+      two_sum_add4(&hi, &lo, load_columns(parts + c * cols, n0, cols, aligned));
+      lo += load_columns(parts + (chunks + c) * cols, n0, cols, aligned);
     }
-    out[n] = hi + lo;
   }
+  fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
+  if (lid < cx && n0 < cols) store_columns(out + n0, partial_hi[lid] + partial_lo[lid], n0, cols);
 }
 
 // c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).

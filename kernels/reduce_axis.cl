@@ -1,13 +1,17 @@
 // Reductions of one axis of a tensor viewed as (outer, len, inner) into (outer, inner), and their
 // backward. op codes are aethercl_reduce_op: 0 sum, 1 mean, 2 max, 3 min, 4 argmax, 5 argmin.
 // MAX/MIN propagate NaN; the ARG ops pick the first index of the extreme value, a NaN counting as
-// the extreme. Sums accumulate in acc_t in ascending order (items) or a fixed tree (groups).
+// the extreme. Sums accumulate in acc_t in ascending order per lane and a fixed tree across lanes.
 
 #if AETHERCL_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;
+typedef double4 acc4_t;
+#define convert_acc4_t convert_double4
 #else
 typedef float acc_t;
+typedef float4 acc4_t;
+#define convert_acc4_t convert_float4
 #endif
 
 #define OP_SUM 0
@@ -63,72 +67,226 @@ __kernel void reduce_axis_items(__global const float* x, __global float* y,
   }
 }
 
-// Few outputs over a long axis (a column sum of a tall matrix): one item per output leaves a GPU
-// idle, so the axis is cut into `chunks` spans of `span` elements. Pass 1: one item per (outer,
-// chunk, inner) reduces its span in ascending order into partial sums / best values / indices
-// (absolute k); pass 2: one item per output folds its chunks in ascending order. The chunking
-// depends only on the shape and the device, so results are reproducible.
-__kernel void reduce_axis_partial(__global const float* x, __global acc_t* part_sums,
-                                  __global float* part_values, __global int* part_indices,
-                                  ulong outer, ulong len, ulong inner, ulong chunks, ulong span,
-                                  int op) {
-  const ulong parts = outer * chunks * inner;
-  const int want_max = wants_max(op);
-  const bool summing = op == OP_SUM || op == OP_MEAN;
-  for (ulong p = get_global_id(0); p < parts; p += get_global_size(0)) {
-    const ulong i = p % inner, c = (p / inner) % chunks, o = p / (inner * chunks);
-    const ulong begin = c * span, end = min(len, begin + span);
-    __global const float* base = x + o * len * inner + i;
-    acc_t sum = 0;
-    float best = base[begin * inner];
-    int best_index = (int)begin;
-    if (summing) {
-      for (ulong k = begin; k < end; ++k) sum += (acc_t)base[k * inner];
-    } else {
-      for (ulong k = begin + 1; k < end; ++k) {
-        const float v = base[k * inner];
-        if (beats(best, best_index, v, (int)k, want_max)) {
-          best = v;
-          best_index = (int)k;
-        }
-      }
-    }
-    part_sums[p] = sum;
-    part_values[p] = best;
-    part_indices[p] = best_index;
+// Reductions over a non-innermost axis (inner > 1) in tiles, the layout of kernels/reduce.cl's
+// column sums: a work-group of cx * ly lanes owns 4 * cx adjacent inner positions of one outer
+// index over one chunk [chunk * span, ...) of the axis. Lane (x, y) holds positions 4x .. 4x + 3
+// as four lanes of a vector (a row of the tile is cx consecutive 16-byte loads) and walks axis
+// indices begin + y, begin + y + ly, ... in ascending order; a fixed local-memory tree folds the ly
+// lanes. Virtual group g is tile g % tiles, chunk (g / tiles) % chunks, outer g / (tiles * chunks),
+// walked group-stride. One chunk stores the outputs; otherwise chunk c's sum, best value and index
+// go to the partials at (o * chunks + c) * inner + i, which reduce_axis_tiles_fold folds. The
+// order depends only on the shape and the launch geometry (sums repeat bit for bit); MAX/MIN/ARG
+// results do not depend on the order at all (beats is a total order on (value, index)).
+// aligned: inner % 4 == 0, so every row of a tile starts on 16 bytes (x is a whole buffer).
+
+// Positions i0 .. i0 + 3 of `row` (i0 < inner), zeros past the last.
+inline float4 load_inner(__global const float* row, ulong i0, ulong inner, int aligned) {
+  if (i0 + 4 <= inner) return aligned ? *(__global const float4*)(row + i0) : vload4(0, row + i0);
+  float4 v = (float4)(row[i0], 0.0f, 0.0f, 0.0f);
+  if (i0 + 1 < inner) v.y = row[i0 + 1];
+  if (i0 + 2 < inner) v.z = row[i0 + 2];
+  return v;
+}
+
+// (best, index) takes (v, k) when it beats it; index < 0 marks a lane with nothing yet.
+inline void take_best(float* best, int* index, float v, int k, int want_max) {
+  if (k >= 0 && (*index < 0 || beats(*best, *index, v, k, want_max))) {
+    *best = v;
+    *index = k;
   }
 }
 
-__kernel void reduce_axis_combine(__global const acc_t* part_sums,
-                                  __global const float* part_values,
-                                  __global const int* part_indices, __global float* y,
-                                  __global int* y_index, ulong outer, ulong len, ulong inner,
-                                  ulong chunks, int op) {
-  const ulong outputs = outer * inner;
+// take_best on each lane (OpenCL C has no address of a vector element).
+#define TAKE_LANE(c)                                \
+  {                                                 \
+    float b = best->c;                              \
+    int i = index->c;                               \
+    take_best(&b, &i, v.c, k.c, want_max);          \
+    best->c = b;                                    \
+    index->c = i;                                   \
+  }
+inline void take_best4(float4* best, int4* index, float4 v, int4 k, int want_max) {
+  TAKE_LANE(x) TAKE_LANE(y) TAKE_LANE(z) TAKE_LANE(w)
+}
+#undef TAKE_LANE
+
+// Row k of a lane's four positions into its sum or its best values and indices.
+inline void accumulate(acc4_t* sum, float4* best, int4* index, float4 v, ulong k, bool summing,
+                       int want_max) {
+  if (summing) *sum += convert_acc4_t(v);
+  else take_best4(best, index, v, (int4)((int)k), want_max);
+}
+
+// Lane i's four sums in local memory, kept as scalars sums[4i .. 4i + 3] (NVIDIA's compiler has
+// failed on double vectors in local memory; see kernels/rowwise.cl).
+inline acc4_t local_sums(__local const acc_t* sums, uint i) {
+  return (acc4_t)(sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]);
+}
+
+inline void set_local_sums(__local acc_t* sums, uint i, acc4_t value) {
+  sums[4 * i] = value.x;
+  sums[4 * i + 1] = value.y;
+  sums[4 * i + 2] = value.z;
+  sums[4 * i + 3] = value.w;
+}
+
+// Folds the ly lanes of each of the cx lanes x (lid = y * cx + x) by a fixed tree, leaving lane
+// x's result in sums[x] (summing) or values[x], indices[x] (the others). Every lane calls it.
+inline void fold_axis_lanes(__local acc_t* sums, __local float4* values, __local int4* indices,
+                            acc4_t sum, float4 best, int4 index, uint lid, uint cx, uint ly,
+                            bool summing, int want_max) {
+  const uint y = lid / cx;
+  set_local_sums(sums, lid, sum);
+  values[lid] = best;
+  indices[lid] = index;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint active = ly; active > 1;) {
+    const uint upper = (active + 1) / 2;
+    if (y + upper < active && summing) {
+      set_local_sums(sums, lid, local_sums(sums, lid) + local_sums(sums, lid + upper * cx));
+    } else if (y + upper < active) {
+      const uint other = lid + upper * cx;
+      float4 v = values[lid];
+      int4 k = indices[lid];
+      take_best4(&v, &k, values[other], indices[other], want_max);
+      values[lid] = v;
+      indices[lid] = k;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    active = upper;
+  }
+}
+
+// Stores the in-range lanes of a tile's result at `at` .. at + 3 (positions i0 .. of inner): the
+// outputs, or with `partial` the chunk's partials.
+inline void store_tile(__global float* y, __global int* y_index, __global acc_t* part_sums,
+                       __global float* part_values, __global int* part_indices, int partial,
+                       ulong at, ulong i0, ulong inner, int op, ulong len, acc4_t sum,
+                       float4 best, int4 index) {
+  const acc_t s[4] = {sum.x, sum.y, sum.z, sum.w};
+  const float b[4] = {best.x, best.y, best.z, best.w};
+  const int k[4] = {index.x, index.y, index.z, index.w};
+  for (uint c = 0; c < 4 && i0 + c < inner; ++c) {
+    if (partial) {
+      part_sums[at + c] = s[c];
+      part_values[at + c] = b[c];
+      part_indices[at + c] = k[c];
+    } else {
+      store(y, y_index, at + c, op, s[c], len, b[c], k[c]);
+    }
+  }
+}
+
+__kernel void reduce_axis_tiles(__global const float* x, __global float* y, __global int* y_index,
+                                __global acc_t* part_sums, __global float* part_values,
+                                __global int* part_indices, ulong outer, ulong len, ulong inner,
+                                ulong tiles, ulong chunks, ulong span, uint cx, int aligned,
+                                int op, __local acc_t* sums, __local float4* values,
+                                __local int4* indices) {
+  const uint lid = (uint)get_local_id(0);
+  const uint ly = (uint)get_local_size(0) / cx;
+  const uint ylane = lid / cx;
   const int want_max = wants_max(op);
-  for (ulong out = get_global_id(0); out < outputs; out += get_global_size(0)) {
-    const ulong o = out / inner, i = out % inner;
-    const ulong first = o * chunks * inner + i;
-    acc_t sum = 0;
-    float best = part_values[first];
-    int best_index = part_indices[first];
-    for (ulong c = 0; c < chunks; ++c) {
-      const ulong at = first + c * inner;
-      sum += part_sums[at];
-      if (c > 0 && beats(best, best_index, part_values[at], part_indices[at], want_max)) {
-        best = part_values[at];
-        best_index = part_indices[at];
+  const bool summing = op == OP_SUM || op == OP_MEAN;
+  for (ulong g = get_group_id(0); g < tiles * chunks * outer; g += get_num_groups(0)) {
+    const ulong i0 = ((g % tiles) * cx + lid % cx) * 4;
+    const ulong chunk = (g / tiles) % chunks, o = g / (tiles * chunks);
+    const ulong end = min(len, chunk * span + span);
+    __global const float* base = x + o * len * inner;
+    acc4_t sum = (acc4_t)(0);
+    float4 best = (float4)(0.0f);
+    int4 index = (int4)(-1);
+    if (i0 < inner) {
+      ulong k = chunk * span + ylane;
+      for (; k + 3 * (ulong)ly < end; k += 4 * (ulong)ly) {  // four rows' loads, then their use
+        const float4 v0 = load_inner(base + k * inner, i0, inner, aligned);
+        const float4 v1 = load_inner(base + (k + ly) * inner, i0, inner, aligned);
+        const float4 v2 = load_inner(base + (k + 2 * ly) * inner, i0, inner, aligned);
+        const float4 v3 = load_inner(base + (k + 3 * ly) * inner, i0, inner, aligned);
+        accumulate(&sum, &best, &index, v0, k, summing, want_max);
+        accumulate(&sum, &best, &index, v1, k + ly, summing, want_max);
+        accumulate(&sum, &best, &index, v2, k + 2 * ly, summing, want_max);
+        accumulate(&sum, &best, &index, v3, k + 3 * ly, summing, want_max);
+      }
+      for (; k < end; k += ly) {
+        accumulate(&sum, &best, &index, load_inner(base + k * inner, i0, inner, aligned), k,
+                   summing, want_max);
       }
     }
-    store(y, y_index, out, op, sum, len, best, best_index);
+    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, summing, want_max);
+    if (ylane == 0 && i0 < inner) {
+      const int partial = chunks > 1;
+      const ulong at = partial ? (o * chunks + chunk) * inner + i0 : o * inner + i0;
+      store_tile(y, y_index, part_sums, part_values, part_indices, partial, at, i0, inner, op, len,
+                 local_sums(sums, lid), values[lid], indices[lid]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// The second pass of reduce_axis_tiles: virtual group g is tile g % tiles of outer index
+// g / tiles; lane (x, y) folds chunks y, y + ly, ... of its four positions in ascending order,
+// then the tree folds the ly lanes and the outputs are stored.
+__kernel void reduce_axis_tiles_fold(__global const acc_t* part_sums,
+                                     __global const float* part_values,
+                                     __global const int* part_indices, __global float* y,
+                                     __global int* y_index, ulong outer, ulong len, ulong inner,
+                                     ulong tiles, ulong chunks, uint cx, int op,
+                                     __local acc_t* sums, __local float4* values,
+                                     __local int4* indices) {
+  const uint lid = (uint)get_local_id(0);
+  const uint ly = (uint)get_local_size(0) / cx;
+  const int want_max = wants_max(op);
+  const bool summing = op == OP_SUM || op == OP_MEAN;
+  for (ulong g = get_group_id(0); g < tiles * outer; g += get_num_groups(0)) {
+    const ulong i0 = ((g % tiles) * cx + lid % cx) * 4;
+    const ulong o = g / tiles;
+    acc4_t sum = (acc4_t)(0);
+    float4 best = (float4)(0.0f);
+    int4 index = (int4)(-1);
+    if (i0 < inner) {
+      for (ulong c = lid / cx; c < chunks; c += ly) {
+        const ulong at = (o * chunks + c) * inner + i0;
+        acc4_t s4 = (acc4_t)(0);
+        float4 v4 = (float4)(0.0f);
+        int4 k4 = (int4)(-1);
+        s4.x = part_sums[at];
+        v4.x = part_values[at];
+        k4.x = part_indices[at];
+        if (i0 + 1 < inner) {
+          s4.y = part_sums[at + 1];
+          v4.y = part_values[at + 1];
+          k4.y = part_indices[at + 1];
+        }
+        if (i0 + 2 < inner) {
+          s4.z = part_sums[at + 2];
+          v4.z = part_values[at + 2];
+          k4.z = part_indices[at + 2];
+        }
+        if (i0 + 3 < inner) {
+          s4.w = part_sums[at + 3];
+          v4.w = part_values[at + 3];
+          k4.w = part_indices[at + 3];
+        }
+        sum += s4;
+        take_best4(&best, &index, v4, k4, want_max);
+      }
+    }
+    fold_axis_lanes(sums, values, indices, sum, best, index, lid, cx, ly, summing, want_max);
+    if (lid < cx && i0 < inner) {
+      store_tile(y, y_index, 0, 0, 0, 0, o * inner + i0, i0, inner, op, len,
+                 local_sums(sums, lid), values[lid], indices[lid]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
 
 // One work-group per output row when inner == 1: strided partials, then a fixed-order tree.
-// Local size is a power of two; sums, values and indices hold one entry per item.
+// Local size is a power of two; sums, values and indices hold one entry per item. aligned:
+// len % 4 == 0, so every row starts on 16 bytes (x is a whole buffer) and items read float4s.
 __kernel void reduce_axis_groups(__global const float* x, __global float* y,
                                  __global int* y_index, ulong outer, ulong len, int op,
-                                 __local acc_t* sums, __local float* values,
+                                 int aligned, __local acc_t* sums, __local float* values,
                                  __local int* indices) {
   const uint lid = get_local_id(0), size = get_local_size(0);
   const int want_max = wants_max(op);
@@ -138,12 +296,29 @@ __kernel void reduce_axis_groups(__global const float* x, __global float* y,
     acc_t sum = 0;
     float best = NAN;
     int best_index = -1;
-    for (ulong k = lid; k < len; k += size) {
-      const float v = base[k];
-      if (summing) sum += (acc_t)v;
-      else if (best_index < 0 || beats(best, best_index, v, (int)k, want_max)) {
-        best = v;
-        best_index = (int)k;
+    if (aligned) {
+      // Items take whole float4s: element 4q + c of the row for q = lid, lid + size, ...
+      __global const float4* row4 = (__global const float4*)base;
+#pragma unroll 4
+      for (ulong q = lid; q < len / 4; q += size) {
+        const float4 v = row4[q];
+        if (summing) {
+          sum += (acc_t)v.x;
+          sum += (acc_t)v.y;
+          sum += (acc_t)v.z;
+          sum += (acc_t)v.w;
+        } else {
+          take_best(&best, &best_index, v.x, (int)(4 * q), want_max);
+          take_best(&best, &best_index, v.y, (int)(4 * q + 1), want_max);
+          take_best(&best, &best_index, v.z, (int)(4 * q + 2), want_max);
+          take_best(&best, &best_index, v.w, (int)(4 * q + 3), want_max);
+        }
+      }
+    } else {
+      for (ulong k = lid; k < len; k += size) {
+        const float v = base[k];
+        if (summing) sum += (acc_t)v;
+        else take_best(&best, &best_index, v, (int)k, want_max);
       }
     }
     sums[lid] = sum;
@@ -151,8 +326,9 @@ __kernel void reduce_axis_groups(__global const float* x, __global float* y,
     indices[lid] = best_index;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint step = size >> 1; step > 0; step >>= 1) {
-      if (lid < step) {
+      if (lid < step && summing) {
         sums[lid] += sums[lid + step];
+      } else if (lid < step) {
         const int other = indices[lid + step];
         if (other >= 0 && (indices[lid] < 0 ||
                            beats(values[lid], indices[lid], values[lid + step], other, want_max))) {

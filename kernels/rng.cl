@@ -1,7 +1,9 @@
 // Philox4x32-10 random numbers (Salmon et al., SC11): raw words, uniform and normal fills, and
 // dropout. Stream position e is lane e % 4 of the block with 64-bit counter e / 4 (counter words
 // 0 and 1; words 2 and 3 zero) under the 64-bit key `seed`. One work-item computes one block and
-// writes the elements of [first, first + count) that fall in it, so any offset works.
+// writes the elements of [first, first + count) that fall in it, so any offset works; with an
+// offset that is a multiple of 4 the whole blocks land on 16-byte boundaries of the (whole)
+// buffers and are written (and dropout's x read) as one vector each.
 // Contraction is off: uniform values round exactly as the float expressions in the header.
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -46,14 +48,19 @@ inline bool inside(ulong position, ulong offset, ulong count) {
 }
 
 // Calls STORE(element index, lane value v0..v3) for the lanes of block b inside the call: all four
-// at once for interior blocks (no per-lane test, no private array, which CPU compilers vectorise),
-// lane by lane for the first and last block.
-#define STORE_LANES(b, offset, count, v0, v1, v2, v3, STORE)                                  \
+// at once for interior blocks (no per-lane test, no private array, which CPU compilers vectorise;
+// VECTOR(i) instead when `whole`: offset % 4 == 0, so element i = 4b - offset is a multiple of
+// 4), lane by lane for the first and last block.
+#define STORE_LANES(b, offset, count, whole, v0, v1, v2, v3, STORE, VECTOR)                   \
   {                                                                                          \
     const ulong first = 4 * (b);                                                             \
     if (first >= (offset) && first - (offset) + 3 < (count)) {                              \
       const ulong i = first - (offset);                                                      \
-      STORE(i, v0); STORE(i + 1, v1); STORE(i + 2, v2); STORE(i + 3, v3);                    \
+      if (whole) {                                                                           \
+        VECTOR(i);                                                                           \
+      } else {                                                                               \
+        STORE(i, v0); STORE(i + 1, v1); STORE(i + 2, v2); STORE(i + 3, v3);                  \
+      }                                                                                      \
     } else {                                                                                 \
       if (inside(first, offset, count)) STORE(first - (offset), v0);                         \
       if (inside(first + 1, offset, count)) STORE(first + 1 - (offset), v1);                 \
@@ -62,21 +69,30 @@ inline bool inside(ulong position, ulong offset, ulong count) {
     }                                                                                        \
   }
 
+// The four uniforms of a block, each exactly uniform_of(word).
+inline float4 uniform4_of(uint4 words) {
+  return convert_float4(words >> 8) * TWO_POW_MINUS_24;
+}
+
 #define STORE_WORD(i, v) out[i] = (v)
+#define STORE_WORDS(i) *(__global uint4*)(out + (i)) = r
 __kernel void rng_bits(__global uint* out, ulong count, ulong seed, ulong offset) {
+  const int whole = offset % 4 == 0;
   FOR_EACH_BLOCK(b, offset, count) {
     const uint4 r = philox_block(b, seed);
-    STORE_LANES(b, offset, count, r.x, r.y, r.z, r.w, STORE_WORD)
+    STORE_LANES(b, offset, count, whole, r.x, r.y, r.z, r.w, STORE_WORD, STORE_WORDS)
   }
 }
 
 #define STORE_UNIFORM(i, v) out[i] = low + span * uniform_of(v)
+#define STORE_UNIFORMS(i) *(__global float4*)(out + (i)) = low + span * uniform4_of(r)
 __kernel void rng_uniform(__global float* out, ulong count, ulong seed, ulong offset, float low,
                           float high) {
   const float span = high - low;
+  const int whole = offset % 4 == 0;
   FOR_EACH_BLOCK(b, offset, count) {
     const uint4 r = philox_block(b, seed);
-    STORE_LANES(b, offset, count, r.x, r.y, r.z, r.w, STORE_UNIFORM)
+    STORE_LANES(b, offset, count, whole, r.x, r.y, r.z, r.w, STORE_UNIFORM, STORE_UNIFORMS)
   }
 }
 
@@ -93,12 +109,15 @@ inline float2 box_muller(uint w1, uint w2) {
 // Positions 4b .. 4b+3 form the Box-Muller pairs (4b, 4b+1) and (4b+2, 4b+3): lanes (0, 1) and
 // (2, 3) of block b.
 #define STORE_NORMAL(i, v) out[i] = mean + std * (v)
+#define STORE_NORMALS(i) *(__global float4*)(out + (i)) = mean + std * (float4)(z01, z23)
 __kernel void rng_normal(__global float* out, ulong count, ulong seed, ulong offset, float mean,
                          float std) {
+  const int whole = offset % 4 == 0;
   FOR_EACH_BLOCK(b, offset, count) {
     const uint4 r = philox_block(b, seed);
     const float2 z01 = box_muller(r.x, r.y), z23 = box_muller(r.z, r.w);
-    STORE_LANES(b, offset, count, z01.x, z01.y, z23.x, z23.y, STORE_NORMAL)
+    STORE_LANES(b, offset, count, whole, z01.x, z01.y, z23.x, z23.y, STORE_NORMAL,
+                STORE_NORMALS)
   }
 }
 
@@ -109,18 +128,35 @@ __kernel void rng_normal(__global float* out, ulong count, ulong seed, ulong off
     y[i] = keep ? x[i] * scale : 0.0f;                                                       \
     if (has_mask) mask[i] = (uchar)keep;                                                     \
   }
+#define STORE_DROPOUTS(i)                                                                     \
+  {                                                                                          \
+    const int4 keep = uniform4_of(r) >= p;                                                   \
+    const float4 kept = *(__global const float4*)(x + (i)) * scale;                          \
+    *(__global float4*)(y + (i)) = select((float4)(0.0f), kept, keep);                       \
+    if (has_mask) *(__global uchar4*)(mask + (i)) = convert_uchar4(keep & 1);                \
+  }
 __kernel void rng_dropout(__global const float* x, __global float* y, __global uchar* mask,
                           int has_mask, ulong count, float p, float scale, ulong seed,
                           ulong offset) {
+  const int whole = offset % 4 == 0;
   FOR_EACH_BLOCK(b, offset, count) {
     const uint4 r = philox_block(b, seed);
-    STORE_LANES(b, offset, count, r.x, r.y, r.z, r.w, STORE_DROPOUT)
+    STORE_LANES(b, offset, count, whole, r.x, r.y, r.z, r.w, STORE_DROPOUT, STORE_DROPOUTS)
   }
 }
 
+// Item j handles elements 4j .. 4j + 3 (whole buffers: 16-byte dy/dx and 4-byte mask vectors),
+// element by element past the last whole group of four.
 __kernel void rng_dropout_backward(__global const float* dy, __global const uchar* mask,
                                    __global float* dx, ulong count, float scale) {
-  for (ulong i = get_global_id(0); i < count; i += get_global_size(0)) {
-    dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  for (ulong j = get_global_id(0); 4 * j < count; j += get_global_size(0)) {
+    const ulong i = 4 * j;
+    if (i + 4 <= count) {
+      const int4 keep = convert_int4(*(__global const uchar4*)(mask + i)) != 0;
+      const float4 kept = *(__global const float4*)(dy + i) * scale;
+      *(__global float4*)(dx + i) = select((float4)(0.0f), kept, keep);
+    } else {
+      for (ulong e = i; e < count; ++e) dx[e] = mask[e] ? dy[e] * scale : 0.0f;
+    }
   }
 }

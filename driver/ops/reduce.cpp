@@ -1,31 +1,21 @@
-// Reductions and broadcasts: validate, then launch kernels/reduce.cl. reduce_sum picks its
-// work-group shape from the kernel's own work-group limit (no fixed 256, no power-of-two sizes),
-// and sums tall inputs in two passes (blocks of rows into scratch partials, then their fold).
+// Reductions and broadcasts: validate, then launch kernels/reduce.cl. reduce_sum sums column
+// tiles (float4 lanes along the row, strips of rows per lane, a local tree), in one pass where the
+// tiles fill the device and otherwise over chunks of rows into scratch partials and their fold
+// (plans in ops/column_tiles.h).
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_tiles.h"
 #include "runtime/family_launch.h"
 #include "runtime/scratch.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace aethercl::ops {
 namespace {
 
 constexpr const char* kFamily = "reduce";
-constexpr std::size_t kMaxColumnsPerGroup = 32;  // adjacent columns: coalesced row reads
-constexpr std::size_t kMaxGroupSize = 256;
-// The two-level column sum (kernels/reduce.cl reduce_sum_columns_partial / _fold) runs where the
-// input has at least kTwoLevelElements floats (below, one launch costs less than two) and the
-// rows split into at least two blocks of kMinBlockRows: enough blocks for about kItemsPerUnit
-// work-items per compute unit (an H100 multiprocessor keeps 2048 in flight), each block at least
-// kMinBlockRows rows, so the partials (two floats per block and column) stay within 1/16 of the
-// input's traffic; at most kMaxBlocks blocks.
-constexpr std::uint64_t kTwoLevelElements = std::uint64_t{1} << 16;
-constexpr std::uint64_t kMinBlockRows = 32;
-constexpr std::uint64_t kItemsPerUnit = 2048;
-constexpr std::uint64_t kMaxBlocks = 4096;
-constexpr std::size_t kPartialGroupColumns = 128;
 
 // c = a + periodic broadcast of b: a and c hold `count` floats, b holds `period` floats.
 void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64_t count,
@@ -33,35 +23,6 @@ void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64
   Kernel& kernel = family_kernel(call, kFamily, "reduce_add_periodic");
   call.launch(kernel, linear_geometry(call.device(), kernel, count), a, b, c,
          static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
-}
-
-// Blocks of rows for the two-level sum of rows x cols on this device; 1: the single kernel.
-std::uint64_t row_blocks(const Device& device, std::uint64_t rows, std::uint64_t cols) {
-  if (rows * cols < kTwoLevelElements) return 1;
-  const std::uint64_t units = std::max<std::uint32_t>(1, device.info().compute_units);
-  const std::uint64_t wanted = (units * kItemsPerUnit + cols - 1) / cols;
-  return std::min({wanted, rows / kMinBlockRows, kMaxBlocks});
-}
-
-// out[n] = sum of rows x cols `in` over its rows, in two passes through scratch partials.
-void reduce_sum_two_level(DeviceCall& call, cl_mem in, cl_mem out, std::uint64_t rows,
-                          std::uint64_t cols, std::uint64_t blocks) {
-  Device& device = call.device();
-  const std::uint64_t span = (rows + blocks - 1) / blocks;
-  blocks = (rows + span - 1) / span;  // no empty block
-  Scratch parts(call, 2 * blocks * cols * sizeof(float));
-  Kernel& partial = family_kernel(call, kFamily, "reduce_sum_columns_partial");
-  const std::size_t lx = static_cast<std::size_t>(std::min<std::uint64_t>(
-      {work_group_limit(device, partial, kPartialGroupColumns), cols}));
-  const std::size_t global[2] = {static_cast<std::size_t>((cols + lx - 1) / lx * lx),
-                                 static_cast<std::size_t>(blocks)};
-  const std::size_t local[2] = {lx, 1};
-  call.launch(partial, LaunchGeometry::grid(2, global, local), in, parts.mem(),
-              static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols),
-              static_cast<cl_ulong>(span));
-  Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_fold");
-  call.launch(fold, linear_geometry(device, fold, cols), parts.mem(), out,
-              static_cast<cl_ulong>(cols), static_cast<cl_ulong>(blocks));
 }
 
 }  // namespace
@@ -79,20 +40,29 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
 
   const std::uint64_t rows = count / out_count;
   Device& device = call.device();
-  if (const std::uint64_t blocks = row_blocks(device, rows, out_count); blocks > 1) {
-    reduce_sum_two_level(call, in_mem, out_mem, rows, out_count, blocks);
-    return;
-  }
-  Kernel& kernel = family_kernel(call, kFamily, "reduce_sum_columns");
-  std::size_t limit = work_group_limit(device, kernel, kMaxGroupSize);
-  std::size_t cx = static_cast<std::size_t>(
-      std::min<std::uint64_t>({kMaxColumnsPerGroup, limit, out_count}));
-  std::size_t ly = static_cast<std::size_t>(std::min<std::uint64_t>(limit / cx, rows));
-  std::size_t local = cx * ly;
-  std::uint64_t blocks = (out_count + cx - 1) / cx;
-  call.launch(kernel, capped_groups(device, blocks, local), in_mem, out_mem,
-         static_cast<cl_ulong>(rows), static_cast<cl_ulong>(out_count), static_cast<cl_uint>(cx),
-         LocalBytes{local * sizeof(float)}, LocalBytes{local * sizeof(float)});
+  Kernel& tile = family_kernel(call, kFamily, "reduce_sum_columns_tile");
+  const ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
+  const LocalBytes pair_bytes{plan.local() * 4 * sizeof(float)};
+  const cl_int aligned = out_count % 4 == 0 ? 1 : 0;
+  const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * plan.local(),
+                                 static_cast<std::size_t>(plan.chunks)};
+  const std::size_t group[2] = {plan.local(), 1};
+  std::optional<Scratch> parts;
+  // One chunk writes out directly; parts is not read then and out stands in for it.
+  if (plan.chunks > 1) parts.emplace(call, 2 * plan.chunks * out_count * sizeof(float));
+  call.launch(tile, LaunchGeometry::grid(2, global, group), in_mem, out_mem,
+              parts ? parts->mem() : out_mem, static_cast<cl_ulong>(rows),
+              static_cast<cl_ulong>(out_count), static_cast<cl_ulong>(plan.span),
+              static_cast<cl_uint>(plan.cx), aligned, pair_bytes, pair_bytes);
+  if (!parts) return;
+  Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_fold");
+  const ColumnTiles folding = fold_tiles(device, fold, plan, out_count);
+  const LocalBytes fold_pair_bytes{folding.local() * 4 * sizeof(float)};
+  call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(folding.tiles) * folding.local(),
+                                           folding.local()),
+              parts->mem(), out_mem, static_cast<cl_ulong>(out_count),
+              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), aligned,
+              fold_pair_bytes, fold_pair_bytes);
 }
 
 void broadcast_add(DeviceCall& call, void* a, void* bias, void* c, int b, int m, int n) {

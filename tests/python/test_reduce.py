@@ -3,7 +3,10 @@ Tolerances: broadcast_add and add_broadcast_pe are one float32 addition per elem
 equal NumPy's float32 result exactly. reduce_sum is compared with a float64 sum:
 |out[n] - ref[n]| <= 2**-22 * |ref[n]| + 2**-32 * sum_rows |in[., n]| (the kernel carries a
 float-float (hi, lo) pair per lane and through its tree, so only the final rounding and second-
-order terms remain), and repeated calls must be bit-identical."""
+order terms remain), and repeated calls must be bit-identical. The column-sum shapes reach every
+path of kernels/reduce.cl's tiles: one pass and chunks of rows with their fold, columns not a
+multiple of 4 (vload4 and the scalar tail) or of a 64-column tile, fewer rows than row lanes, one
+row, one column, CPU forms (one row lane) and GPU forms (a tree over row lanes), odd group sizes."""
 import numpy as np
 import pytest
 
@@ -43,29 +46,46 @@ def test_reduce_sum_with_small_and_odd_work_groups(lib, device, rng, monkeypatch
     test_reduce_sum(lib, device, rng, b, m, n)
 
 
-TWO_LEVEL_SHAPES = [(4, 5000, 33), (1, 70001, 1), (3, 999, 257), (2, 4100, 16)]
+TWO_LEVEL_SHAPES = [(4, 5000, 33), (1, 70001, 1), (3, 999, 37), (2, 4100, 16)]
 
 
 @pytest.mark.parametrize("limit", [None, "7"])
 @pytest.mark.parametrize("b,m,n", TWO_LEVEL_SHAPES)
-def test_reduce_sum_two_level(lib, device, rng, monkeypatch, tmp_path, limit, b, m, n):
-    """Tall inputs (at least 2^16 floats, rows for two blocks of 32) are summed in two passes:
-    blocks of rows into scratch partials, then their fold in block order. Same bound, and
-    bit-identical on repeated calls (the blocks depend only on the shape and the device)."""
+def test_reduce_sum_two_level(lib, device, rng, monkeypatch, tmp_path, kernel_forms, limit, b, m,
+                              n):
+    """Tall inputs (at least 2^16 floats, rows for two chunks) are summed in two passes: chunks of
+    rows into scratch partials, then their fold in chunk order. Same bound, and bit-identical on
+    repeated calls (the chunks depend only on the shape and the device)."""
     from support.helpers import kernels_launched
     if limit:
         monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
                                 lambda: test_reduce_sum(lib, device, rng, b, m, n))
-    assert {"reduce_sum_columns_partial", "reduce_sum_columns_fold"} <= names, names
-    assert "reduce_sum_columns" not in names, names
+    assert {"reduce_sum_columns_tile", "reduce_sum_columns_fold"} <= names, names
 
 
-def test_reduce_sum_small_inputs_keep_one_kernel(lib, device, rng, tmp_path):
+def test_reduce_sum_small_inputs_keep_one_kernel(lib, device, rng, tmp_path, kernel_forms):
     from support.helpers import kernels_launched
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
                                 lambda: test_reduce_sum(lib, device, rng, 2, 1000, 3))
-    assert {name for name in names if name.startswith("reduce")} == {"reduce_sum_columns"}, names
+    assert {name for name in names if name.startswith("reduce")} == {"reduce_sum_columns_tile"}, \
+        names
+
+
+# (B, M, N): one row (N below, at and past a float4 lane and a tile); fewer rows than row lanes;
+# one column and fewer than four; tall inputs over chunks with N not a multiple of 4 or of 64;
+# whole aligned tiles (N a multiple of 64), in one pass and in chunks.
+COLUMN_TILE_SHAPES = [(1, 1, 1), (1, 1, 5), (1, 1, 4099), (1, 3, 6), (2, 1, 130), (1, 3000, 1),
+                      (1, 700, 2), (1, 9000, 3), (2, 2100, 68), (1, 4200, 70), (3, 1500, 131),
+                      (1, 257, 1024), (1, 4096, 64), (1, 1100, 768)]
+
+
+@pytest.mark.parametrize("limit", [None, "7"])
+@pytest.mark.parametrize("b,m,n", COLUMN_TILE_SHAPES)
+def test_reduce_sum_column_tiles(lib, device, rng, monkeypatch, kernel_forms, limit, b, m, n):
+    if limit:
+        monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
+    test_reduce_sum(lib, device, rng, b, m, n)
 
 
 def test_reduce_sum_two_level_is_accurate_and_propagates_specials(lib, device, rng):

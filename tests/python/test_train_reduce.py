@@ -1,6 +1,8 @@
 """Reductions over any axis of 1-D to 4-D tensors (sum, mean, max, min, argmax, argmin) and their
 backward, against float64 NumPy, with poisoned outputs and guard bytes; run with the device's
-own group size and with 64-item groups (the tree reduction GPUs use).
+own group size and with 64-item groups (the tree reduction GPUs use). Axes with inner > 1 run in
+tiles (kernels/reduce_axis.cl reduce_axis_tiles): TILE_CASES reach each of their paths with the
+CPU forms (one lane along the axis) and the GPU forms (a tree over lanes along the axis).
 
 Tolerances: sums accumulate in double (FP64 devices) or float: rtol 1e-6 / 1e-5 relative to the
 sum of magnitudes; max/min/arg results are exact. Backward values are exact copies (SUM, MAX,
@@ -16,7 +18,7 @@ from support import train_reference as R
 from support.train_helpers import close, no_poison
 
 SHAPES = [(1,), (37,), (5, 7), (3, 1, 4), (2, 3, 5, 7), (4, 129), (1, 1, 1, 300), (2, 0, 3),
-          # few outputs over a long axis: the split form (partials per chunk, then their fold)
+          # few outputs over a long axis
           (300, 3), (1000, 2, 5), (2, 257, 3)]
 NUMPY = {T.SUM: np.sum, T.MEAN: np.mean, T.MAX: np.max, T.MIN: np.min, T.ARGMAX: np.argmax,
          T.ARGMIN: np.argmin}
@@ -58,6 +60,74 @@ def test_reduce_forward(scope, device, rng, row_group, shape, axis, op):
             scale = scale / shape[axis]
         assert np.all((np.abs(got - expected) <= 1e-5 * scale + 1e-7) |
                       (np.isnan(got) & np.isnan(expected)))
+
+
+# (shape, axis) with inner > 1 over 2^16 elements or more: chunks of the axis and their fold with
+# inner not a multiple of 4 (3, 17: vload4 and the scalar tail), a multiple of 4 but not of a
+# 64-position tile (68), and 2; one pass with an axis shorter than the lanes along it (3) and an
+# aligned inner of 1024; an axis of one.
+TILE_CASES = [((70000, 3), 0), ((3000, 68), 0), ((2, 5000, 17), 1), ((2, 33000, 2), 1),
+              ((4, 3, 1024), 1), ((300, 257), 0), ((5, 1, 6), 1), ((1100, 64), 0)]
+
+
+@pytest.mark.parametrize("shape,axis", TILE_CASES)
+@pytest.mark.parametrize("op", [T.SUM, T.MEAN, T.MAX, T.MIN, T.ARGMAX, T.ARGMIN])
+def test_reduce_tiles(scope, device, rng, kernel_forms, shape, axis, op):
+    test_reduce_forward(scope, device, rng, "device-default", shape, axis, op)
+
+
+# The innermost axis with len % 4 == 0 is read as float4s (groups sized for len / 4 lanes);
+# other lengths element by element.
+ROW_CASES = [((3, 1024), 1), ((5, 4100), -1), ((2, 7, 36), 2), ((1, 16384), 1), ((9, 4), 1),
+             ((4, 1027), 1)]
+
+
+@pytest.mark.parametrize("shape,axis", ROW_CASES)
+@pytest.mark.parametrize("op", [T.SUM, T.MEAN, T.MAX, T.MIN, T.ARGMAX, T.ARGMIN])
+def test_reduce_rows(scope, device, rng, row_group, shape, axis, op):
+    test_reduce_forward(scope, device, rng, row_group, shape, axis, op)
+
+
+def test_reduce_rows_ties_and_nan_in_float4_lanes(scope, device, row_group):
+    """The first index wins inside one float4 and across items; the first NaN wins."""
+    x = np.zeros((3, 1024), np.float32)
+    x[0, [6, 5, 700]] = 4.0          # lanes 2 and 1 of one float4, and a later item
+    x[1, [1023, 2]] = np.nan
+    x[2, :] = -1.0
+    tx = scope.in_(x)
+    for op, expected in ((T.ARGMAX, [5, 2, 0]), (T.ARGMIN, [0, 2, 0])):
+        ty = scope.out((3,), np.int32)
+        ops.reduce(device.index, op, tx.handle, ty.handle, (3, 1024), 1)
+        close(ty.numpy(), expected, 0, 0, str(op))
+
+
+@pytest.mark.parametrize("shape", [(70000, 3), (3000, 68)])
+def test_reduce_tiles_ties_nan_and_repeatability(scope, device, rng, kernel_forms, shape):
+    """Across chunks: the first index of a tied maximum and of the first NaN wins; sums repeat
+    bit for bit."""
+    rows, cols = shape
+    x = rng.standard_normal(shape).astype(np.float32)
+    tied = [rows // 3, rows // 2, rows - 1]          # far apart: different chunks
+    x[tied, 0] = 9.0
+    x[tied, cols - 1] = -9.0
+    x[[rows - 2, rows // 4 + 1], 1] = np.nan
+    tx = scope.in_(x)
+    expected = {T.ARGMAX: np.argmax(np.where(np.isnan(x), np.inf, x), axis=0),
+                T.ARGMIN: np.argmin(np.where(np.isnan(x), -np.inf, x), axis=0)}
+    for op, want in expected.items():
+        ty = scope.out((cols,), np.int32)
+        ops.reduce(device.index, op, tx.handle, ty.handle, shape, 0)
+        got = ty.numpy()
+        assert np.array_equal(got, want), (op, np.flatnonzero(got != want))
+        assert got[0 if op == T.ARGMAX else cols - 1] == tied[0] and got[1] == rows // 4 + 1
+    first = None
+    for _ in range(2):
+        ty = scope.out((cols,))
+        ops.reduce(device.index, T.SUM, tx.handle, ty.handle, shape, 0)
+        got = ty.numpy()
+        if first is not None:
+            assert got.tobytes() == first.tobytes()
+        first = got
 
 
 def test_nan_propagates_and_wins_argmax(scope, device):

@@ -106,6 +106,50 @@ def test_fill_refusals(scope, device, lib):
     assert lib.aethercl_rng_fill(device.index, out.handle, 0, T.RNG_BITS, 0, 0, 0, 0, None) == 1
 
 
+# Offsets that are multiples of 4 write whole blocks as one vector each (kernels/rng.cl): the same
+# stream, bit for bit, with tails before (none) and after the whole blocks.
+WHOLE_BLOCKS = [(0, 4), (0, 7), (8, 1029), (2**40, 66), (2**64 - 12, 12)]
+
+
+@pytest.mark.parametrize("offset,count", WHOLE_BLOCKS)
+def test_whole_blocks_match_numpy(scope, device, offset, count):
+    seed = 0xC0FFEE_1234
+    bits = scope.out((count,), np.uint32)
+    ops.rng_fill(device.index, bits.handle, count, T.RNG_BITS, seed=seed, offset=offset)
+    assert np.array_equal(bits.numpy(), R.philox_words(seed, offset, count))
+    uniform = scope.out((count,), np.float32)
+    ops.rng_fill(device.index, uniform.handle, count, T.RNG_UNIFORM, -1.5, 2.0, seed, offset)
+    expected = R.rng_uniform(seed, offset, count, -1.5, 2.0)
+    assert np.array_equal(uniform.numpy().view(np.uint32), expected.view(np.uint32))
+    normal = scope.out((count,), np.float32)
+    ops.rng_fill(device.index, normal.handle, count, T.RNG_NORMAL, 0.5, 2.0, seed, offset)
+    expected = R.rng_normal(seed, offset, count, 0.5, 2.0)
+    got = normal.numpy()
+    no_poison(got)
+    assert np.all(np.abs(got - expected) <= 2e-5 * (1 + np.abs(expected)))
+
+
+@pytest.mark.parametrize("offset,count", [(0, 6), (12, 1030), (2**33, 4)])
+def test_dropout_whole_blocks_match_the_generator(scope, device, rng, offset, count):
+    """Vector loads of x, stores of y and uchar4 mask stores; NaN inputs stay NaN when kept and
+    become 0 when dropped, as element by element."""
+    seed, p = 77, 0.3
+    x = rng.standard_normal(count).astype(np.float32)
+    x[::3] = np.nan
+    dy = rng.standard_normal(count).astype(np.float32)
+    tx, ty, tmask = scope.in_(x), scope.out((count,)), scope.out((count,), np.uint8)
+    ops.dropout(device.index, tx.handle, ty.handle, tmask.handle, count, p, seed, offset)
+    keep = R.rng_uniform(seed, offset, count, 0.0, 1.0) >= np.float32(p)
+    scale = np.float32(1) / (np.float32(1) - np.float32(p))
+    assert np.array_equal(tmask.numpy(), keep.astype(np.uint8))
+    expected = np.where(keep, x * scale, np.float32(0)).astype(np.float32)
+    # NaN payloads may differ by device (NVIDIA returns its canonical NaN): NaN positions match.
+    np.testing.assert_array_equal(ty.numpy(), expected)
+    tdy, tdx = scope.in_(dy), scope.out((count,))
+    ops.dropout_backward(device.index, tdy.handle, tmask.handle, tdx.handle, count, p)
+    assert np.array_equal(tdx.numpy(), np.where(keep, dy * scale, np.float32(0)))
+
+
 # ---- dropout --------------------------------------------------------------------------------
 @pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 0.9, 1.0])
 @pytest.mark.parametrize("count", [1, 5, 1023])

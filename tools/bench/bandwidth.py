@@ -1,8 +1,11 @@
 """Effective memory bandwidth of elementwise and row-wise kernels, next to a device-to-device
 copy (execute_clone_on_gpu) of the same bytes measured in the same run.
 
-Usage: tools/aethercl bench bandwidth [--mib 256] [--reps 10]
+Usage: tools/aethercl bench bandwidth [--mib 256] [--reps 10] [--row 1024]
 GB/s = bytes each kernel must read + write / median time (call + aethercl_synchronize).
+A second table times column sums (execute_reduce_sum_gpu: a GPT step's bias gradients, rows =
+tokens) of --sums shapes and of the operand viewed as rows of --row, each against a copy of the
+same bytes in the same run: the sum reads rows * cols floats, the copy reads and writes them.
 """
 from __future__ import annotations
 
@@ -65,6 +68,9 @@ def training_cases(lib, gpu, a, b, c, n, rows, row):
             gpu, "mul", T.broadcast_desc((n,), (n,), a, b, c))),
         ("reduce sum (last axis)", 1, lambda: T.reduce(gpu, TT.SUM, a, c, (rows, row), 1)),
         ("reduce max (first axis)", 1, lambda: T.reduce(gpu, TT.MAX, a, c, (rows, row), 0)),
+        ("reduce sum (first axis)", 1, lambda: T.reduce(gpu, TT.SUM, a, c, (rows, row), 0)),
+        ("reduce mean (middle axis)", 1,
+         lambda: T.reduce(gpu, TT.MEAN, a, c, (4, rows // 4, row), 1)),
         ("norm_forward affine", 2, lambda: T.norm_forward(gpu, norm)),
         ("batchnorm eval", 2, lambda: T.batchnorm_forward(gpu, bn)),
         ("optimizer sgd momentum", 4, lambda: T.optimizer_step(gpu, sgd)),
@@ -74,12 +80,38 @@ def training_cases(lib, gpu, a, b, c, n, rows, row):
     ]
 
 
+def column_sums(lib, gpu, reps, src, dst, nbytes, shapes):
+    """Rows of the column-sum table: (rows, cols, sum GB/s, same-bytes copy GB/s), shapes that
+    do not fit in the operand skipped."""
+    results = []
+    for rows, cols in shapes:
+        size = rows * cols * 4
+        if size > nbytes:
+            continue
+        summed = timed(lib, gpu, reps, lambda: lib.check("execute_reduce_sum_gpu", gpu, src, dst,
+                                                         1, rows, cols))
+        copied = timed(lib, gpu, reps, lambda: lib.check("execute_clone_on_gpu", gpu, src, dst,
+                                                         size))
+        results.append((rows, cols, size / summed / 1e9, 2 * size / copied / 1e9))
+    return results
+
+
+def parse_shape(text: str):
+    rows, cols = (int(v) for v in text.lower().split("x"))
+    if rows <= 0 or cols <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: want ROWSxCOLS, both positive")
+    return rows, cols
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", type=int, default=0)
     parser.add_argument("--mib", type=int, default=256, help="size of each operand")
     parser.add_argument("--row", type=int, default=1024, help="row length for row-wise kernels")
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--sums", nargs="*", type=parse_shape,
+                        default=[(8192, 768), (8192, 2304), (8192, 3072), (65536, 768)],
+                        help="column-sum shapes ROWSxCOLS (besides the operand as rows of --row)")
     args = parser.parse_args()
     lib = Library()
     gpu = args.gpu
@@ -131,7 +163,12 @@ def main() -> int:
             continue
         gbps = streams * nbytes / seconds / 1e9
         reference = reference or gbps
-        print(f"{name:<30} {gbps:>9.1f} {gbps / reference:>8.2f}")
+        print(f"{name:<30} {gbps:>9.2f} {gbps / reference:>8.2f}")
+    print("\ncolumn sums (execute_reduce_sum_gpu) vs a copy of the same bytes")
+    print(f"{'rows x cols':<30} {'GB/s':>9} {'copy':>9} {'vs copy':>8}")
+    shapes = list(args.sums) + [(rows, args.row)]
+    for r, cols, sum_gbs, copy_gbs in column_sums(lib, gpu, args.reps, a, c, nbytes, shapes):
+        print(f"{f'{r} x {cols}':<30} {sum_gbs:>9.2f} {copy_gbs:>9.2f} {sum_gbs / copy_gbs:>8.2f}")
     for buf in bufs:
         lib.free_gpu_memory(gpu, buf)
     lib.shutdown_driver()

@@ -1,14 +1,17 @@
-// Axis reductions: view the tensor as (outer, len, inner); one work-item per output (split into
-// partials when there are few outputs), or one work-group per output row when the axis is the
-// innermost.
+// Axis reductions: view the tensor as (outer, len, inner); one work-group per output row when the
+// axis is the innermost, otherwise tiles of inner positions by lanes along the axis (cut into
+// chunks of the axis with a fold when the tiles alone would leave the device idle; plans in
+// ops/column_tiles.h).
 #include "ops/train/reduce_axis.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_tiles.h"
 #include "ops/train/common.h"
 
 #include <aethercl/driver.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace aethercl::ops::train {
@@ -52,45 +55,49 @@ AxisView view_of(int ndim, const int* shape, int axis) {
   return v;
 }
 
-// Pass 1 of the split reduction cuts the axis into chunks when one item per output would leave
-// the device mostly idle: fewer outputs than half of `wanted` items (1,024 per compute unit on
-// GPUs, 16 on CPUs) and an axis of 64 or more. Spans of at least 32 elements. chunks == 1: no
-// split.
-struct Split {
-  std::uint64_t chunks = 1, span = 0;
-};
-
-Split split_of(const Device& device, const AxisView& v) {
-  const std::uint64_t per_unit = device.info().kind == DeviceKind::kCpu ? 16 : 1024;
-  const std::uint64_t wanted = std::max<std::uint64_t>(1, device.info().compute_units) * per_unit;
-  Split s;
-  if (v.outputs() * 2 > wanted || v.len < 64) return s;
-  const std::uint64_t by_items = (wanted + v.outputs() - 1) / v.outputs();
-  const std::uint64_t by_length = (v.len + 31) / 32;
-  s.chunks = std::max<std::uint64_t>(1, std::min(by_items, by_length));
-  s.span = (v.len + s.chunks - 1) / s.chunks;
-  s.chunks = (v.len + s.span - 1) / s.span;  // no empty chunk
-  return s;
+// reduce_axis_tiles (and with chunks its fold) over inner > 1. y is the float output
+// (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
+void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
+  Device& device = call.device();
+  Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_tiles");
+  const ColumnTiles plan = column_tiles(device, kernel, v.outer, v.len, v.inner);
+  const std::size_t acc4 = 4 * acc_bytes(device);
+  const cl_int aligned = v.inner % 4 == 0 ? 1 : 0;
+  std::optional<Scratch> sums, values, indices;
+  if (plan.chunks > 1) {
+    const std::uint64_t parts = v.outer * plan.chunks * v.inner;
+    sums.emplace(call, bytes_of(parts, acc_bytes(device)));
+    values.emplace(call, bytes_of(parts, sizeof(float)));
+    indices.emplace(call, bytes_of(parts, sizeof(cl_int)));
+  }
+  // Without chunks the partials are not written: y stands in for them.
+  call.launch(kernel, capped_groups(device, plan.tiles * plan.chunks * v.outer, plan.local()),
+              x_mem, y_mem, y_mem, sums ? sums->mem() : y_mem, values ? values->mem() : y_mem,
+              indices ? indices->mem() : y_mem, ul(v.outer), ul(v.len), ul(v.inner),
+              ul(plan.tiles), ul(plan.chunks), ul(plan.span), static_cast<cl_uint>(plan.cx),
+              aligned, op, LocalBytes{plan.local() * acc4},
+              LocalBytes{plan.local() * 4 * sizeof(float)},
+              LocalBytes{plan.local() * 4 * sizeof(cl_int)});
+  if (plan.chunks == 1) return;
+  Kernel& fold = family_kernel(call, kFamily, "reduce_axis_tiles_fold");
+  const ColumnTiles folding = fold_tiles(device, fold, plan, v.inner);
+  const std::size_t local = folding.local();
+  call.launch(fold, capped_groups(device, folding.tiles * v.outer, local), sums->mem(),
+              values->mem(), indices->mem(), y_mem, y_mem, ul(v.outer), ul(v.len), ul(v.inner),
+              ul(folding.tiles), ul(plan.chunks), static_cast<cl_uint>(folding.cx), op,
+              LocalBytes{local * acc4}, LocalBytes{local * 4 * sizeof(float)},
+              LocalBytes{local * 4 * sizeof(cl_int)});
 }
 
-// One item per output (reduce_axis_items), or the split form into partials and their fold. y is
-// the float output (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
+// One item per output (reduce_axis_items: an empty axis, whose sums are 0 and means NaN), or the
+// tiles. y is the float output (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
 void reduce_items(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
-  const Split s = split_of(call.device(), v);
-  if (s.chunks <= 1) {
-    launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_mem, y_mem, y_mem,
-                  ul(v.outer), ul(v.len), ul(v.inner), op);
+  if (v.len > 0 && v.inner > 1) {
+    reduce_tiles(call, x_mem, y_mem, v, op);
     return;
   }
-  const std::uint64_t parts = v.outer * s.chunks * v.inner;
-  Scratch sums(call, bytes_of(parts, acc_bytes(call.device())));
-  Scratch values(call, bytes_of(parts, sizeof(float)));
-  Scratch indices(call, bytes_of(parts, sizeof(cl_int)));
-  launch_linear(call, kFamily, "reduce_axis_partial", parts, x_mem, sums.mem(), values.mem(),
-                indices.mem(), ul(v.outer), ul(v.len), ul(v.inner), ul(s.chunks), ul(s.span), op);
-  launch_linear(call, kFamily, "reduce_axis_combine", v.outputs(), sums.mem(), values.mem(),
-                indices.mem(), y_mem, y_mem, ul(v.outer), ul(v.len), ul(v.inner), ul(s.chunks),
-                op);
+  launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_mem, y_mem, y_mem, ul(v.outer),
+                ul(v.len), ul(v.inner), op);
 }
 
 }  // namespace
@@ -110,11 +117,15 @@ void reduce_axis(DeviceCall& call, int op, void* x, void* y, int ndim, const int
   const cl_int code = op;
   if (v.inner == 1 && v.len > 1) {
     Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_groups");
-    RowGeometry g = row_geometry(device, kernel, v.outer, v.len,
-                                 acc_bytes(device) + sizeof(float) + sizeof(cl_int));
-    call.launch(kernel, LaunchGeometry::linear(g.global, g.local), x_mem, y_mem, y_mem, ul(v.outer), ul(v.len), code,
-                    LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)},
-                    LocalBytes{g.local * sizeof(cl_int)});
+    // Rows of a multiple of 4 are read as float4s: the group is sized for len / 4 lanes with
+    // several float4s per item (the register-row sizing of the row kernels).
+    const bool aligned = v.len % 4 == 0;
+    RowGeometry g = row_geometry(device, kernel, v.outer, aligned ? v.len / 4 : v.len,
+                                 acc_bytes(device) + sizeof(float) + sizeof(cl_int), aligned);
+    call.launch(kernel, LaunchGeometry::linear(g.global, g.local), x_mem, y_mem, y_mem,
+                ul(v.outer), ul(v.len), code, static_cast<cl_int>(aligned ? 1 : 0),
+                LocalBytes{g.local * acc_bytes(device)}, LocalBytes{g.local * sizeof(float)},
+                LocalBytes{g.local * sizeof(cl_int)});
     return;
   }
   reduce_items(call, x_mem, y_mem, v, code);

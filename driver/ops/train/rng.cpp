@@ -1,4 +1,4 @@
-// Random fills and dropout: validate, then launch one work-item per Philox block.
+// Random fills and dropout: validate, then launch one work-item per Philox block (four values).
 #include "ops/train/rng.h"
 
 #include "ops/aliasing.h"
@@ -86,7 +86,8 @@ void dropout_backward(DeviceCall& call, void* dy, void* mask, void* dx, std::siz
   cl_mem dx_mem = call.buffer(dx, "dx", bytes).mem;
   require_distinct(mask, "mask", dx, "dx");
   if (count == 0) return;
-  launch_linear(call, kFamily, "rng_dropout_backward", count, dy_mem, mask_mem, dx_mem,
+  // One item per four elements (kernels/rng.cl).
+  launch_linear(call, kFamily, "rng_dropout_backward", (count + 3) / 4, dy_mem, mask_mem, dx_mem,
                 ul(count), dropout_scale(p));
 }
 
