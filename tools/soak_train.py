@@ -15,6 +15,7 @@ below --flat (default 0.9) of the second tenth's."""
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import json
 import random
@@ -101,6 +102,8 @@ def main() -> int:
     parser.add_argument("--rss-slack-mib", type=float, default=64.0)
     parser.add_argument("--csv", default="soak_train.csv")
     parser.add_argument("--png", default=None)
+    parser.add_argument("--batches", type=int, default=256,
+                        help="distinct random batches cycled through (few: the model memorises them)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -117,12 +120,17 @@ def main() -> int:
     config = gpt_config(sizes)
     model = SimpleModel(config)
     optimizer = make_optimizer(model, config)
-    batches = gpt_batches(sizes, 16, args.seed)
+    batches = gpt_batches(sizes, args.batches, args.seed)
     tokens_per_step = sizes["batch"] * sizes["context"]
     poller = Poller(device, inspector, args.seed)
     poller.start()
 
-    rows, failures, step_times = [], [], []
+    # Rows go to the CSV as they are made; in memory only what the checks need (the soak must
+    # not grow the process it measures).
+    csv_file = open(args.csv, "w", newline="")
+    writer = None
+    rates, failures = [], []
+    step_times = collections.deque(maxlen=args.sample_steps)
     baseline = None
     start = time.perf_counter()
     deadline = start + args.minutes * 60
@@ -141,15 +149,20 @@ def main() -> int:
         if step % args.sample_steps and step != args.warmup_steps:
             continue
         stats = device.memory_stats()
-        window = step_times[-args.sample_steps:]
+        window = list(step_times)
         row = dict(seconds=round(time.perf_counter() - start, 3), step=step, loss=loss,
                    tokens_per_s=tokens_per_step * len(window) / sum(window),
                    bytes_in_use=stats["bytes_in_use"], bytes_reserved=stats["bytes_reserved"],
                    live_buffers=stats["live_buffers"], programs=stats.get("programs", 0),
                    kernels=stats.get("kernels", 0), rss=resident_bytes(), polls=poller.polls)
-        rows.append(row)
+        if writer is None:
+            writer = csv.DictWriter(csv_file, fieldnames=list(row))
+            writer.writeheader()
+        writer.writerow(row)
         if step < args.warmup_steps:
             continue
+        rates.append(row["tokens_per_s"])
+        last = row
         if baseline is None:
             baseline, rss_start = row, row["rss"]
             continue
@@ -165,29 +178,25 @@ def main() -> int:
         failures.append(f"poll: {poller.error}")
     inspector.close()
 
-    if rows:
-        with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-    steady = [r for r in rows if r["step"] > args.warmup_steps]
-    if steady:
-        tenth = max(1, len(steady) // 10)
-        early = median([r["tokens_per_s"] for r in steady[tenth:2 * tenth]] or
-                       [steady[0]["tokens_per_s"]])
-        late = median([r["tokens_per_s"] for r in steady[-tenth:]])
+    csv_file.close()
+    if rates:
+        tenth = max(1, len(rates) // 10)
+        early = median(rates[tenth:2 * tenth] or rates[:1])
+        late = median(rates[-tenth:])
         if late < args.flat * early:
             failures.append(f"tokens/s fell from {early:,.0f} to {late:,.0f}")
-        growth = (rows[-1]["rss"] - rss_start) / 2**20
+        growth = (last["rss"] - rss_start) / 2**20
         if growth > args.rss_slack_mib:
             failures.append(f"resident memory grew {growth:.1f} MiB")
         print(f"soak: {step} steps in {time.perf_counter() - start:.0f} s, {poller.polls} polls, "
               f"tokens/s {early:,.0f} (early) -> {late:,.0f} (late), bytes in use "
-              f"{steady[-1]['bytes_in_use']:,}, reserved {steady[-1]['bytes_reserved']:,}, "
-              f"live buffers {steady[-1]['live_buffers']}, resident growth {growth:+.1f} MiB")
+              f"{last['bytes_in_use']:,}, reserved {last['bytes_reserved']:,}, "
+              f"live buffers {last['live_buffers']}, resident growth {growth:+.1f} MiB")
     else:
         failures.append(f"only {step} steps: nothing after the {args.warmup_steps} warm-up steps")
-    if args.png and rows:
+    if args.png and writer is not None:
+        with open(args.csv, newline="") as f:
+            rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
         plot(rows, args.png, f"{args.preset} GPT, {args.precision}, {device.info().get('name', '')}")
     for failure in failures:
         print(f"soak FAILED: {failure}")
