@@ -160,6 +160,14 @@ const std::vector<DeviceInfo>& visible_devices() {
   return lists.back();
 }
 
+const std::vector<DeviceInfo>& enumerated_devices() {
+  const auto& devices = visible_devices();
+  if (std::string failures = enumeration_failures(); !failures.empty()) {
+    fail(Status::kDeviceError, "the OpenCL devices could not be enumerated: {}", failures);
+  }
+  return devices;
+}
+
 std::string enumeration_failures() {
   std::lock_guard lock(enumeration_mutex);
   return last_failures;

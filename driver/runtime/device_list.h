@@ -14,6 +14,8 @@ namespace aethercl {
 // until then enumeration_failures() names the failed calls ("" after a complete enumeration).
 const std::vector<DeviceInfo>& visible_devices();
 std::string enumeration_failures();
+// visible_devices(), or an Error (kDeviceError) naming the calls that failed in the enumeration.
+const std::vector<DeviceInfo>& enumerated_devices();
 
 // Stable order: GPUs, then accelerators, then CPUs, then others; ties keep platform/device order.
 std::vector<DeviceInfo> order_devices(std::vector<DeviceInfo> devices);

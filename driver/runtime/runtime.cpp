@@ -36,11 +36,7 @@ Runtime& Runtime::instance() {
 }
 
 void Runtime::initialize(int gpu_index) {
-  const auto& devices = visible_devices();
-  if (devices.empty() && !enumeration_failures().empty()) {
-    fail(Status::kDeviceError, "the OpenCL devices could not be enumerated: {}",
-         enumeration_failures());
-  }
+  const auto& devices = enumerated_devices();
   if (devices.empty()) {
     fail(Status::kNoDevice,
          "no OpenCL device found (check that an ICD is installed under /etc/OpenCL/vendors, "
@@ -48,9 +44,8 @@ void Runtime::initialize(int gpu_index) {
          env::kDevices);
   }
   if (gpu_index < 0 || static_cast<std::size_t>(gpu_index) >= devices.size()) {
-    std::string failures = enumeration_failures();
-    fail(Status::kNoDevice, "gpu_index {} is out of range; the devices are: {}{}", gpu_index,
-         describe_devices(devices), failures.empty() ? "" : " (enumeration failed: " + failures + ")");
+    fail(Status::kNoDevice, "gpu_index {} is out of range; the devices are: {}", gpu_index,
+         describe_devices(devices));
   }
   std::unique_lock lock(lifecycle_mutex_);
   if (devices_.count(gpu_index) != 0) return;

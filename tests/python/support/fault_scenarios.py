@@ -158,7 +158,10 @@ def collective(lib):
     """An all-reduce over the first two devices (PoCL: POCL_DEVICES="pthread pthread")."""
     from aethercl import Device
     from aethercl.collectives import Communicator
-    if lib.aethercl_device_count() < 2:
+    count = lib.aethercl_device_count()
+    if count == 0 and lib.aethercl_last_error_code() != 0:
+        raise lib.error("aethercl_device_count")
+    if count < 2:
         return "skipped: fewer than two devices"
     r = rng()
     arrays = [r.standard_normal(33, np.float32) for _ in range(2)]
