@@ -22,7 +22,7 @@ AETHERCL_API int aethercl_last_error_code(void) { return static_cast<int>(last_e
 AETHERCL_API const char* aethercl_status_name(int status) { return status_name(status); }
 
 AETHERCL_API int aethercl_device_count(void) {
-  return api::guarded(__func__, 0, [] { return static_cast<int>(visible_devices().size()); });
+  return api::guarded(__func__, 0, [] { return static_cast<int>(enumerated_devices().size()); });
 }
 
 AETHERCL_API size_t aethercl_device_info(int gpu_index, char* buffer, size_t capacity) {

@@ -12,7 +12,7 @@
 namespace aethercl::ops {
 
 std::string device_json(int gpu_index) {
-  const auto& devices = visible_devices();
+  const auto& devices = enumerated_devices();
   if (gpu_index < 0 || static_cast<std::size_t>(gpu_index) >= devices.size()) {
     fail(Status::kNoDevice, "gpu_index {} is out of range; the devices are: {}", gpu_index,
          describe_devices(devices));

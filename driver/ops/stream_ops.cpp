@@ -111,7 +111,7 @@ void stream_synchronize(DeviceCall& call, void* stream) {
   device.drain();
   std::uint64_t id = target.id();
   cl_command_queue queue = target.queue();
-  clRetainCommandQueue(queue);
+  cl::check(clRetainCommandQueue(queue), "clRetainCommandQueue");
   cl::Queue held(queue);  // the stream may be destroyed by another thread while we wait
   call.release_device();
   cl::check(clFinish(held.get()), "clFinish");
@@ -150,12 +150,14 @@ void stream_wait_event(DeviceCall& call, void* stream, void* event) {
   cl::Event user(clCreateUserEvent(device.context(), &status));
   cl::check(status, "clCreateUserEvent");
   auto* relay = new Relay{user.get(), record->event.get()};
-  clRetainEvent(relay->user_event);
-  clRetainEvent(relay->foreign_event);
-  status = clSetEventCallback(relay->foreign_event, CL_COMPLETE, relay_completion, relay);
+  const bool user_held = clRetainEvent(relay->user_event) == CL_SUCCESS;
+  const bool foreign_held = clRetainEvent(relay->foreign_event) == CL_SUCCESS;
+  status = user_held && foreign_held
+               ? clSetEventCallback(relay->foreign_event, CL_COMPLETE, relay_completion, relay)
+               : CL_OUT_OF_RESOURCES;
   if (status != CL_SUCCESS) {
-    clReleaseEvent(relay->user_event);
-    clReleaseEvent(relay->foreign_event);
+    if (user_held) clReleaseEvent(relay->user_event);
+    if (foreign_held) clReleaseEvent(relay->foreign_event);
     delete relay;
     // No callback: wait on the host now, then there is nothing left to wait for.
     cl_event foreign = record->event.get();

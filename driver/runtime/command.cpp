@@ -33,7 +33,7 @@ void Command::copy_into(Command& target, cl_command_queue on_queue) const {
   target.pattern = pattern;
   target.blocking = blocking;
   target.command_buffer = command_buffer;
-  if (wait_for) clRetainEvent(wait_for.get());
+  if (wait_for) cl::check(clRetainEvent(wait_for.get()), "clRetainEvent");
   target.wait_for.reset(wait_for.get());
 }
 

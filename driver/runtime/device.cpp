@@ -188,7 +188,7 @@ void Device::free_block(PoolBlock block, const std::vector<std::uint64_t>& used_
     }
     for (auto& [retired_id, event] : retired_) {
       if (retired_id == id && !event_complete(event.get())) {
-        clRetainEvent(event.get());
+        cl::check(clRetainEvent(event.get()), "clRetainEvent");
         events.emplace_back(event.get());
       }
     }

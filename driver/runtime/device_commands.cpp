@@ -50,7 +50,10 @@ void Device::run_now(const Command& command, std::uint64_t traced_bytes, cl_even
   cl_event event = nullptr;
   execute(command, &event);
   if (keep != nullptr) {
-    clRetainEvent(event);
+    if (cl_int status = clRetainEvent(event); status != CL_SUCCESS) {
+      clReleaseEvent(event);
+      cl::check(status, "clRetainEvent");
+    }
     *keep = event;
   }
   if (!tracking()) {
@@ -102,7 +105,7 @@ cl_command_queue Device::queue_for_interop(Stream& stream) {
   bool kept = std::any_of(interop_queues_.begin(), interop_queues_.end(),
                           [&](const cl::Queue& held) { return held.get() == queue; });
   if (!kept) {
-    clRetainCommandQueue(queue);
+    cl::check(clRetainCommandQueue(queue), "clRetainCommandQueue");
     interop_queues_.emplace_back(queue);
   }
   return queue;
@@ -256,7 +259,7 @@ void Device::wait_for_event(Stream& stream, cl_event event) {
   Command command;
   command.kind = Command::Kind::kWait;
   command.queue = stream.queue();
-  clRetainEvent(event);
+  cl::check(clRetainEvent(event), "clRetainEvent");
   command.wait_for.reset(event);
   submit(std::move(command));
 }

@@ -63,7 +63,7 @@ cl::Event Device::stream_tail(std::uint64_t id) {
   if (Stream* stream = find_stream(id)) return record_event(*stream);
   for (auto& [retired_id, event] : retired_) {
     if (retired_id == id) {
-      clRetainEvent(event.get());
+      cl::check(clRetainEvent(event.get()), "clRetainEvent");
       return cl::Event(event.get());
     }
   }

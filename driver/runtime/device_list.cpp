@@ -9,8 +9,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
+#include <list>
+#include <mutex>
 
 namespace aethercl {
 namespace {
@@ -28,36 +31,50 @@ std::string trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
-std::vector<DeviceInfo> enumerate_all() {
+constexpr cl_int kPlatformNotFound = -1001;  // CL_PLATFORM_NOT_FOUND_KHR: the loader has no ICD
+
+// Whether an enumeration call failed (as opposed to finding nothing); the failure goes to failures.
+bool failed(cl_int status, const char* call, std::vector<std::string>& failures) {
+  if (status == CL_SUCCESS || status == kPlatformNotFound || status == CL_DEVICE_NOT_FOUND)
+    return false;
+  failures.push_back(fmt::format("{} failed: {} ({})", call, cl::error_name(status), status));
+  return true;
+}
+
+std::vector<DeviceInfo> enumerate_all(std::vector<std::string>& failures) {
   note_opencl_use();  // from here on, a forked child cannot use this process's OpenCL state
   std::vector<DeviceInfo> devices;
   cl_uint platform_count = 0;
-  if (clGetPlatformIDs(0, nullptr, &platform_count) != CL_SUCCESS || platform_count == 0) {
+  cl_int status = clGetPlatformIDs(0, nullptr, &platform_count);
+  if (failed(status, "clGetPlatformIDs", failures) || status != CL_SUCCESS || platform_count == 0)
     return devices;
-  }
   std::vector<cl_platform_id> platforms(platform_count);
-  if (clGetPlatformIDs(platform_count, platforms.data(), nullptr) != CL_SUCCESS) return devices;
+  if (failed(clGetPlatformIDs(platform_count, platforms.data(), nullptr), "clGetPlatformIDs",
+             failures))
+    return devices;
   for (cl_platform_id platform : platforms) {
     cl_uint device_count = 0;
-    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count) != CL_SUCCESS ||
-        device_count == 0) {
+    status = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count);
+    if (failed(status, "clGetDeviceIDs", failures) || status != CL_SUCCESS || device_count == 0)
       continue;
-    }
     std::vector<cl_device_id> ids(device_count);
-    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, ids.data(), nullptr) !=
-        CL_SUCCESS) {
+    if (failed(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, ids.data(), nullptr),
+               "clGetDeviceIDs", failures))
       continue;
-    }
     for (cl_device_id id : ids) {
       try {
         devices.push_back(query_device_info(platform, id));
       } catch (const Error& error) {
         log().warn("skipping an OpenCL device whose properties cannot be read: {}", error.what());
+        failures.push_back(error.what());
       }
     }
   }
   return devices;
 }
+
+std::mutex enumeration_mutex;
+std::string last_failures;  // of the last enumeration, under enumeration_mutex
 
 }  // namespace
 
@@ -114,8 +131,15 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& ordered,
 }
 
 const std::vector<DeviceInfo>& visible_devices() {
-  static const std::vector<DeviceInfo> devices = [] {
-    std::vector<DeviceInfo> ordered = order_devices(enumerate_all());
+  // Lists handed out stay valid: an incomplete one is kept when the next enumeration replaces it.
+  static std::list<std::vector<DeviceInfo>> lists;
+  static std::atomic<bool> complete{false};
+  if (complete.load(std::memory_order_acquire)) return lists.back();
+  std::lock_guard lock(enumeration_mutex);
+  if (complete.load(std::memory_order_relaxed)) return lists.back();
+  std::vector<std::string> failures;
+  lists.push_back([&] {
+    std::vector<DeviceInfo> ordered = order_devices(enumerate_all(failures));
     std::string spec = env::get(env::kDevices).value_or("");
     std::vector<std::string> unmatched;
     std::vector<DeviceInfo> visible = select_devices(ordered, spec, &unmatched);
@@ -130,8 +154,23 @@ const std::vector<DeviceInfo>& visible_devices() {
                                         describe_devices(visible), describe_devices(ordered)));
     }
     return visible;
-  }();
+  }());
+  last_failures = fmt::format("{}", fmt::join(failures, "; "));
+  complete.store(failures.empty(), std::memory_order_release);
+  return lists.back();
+}
+
+const std::vector<DeviceInfo>& enumerated_devices() {
+  const auto& devices = visible_devices();
+  if (std::string failures = enumeration_failures(); !failures.empty()) {
+    fail(Status::kDeviceError, "the OpenCL devices could not be enumerated: {}", failures);
+  }
   return devices;
+}
+
+std::string enumeration_failures() {
+  std::lock_guard lock(enumeration_mutex);
+  return last_failures;
 }
 
 std::string describe_devices(const std::vector<DeviceInfo>& devices) {

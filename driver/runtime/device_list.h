@@ -10,7 +10,12 @@
 namespace aethercl {
 
 // Enumerates once per process (thread-safe); an empty list when no platform or device exists.
+// An enumeration in which an OpenCL call failed is not kept: the next call enumerates again, and
+// until then enumeration_failures() names the failed calls ("" after a complete enumeration).
 const std::vector<DeviceInfo>& visible_devices();
+std::string enumeration_failures();
+// visible_devices(), or an Error (kDeviceError) naming the calls that failed in the enumeration.
+const std::vector<DeviceInfo>& enumerated_devices();
 
 // Stable order: GPUs, then accelerators, then CPUs, then others; ties keep platform/device order.
 std::vector<DeviceInfo> order_devices(std::vector<DeviceInfo> devices);

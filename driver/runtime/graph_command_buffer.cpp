@@ -205,7 +205,11 @@ void* GraphCommandBuffers::record(const Graph& graph, cl_command_queue queue) {
     throw;
   }
   buffers_.push_back(std::move(recorded));  // may throw: the queue is retained after it
-  clRetainCommandQueue(queue);
+  if (cl_int retained = clRetainCommandQueue(queue); retained != CL_SUCCESS) {
+    api_.release(buffer);
+    buffers_.pop_back();
+    cl::check(retained, "clRetainCommandQueue");
+  }
   buffers_.back()->queue = queue;
   return buffers_.back().get();
 }

@@ -48,8 +48,8 @@ void KernelLog::record(const LaunchRecord& launch, std::uintptr_t stream, cl_eve
   entry.has_local = !geometry.runtime_picks_local;
   entry.queued_ns = monotonic_ns();
   entry.timed = false;
-  entry.event = event;
-  if (event != nullptr) clRetainEvent(event);
+  // Without a reference of its own (the runtime refused one) the entry has no event to time.
+  entry.event = event != nullptr && clRetainEvent(event) == CL_SUCCESS ? event : nullptr;
   ++recorded_;
 }
 

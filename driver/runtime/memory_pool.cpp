@@ -134,6 +134,15 @@ void MemoryPool::release(PoolBlock block, std::vector<cl::Event> events) noexcep
   release_mem(block.mem);
 }
 
+// A new reference to retired, or (false) when the runtime refuses one, the wait for it done on the
+// host now, so that what would have waited on it needs no event.
+static bool hold_or_wait(cl_event retired) {
+  if (clRetainEvent(retired) == CL_SUCCESS) return true;
+  if (clWaitForEvents(1, &retired) != CL_SUCCESS)
+    log().warn("a retired stream's work could not be waited for; its blocks are reused as is");
+  return false;
+}
+
 void MemoryPool::retire_stream(std::uint64_t stream, cl_event retired) {
   for (auto it = free_blocks_.begin(); it != free_blocks_.end();) {
     if (it->first.first != stream) {
@@ -141,7 +150,11 @@ void MemoryPool::retire_stream(std::uint64_t stream, cl_event retired) {
       continue;
     }
     PoolBlock block{it->second, it->first.second, kAnyStream};
-    clRetainEvent(retired);
+    if (!hold_or_wait(retired)) {
+      free_blocks_.emplace(std::make_pair(kAnyStream, block.capacity), block.mem);
+      it = free_blocks_.erase(it);
+      continue;
+    }
     std::vector<cl::Event> events;
     events.emplace_back(retired);
     waiting_.push_back(Waiting{block, std::move(events)});
@@ -149,8 +162,7 @@ void MemoryPool::retire_stream(std::uint64_t stream, cl_event retired) {
   }
   for (Waiting& waiting : waiting_) {
     if (waiting.block.stream != stream) continue;
-    clRetainEvent(retired);
-    waiting.events.emplace_back(retired);
+    if (hold_or_wait(retired)) waiting.events.emplace_back(retired);
     waiting.block.stream = kAnyStream;
   }
 }

@@ -8,7 +8,7 @@ namespace aethercl {
 
 PinnedMemory::PinnedMemory(cl_context context, cl_command_queue map_queue, std::uint64_t size)
     : size_(size) {
-  clRetainCommandQueue(map_queue);
+  cl::check(clRetainCommandQueue(map_queue), "clRetainCommandQueue");
   queue_.reset(map_queue);
   cl_int status = CL_SUCCESS;
   mem_.reset(clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr,

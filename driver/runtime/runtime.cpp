@@ -36,7 +36,7 @@ Runtime& Runtime::instance() {
 }
 
 void Runtime::initialize(int gpu_index) {
-  const auto& devices = visible_devices();
+  const auto& devices = enumerated_devices();
   if (devices.empty()) {
     fail(Status::kNoDevice,
          "no OpenCL device found (check that an ICD is installed under /etc/OpenCL/vendors, "

@@ -34,8 +34,8 @@ void Tracer::start(std::string path) {
 
 void Tracer::record(int device_index, cl_event event, std::string name, const char* category,
                     const char* api, std::uint64_t bytes) {
-  if (!active() || event == nullptr) return;
-  clRetainEvent(event);
+  // Without a reference of its own (the runtime refused one) the command is not timed.
+  if (!active() || event == nullptr || clRetainEvent(event) != CL_SUCCESS) return;
   std::lock_guard lock(mutex_);
   pending_.push_back(Pending{device_index, cl::Event(event), std::move(name), category, api, bytes});
   if (pending_.size() >= kMaxPending) collect_locked(true);

@@ -345,7 +345,9 @@ AETHERCL_API int aethercl_last_error_code(void);
 /* A static name for a status code ("AETHERCL_OUT_OF_RANGE"), "AETHERCL_UNKNOWN_STATUS" otherwise. */
 AETHERCL_API const char* aethercl_status_name(int status);
 
-/* Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none. */
+/* Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none, and
+ * 0 with a message naming the call when an OpenCL call of the enumeration failed (the next call
+ * enumerates again, as do initialize_gpu and aethercl_device_info, which fail the same way). */
 AETHERCL_API int aethercl_device_count(void);
 
 /* Writes a JSON object describing visible device gpu_index (name, vendor, platform, type, compute

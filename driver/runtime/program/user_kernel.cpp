@@ -10,13 +10,21 @@
 namespace aethercl {
 namespace {
 
+// False when the runtime keeps no argument info (CL_KERNEL_ARG_INFO_NOT_AVAILABLE); any other
+// failure of the query throws, naming it, rather than passing for a parameter of no type.
+bool arg_info_available(cl_int status) {
+  if (status == CL_KERNEL_ARG_INFO_NOT_AVAILABLE) return false;
+  cl::check(status, "clGetKernelArgInfo");
+  return true;
+}
+
 std::optional<std::string> arg_string(cl_kernel kernel, cl_uint index, cl_kernel_arg_info what) {
   size_t size = 0;
-  if (clGetKernelArgInfo(kernel, index, what, 0, nullptr, &size) != CL_SUCCESS) return std::nullopt;
-  std::string text(size, '\0');
-  if (clGetKernelArgInfo(kernel, index, what, size, text.data(), nullptr) != CL_SUCCESS) {
+  if (!arg_info_available(clGetKernelArgInfo(kernel, index, what, 0, nullptr, &size)))
     return std::nullopt;
-  }
+  std::string text(size, '\0');
+  if (!arg_info_available(clGetKernelArgInfo(kernel, index, what, size, text.data(), nullptr)))
+    return std::nullopt;
   while (!text.empty() && text.back() == '\0') text.pop_back();
   return text;
 }
@@ -26,8 +34,9 @@ bool describe_parameters(UserKernel& kernel, cl_uint count, std::uint32_t addres
   kernel.parameters.assign(count, KernelParameter{});
   for (cl_uint i = 0; i < count; ++i) {
     cl_kernel_arg_address_qualifier qualifier = 0;
-    if (clGetKernelArgInfo(kernel.kernel.handle.get(), i, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-                           sizeof(qualifier), &qualifier, nullptr) != CL_SUCCESS) {
+    if (!arg_info_available(clGetKernelArgInfo(kernel.kernel.handle.get(), i,
+                                               CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(qualifier),
+                                               &qualifier, nullptr))) {
       kernel.parameters.assign(count, KernelParameter{});
       return false;
     }
