@@ -5,8 +5,9 @@ with each error the specification lets that call return. Every run must end norm
 no hang) with either the results of a run without faults or a failure the library reported with a
 message naming the OpenCL call or its error; the same scenario must then succeed in the same
 process, and shutdown_driver must leave no OpenCL object held. The default run samples the Ns
-(the first call of every OpenCL function with every error, and about SAMPLED_EXTRA more);
-AETHERCL_TEST_FULL=1 runs every N with every error. Under ASan the children detect leaks too.
+(the first call of every OpenCL function with every error, and about SAMPLED_EXTRA more;
+with AETHERCL_TEST_STRENGTH=1, as in CI, that first call with one error, the errors taken in
+turn); AETHERCL_TEST_FULL=1 runs every N with every error. Under ASan the children detect leaks too.
 Each scenario prints its counts and writes them to the build folder (cl_faults_<scenario>.json)."""
 import json
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support import fault_loop
-from support.sampling import full_matrix_requested
+from support.sampling import full_matrix_requested, strength_cap
 
 HERE = Path(__file__).resolve().parent
 LSAN_SUPPRESSIONS = HERE.parents[1] / "tests" / "faults" / "lsan.supp"
@@ -41,7 +42,8 @@ def leak_detection(monkeypatch):
 
 @pytest.mark.parametrize("scenario", ["seed", "launch", "graph", "sim", "collective", "train"])
 def test_every_opencl_call_can_fail(scenario):
-    summary = fault_loop.loop(scenario, layer_path(), full=full_matrix_requested(), jobs=2)
+    summary = fault_loop.loop(scenario, layer_path(), full=full_matrix_requested(), jobs=2,
+                              light=strength_cap() == 1)
     if summary["skipped"]:
         pytest.skip(f"{scenario}: {summary['skipped']}")
     build = Path(os.environ.get("AETHERCL_BUILD_DIR", HERE.parents[1] / "build"))
