@@ -8,6 +8,8 @@
 #include "runtime/scratch.h"
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <optional>
 
 namespace aethercl::ops {
 namespace {
@@ -43,13 +45,25 @@ std::uint64_t row_blocks(const Device& device, std::uint64_t rows, std::uint64_t
   return std::min({wanted, rows / kMinBlockRows, kMaxBlocks});
 }
 
-// out[n] = sum of rows x cols `in` over its rows, in two passes through scratch partials.
-void reduce_sum_two_level(DeviceCall& call, cl_mem in, cl_mem out, std::uint64_t rows,
+// out[n] = sum of rows x cols `in` over its rows, in two passes through scratch partials. The
+// partials are an optional workspace: half as many blocks where they do not fit; false (nothing
+// enqueued) where not even two blocks' do, and the single kernel sums the rows.
+bool reduce_sum_two_level(DeviceCall& call, cl_mem in, cl_mem out, std::uint64_t rows,
                           std::uint64_t cols, std::uint64_t blocks) {
   Device& device = call.device();
-  const std::uint64_t span = (rows + blocks - 1) / blocks;
-  blocks = (rows + span - 1) / span;  // no empty block
-  Scratch parts(call, 2 * blocks * cols * sizeof(float));
+  std::optional<Scratch> scratch;
+  std::uint64_t span = 0;
+  for (; blocks >= 2; blocks /= 2) {
+    span = (rows + blocks - 1) / blocks;
+    const std::uint64_t used = (rows + span - 1) / span;  // no empty block
+    if (optional_scratch(scratch, call, 2 * used * cols * sizeof(float),
+                         fmt::format("the partial sums of {} row blocks", used))) {
+      blocks = used;
+      break;
+    }
+  }
+  if (!scratch) return false;
+  const Scratch& parts = *scratch;
   Kernel& partial = family_kernel(call, kFamily, "reduce_sum_columns_partial");
   const std::size_t lx = static_cast<std::size_t>(std::min<std::uint64_t>(
       {work_group_limit(device, partial, kPartialGroupColumns), cols}));
@@ -62,6 +76,7 @@ void reduce_sum_two_level(DeviceCall& call, cl_mem in, cl_mem out, std::uint64_t
   Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_fold");
   call.launch(fold, linear_geometry(device, fold, cols), parts.mem(), out,
               static_cast<cl_ulong>(cols), static_cast<cl_ulong>(blocks));
+  return true;
 }
 
 }  // namespace
@@ -79,8 +94,8 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
 
   const std::uint64_t rows = count / out_count;
   Device& device = call.device();
-  if (const std::uint64_t blocks = row_blocks(device, rows, out_count); blocks > 1) {
-    reduce_sum_two_level(call, in_mem, out_mem, rows, out_count, blocks);
+  if (const std::uint64_t blocks = row_blocks(device, rows, out_count);
+      blocks > 1 && reduce_sum_two_level(call, in_mem, out_mem, rows, out_count, blocks)) {
     return;
   }
   Kernel& kernel = family_kernel(call, kFamily, "reduce_sum_columns");

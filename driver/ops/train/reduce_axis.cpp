@@ -9,6 +9,8 @@
 #include <aethercl/driver.h>
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <optional>
 #include <string>
 
 namespace aethercl::ops::train {
@@ -75,17 +77,35 @@ Split split_of(const Device& device, const AxisView& v) {
 
 // One item per output (reduce_axis_items), or the split form into partials and their fold. y is
 // the float output (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
+// The partials are an optional workspace: half as many chunks where they do not fit, down to
+// two; without room for those, one item per output.
 void reduce_items(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
-  const Split s = split_of(call.device(), v);
-  if (s.chunks <= 1) {
+  Split s = split_of(call.device(), v);
+  std::optional<Scratch> sums_slot, values_slot, indices_slot;
+  for (; s.chunks >= 2; s.chunks /= 2) {
+    s.span = (v.len + s.chunks - 1) / s.chunks;
+    const std::uint64_t chunks = (v.len + s.span - 1) / s.span;  // no empty chunk
+    const std::uint64_t parts = v.outer * chunks * v.inner;
+    const std::string purpose = fmt::format("the partials of {} chunks per output", chunks);
+    values_slot.reset();
+    if (optional_scratch(sums_slot, call, bytes_of(parts, acc_bytes(call.device())), purpose) &&
+        optional_scratch(values_slot, call, bytes_of(parts, sizeof(float)), purpose) &&
+        optional_scratch(indices_slot, call, bytes_of(parts, sizeof(cl_int)), purpose)) {
+      s.chunks = chunks;
+      break;
+    }
+    sums_slot.reset();
+    values_slot.reset();
+  }
+  if (!indices_slot) {
     launch_linear(call, kFamily, "reduce_axis_items", v.outputs(), x_mem, y_mem, y_mem,
                   ul(v.outer), ul(v.len), ul(v.inner), op);
     return;
   }
   const std::uint64_t parts = v.outer * s.chunks * v.inner;
-  Scratch sums(call, bytes_of(parts, acc_bytes(call.device())));
-  Scratch values(call, bytes_of(parts, sizeof(float)));
-  Scratch indices(call, bytes_of(parts, sizeof(cl_int)));
+  const Scratch& sums = *sums_slot;
+  const Scratch& values = *values_slot;
+  const Scratch& indices = *indices_slot;
   launch_linear(call, kFamily, "reduce_axis_partial", parts, x_mem, sums.mem(), values.mem(),
                 indices.mem(), ul(v.outer), ul(v.len), ul(v.inner), ul(s.chunks), ul(s.span), op);
   launch_linear(call, kFamily, "reduce_axis_combine", v.outputs(), sums.mem(), values.mem(),
