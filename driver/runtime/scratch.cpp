@@ -13,6 +13,25 @@ Scratch::Scratch(DeviceCall& call, std::uint64_t bytes)
       block_(call.device().allocate(call.stream(), std::max<std::uint64_t>(bytes, 4))),
       bytes_(std::max<std::uint64_t>(bytes, 4)) {}
 
+namespace {
+
+PoolBlock acquire_intrinsic(DeviceCall& call, std::uint64_t bytes, std::string_view purpose) {
+  try {
+    return call.device().allocate(call.stream(), bytes);
+  } catch (const Error& error) {
+    if (error.status() != Status::kOutOfMemory) throw;
+    fail(Status::kOutOfMemory, "{} needs {} bytes of device memory, which no path does without: "
+         "{}", purpose, bytes, error.what());
+  }
+}
+
+}  // namespace
+
+Scratch::Scratch(DeviceCall& call, std::uint64_t bytes, std::string_view purpose)
+    : device_(call.device()),
+      block_(acquire_intrinsic(call, std::max<std::uint64_t>(bytes, 4), purpose)),
+      bytes_(std::max<std::uint64_t>(bytes, 4)) {}
+
 Scratch::~Scratch() { device_.release_scratch(block_); }
 
 bool optional_scratch(std::optional<Scratch>& slot, DeviceCall& call, std::uint64_t bytes,

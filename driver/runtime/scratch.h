@@ -18,6 +18,9 @@ namespace aethercl {
 class Scratch {
  public:
   Scratch(DeviceCall& call, std::uint64_t bytes);
+  // An intrinsic workspace (no path does without it): where the pool refuses it, the
+  // kOutOfMemory message says that `purpose` needs bytes.
+  Scratch(DeviceCall& call, std::uint64_t bytes, std::string_view purpose);
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch();

@@ -432,4 +432,25 @@ def test_smallest_limit_runs_every_op_family(tmp_path, name):
     code, message, _ = report["error"]
     assert code == OUT_OF_MEMORY, report
     assert "bytes" in message and "exhausted" in message, message
+    if case["intrinsic"]:  # the op names the workspace it could not do without
+        assert "which no path does without" in message, message
     assert report["usable"] is True and report["reserved_end"] == 0, report
+
+
+def test_split_k_takes_fewer_slices_before_none(tmp_path):
+    """Room for two slices' partial products (16 x 8 floats each, one 1 KiB block) beside the
+    plain form: the product runs as two slices after the device's count and its halvings down to
+    4 did not fit, not unsplit."""
+    case = CASES["matmul_split_k"](np.random.default_rng(7))
+    limit = plain_form_bytes(case) + scratch(2 * 16 * 8 * F32)
+    report, results, log = run_case(tmp_path, "two", case, case["inputs"], limit)
+    assert report["stage"] == "done", report
+    check_results(case, results, f"limit {limit}")
+    refused = [int(l.split(" k slices")[0].rsplit(" ", 1)[1]) for l in log.splitlines()
+               if "partial products" in l]
+    assert refused, log[-3000:]
+    first = refused[0]  # the device's choice (16 on a PoCL CPU: k / 64)
+    if first & (first - 1):
+        pytest.skip(f"this device starts at {first} slices, whose halving does not reach 2")
+    assert refused == [first >> i for i in range(len(refused))] and refused[-1] == 4, refused
+    assert "runs unsplit" not in log

@@ -230,8 +230,10 @@ void chunk_scratch(DeviceCall& call, const ConvShape& s, ChunkScratch& out) {
     out.mat.reset();
     const std::string purpose = fmt::format("convolution columns of {} images", nc);
     if (nc == 1) {  // intrinsic
-      out.cols.emplace(call, bytes_of(s.groups * k * s.positions(), 4));
-      out.mat.emplace(call, bytes_of(s.c_out * s.positions(), 4));
+      out.cols.emplace(call, bytes_of(s.groups * k * s.positions(), 4),
+                       "one image's convolution column matrix");
+      out.mat.emplace(call, bytes_of(s.c_out * s.positions(), 4),
+                      "one image's convolution output matrix");
     } else if (!optional_scratch(out.cols, call, bytes_of(s.groups * k * nc * s.positions(), 4),
                                  purpose) ||
                !optional_scratch(out.mat, call, bytes_of(s.c_out * nc * s.positions(), 4),
