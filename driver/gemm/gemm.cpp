@@ -226,8 +226,7 @@ void enqueue_gemm(DeviceCall& call, const GemmProblem& p) {
     // meet a different tile default there (and an override meant for the whole product).
     GemmProblem portable = p;
     portable.tensor_cores = false;
-    enqueue_split_k(call, portable, slices);
-    return;
+    if (enqueue_split_k(call, portable, slices)) return;
   }
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);

@@ -3,9 +3,11 @@
 
 #include "runtime/family_launch.h"
 #include "runtime/scratch.h"
+#include "support/log.h"
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 
 namespace aethercl::gemm {
 namespace {
@@ -53,15 +55,28 @@ std::uint64_t split_k_slices(Device& device, const GemmProblem& p, const GemmPar
   return split_k_slices(device, p, groups, params.work_group_size());
 }
 
-void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
+bool enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
                      std::uint64_t k_multiple, const SliceProduct& product) {
   Device& device = call.device();
-  const std::uint64_t slice_k = p.k / slices / k_multiple * k_multiple;
-  const std::uint64_t tail = p.k - slices * slice_k;  // the rest, as one more product
-  const std::uint64_t parts = slices + (tail > 0 ? 1 : 0);
+  // The partial products are an optional workspace: halve the slices until they fit.
+  std::optional<Scratch> partials;
+  std::uint64_t slice_k = 0, tail = 0, parts = 0;
+  for (; slices >= 2; slices /= 2) {
+    slice_k = p.k / slices / k_multiple * k_multiple;
+    tail = p.k - slices * slice_k;  // the rest, as one more product
+    parts = slices + (tail > 0 ? 1 : 0);
+    if (optional_scratch(partials, call, parts * p.m * p.n * sizeof(float),
+                         fmt::format("the partial products of a {}x{}x{} product in {} k slices",
+                                     p.m, p.n, p.k, slices))) {
+      break;
+    }
+  }
+  if (!partials) {
+    log().debug("device {}: the {}x{}x{} product runs unsplit", device.index(), p.m, p.n, p.k);
+    return false;
+  }
   const std::uint64_t lda = leading_dimension(p.a, p.trans_a ? p.m : p.k);
   const std::uint64_t ldb = leading_dimension(p.b, p.trans_b ? p.k : p.n);
-  Scratch partials(call, parts * p.m * p.n * sizeof(float));
 
   auto enqueue_slices = [&](std::uint64_t k0, std::uint64_t k, std::uint64_t batch,
                             std::uint64_t first_part) {
@@ -72,7 +87,7 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
     // along B's stored rows only when B is transposed.
     slice.a = k_slice(p.a, !p.trans_a, lda, k0, k);
     slice.b = k_slice(p.b, p.trans_b, ldb, k0, k);
-    slice.c = GemmOperand{partials.view(), p.m * p.n, first_part * p.m * p.n, 0,
+    slice.c = GemmOperand{partials->view(), p.m * p.n, first_part * p.m * p.n, 0,
                           GemmStorage::kF32};
     slice.epilogue = GemmEpilogue{};  // applied by the fold
     if (product) {
@@ -89,12 +104,13 @@ void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slice
       fmt::format("-DFOLD_C_TYPE={}", static_cast<int>(p.c.storage)) +
           epilogue_options(p.epilogue));
   LaunchRecord record = make_launch(
-      fold, ops::linear_geometry(device, fold, p.m * p.n), partials.mem(), p.c.buffer.mem,
+      fold, ops::linear_geometry(device, fold, p.m * p.n), partials->mem(), p.c.buffer.mem,
       static_cast<cl_ulong>(p.m), static_cast<cl_ulong>(p.n),
       static_cast<cl_ulong>(leading_dimension(p.c, p.n)), static_cast<cl_ulong>(p.c.offset),
       static_cast<cl_ulong>(parts));
   add_epilogue_args(record.args, p.epilogue, p.c.buffer.mem);
   call.enqueue(record);
+  return true;
 }
 
 }  // namespace aethercl::gemm

@@ -30,8 +30,11 @@ using SliceProduct = std::function<void(DeviceCall& call, const GemmProblem& sli
 
 // Enqueues p (k_splittable) as `slices` k slices of k / slices rounded down to k_multiple (one
 // batched product into float32 scratch, through `product` or else enqueue_gemm, plus one product
-// for the rest of k) and their fold into C in slice order, rounded once to C's type.
-void enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
+// for the rest of k) and their fold into C in slice order, rounded once to C's type. The
+// partial products are an optional workspace: where they do not fit, half as many slices are
+// tried, down to two; false (nothing enqueued) when not even those fit, and the caller runs p
+// unsplit.
+[[nodiscard]] bool enqueue_split_k(DeviceCall& call, const GemmProblem& p, std::uint64_t slices,
                      std::uint64_t k_multiple = 1, const SliceProduct& product = {});
 
 }  // namespace aethercl::gemm

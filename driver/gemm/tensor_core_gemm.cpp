@@ -54,7 +54,8 @@ std::uint16_t f16_bits(float value) {
 bool rounds_with_cvt(Device& device, MmaMode mode);
 
 // Runs a 96 x 80 x 72 product of small integers (exact in every kind) through the kernel of
-// `kind` and compares it with the host's. Returns what went wrong, or "" when it matched.
+// `kind` and compares it with the host's. Returns what went wrong, or "" when it matched; throws
+// kOutOfMemory where its buffers or the kernel's copies find no room.
 std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
   Device& device = call.device();
   constexpr std::uint64_t m = 96, n = 80, k = 72;
@@ -95,11 +96,12 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
   Stream& stream = call.stream();
   // The probe runs and reads back at once, also when the call is being captured into a graph.
   CapturePause eager(stream);
-  PoolBlock blocks[3] = {device.allocate(stream, a_bytes.size()),
-                         device.allocate(stream, b_bytes.size()),
-                         device.allocate(stream, expected.size() * 4)};
+  PoolBlock blocks[3];
   std::string problem;
+  bool no_room = false;
   try {
+    const std::uint64_t sizes[3] = {a_bytes.size(), b_bytes.size(), expected.size() * 4};
+    for (int i = 0; i < 3; ++i) blocks[i] = device.allocate(stream, sizes[i]);
     device.write(stream, blocks[0].mem, 0, a_bytes.size(), a_bytes.data(), false);
     device.write(stream, blocks[1].mem, 0, b_bytes.size(), b_bytes.data(), false);
     p.a = {{blocks[0].mem, a_bytes.size()}, 0, 0, 0, storage};
@@ -129,8 +131,13 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
     }
   } catch (const Error& error) {
     problem = error.what();
+    // Memory refused says nothing about the kernel: the caller learns it, and nothing is kept.
+    no_room = error.status() == Status::kOutOfMemory;
   }
-  for (PoolBlock& block : blocks) device.free_block(block, {});
+  for (PoolBlock& block : blocks) {
+    if (block.mem != nullptr) device.free_block(block, {});
+  }
+  if (no_room) fail(Status::kOutOfMemory, "{}", problem);
   return problem;
 }
 
@@ -173,7 +180,17 @@ bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup
     return true;
   }
   if (it == kinds.end()) {
-    std::string problem = probe_kind(call, kind, mode, warpgroup);
+    std::string problem;
+    try {
+      problem = probe_kind(call, kind, mode, warpgroup);
+    } catch (const Error& error) {
+      // No room for the probe's operands: this product declines the kind, and a later one
+      // probes it again (nothing is remembered).
+      if (error.status() != Status::kOutOfMemory) throw;
+      log().debug("device {}: no room to probe the {} tensor-core GEMM; other kernels take this "
+                  "product: {}", device.index(), mma_kind_name(kind), error.what());
+      return false;
+    }
     if (!problem.empty()) {
       log().warn("device {} ({}): the {} tensor-core GEMM ({}) failed its probe; {} take over: "
                  "{}", device.index(), device.info().name, mma_kind_name(kind),
@@ -292,7 +309,19 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     std::vector<PoolBlock> temps;
     bool ran = false;
     try {
-      ran = enqueue_tensor_core_gemm(call, narrow_operands(call, p, *narrowed, temps));
+      std::optional<GemmProblem> narrow;
+      try {
+        narrow = narrow_operands(call, p, *narrowed, temps);
+      } catch (const Error& error) {
+        // The copies are an optional workspace (allocated before their launch): without room
+        // for them the portable kernel runs the product, rounding the operands as the mode
+        // does while it reads them (the same products, summed in float32).
+        if (error.status() != Status::kOutOfMemory) throw;
+        log().debug("device {}: no room for the {} copies of a {}x{}x{} product's operands; "
+                    "the portable kernel takes it: {}", device.index(),
+                    mma_kind_name(*narrowed), p.m, p.n, p.k, error.what());
+      }
+      if (narrow) ran = enqueue_tensor_core_gemm(call, *narrow);
     } catch (...) {
       for (PoolBlock& block : temps) device.free_block(block, {});
       throw;
@@ -320,9 +349,10 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
         return true;
       }
     } catch (const Error& error) {
-      // The bulk kernel's packed copies of A and B may not fit where the operands did; the
-      // mma.sync kernel reads them in place.
-      if (error.status() != Status::kOutOfMemory || !config.bulk) throw;
+      // The warpgroup kernel's packed copies of A and B (stage images, transposed or TF32-
+      // rounded operands) may not fit where the operands did; the mma.sync kernel reads them in
+      // place.
+      if (error.status() != Status::kOutOfMemory) throw;
       log().debug("device {}: no room to pack a {}x{}x{} product for the warpgroup kernel; "
                   "mma.sync takes it: {}", device.index(), p.m, p.n, p.k, error.what());
     }
@@ -349,11 +379,11 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   } else if (config.split == 0) {
     slices = mma_slices(p, *kind, tiles, units);
   }
-  if (slices > 1) {
-    enqueue_split_k(call, p, slices, kSliceMultiple,
-                    [&](DeviceCall& slice_call, const GemmProblem& slice) {
-                      enqueue_mma_slices(slice_call, slice, *kind, config, *mode);
-                    });
+  if (slices > 1 && enqueue_split_k(call, p, slices, kSliceMultiple,
+                                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
+                                       enqueue_mma_slices(slice_call, slice, *kind, config,
+                                                          *mode);
+                                     })) {
     return true;
   }
   const std::string options =

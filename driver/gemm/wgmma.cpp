@@ -36,26 +36,37 @@ std::string retarget(const std::string& binary) {
   return out;
 }
 
-// A dense copy of an operand stored rows x cols, transposed (cols x rows) or not, with its
-// leading dimension padded to 16 bytes and, for float32 with round_tf32, its values rounded to
-// TF32, in a pool block the caller releases. Broadcast operands are copied once.
-GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
-                         std::uint64_t cols, std::uint64_t batch, bool transpose, bool round_tf32,
-                         std::vector<PoolBlock>& temps) {
-  Device& device = call.device();
+// pack_operand's copy: leading dimension (16-byte rows), stride between batch items, bytes.
+struct CopyShape {
+  std::uint64_t out_ld, out_stride, bytes;
+};
+
+CopyShape copy_shape(const GemmOperand& op, std::uint64_t rows, std::uint64_t cols,
+                     std::uint64_t batch, bool transpose) {
   const std::uint64_t bytes = storage_bytes(op.storage);
   const std::uint64_t align = 16 / bytes;
   const std::uint64_t out_cols = transpose ? rows : cols;
   const std::uint64_t out_ld = (out_cols + align - 1) / align * align;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
-  const std::uint64_t out_stride = items > 1 ? (transpose ? cols : rows) * out_ld : 0;
+  const std::uint64_t out_rows = transpose ? cols : rows;
+  return {out_ld, items > 1 ? out_rows * out_ld : 0,
+          std::max<std::uint64_t>(items * out_rows * out_ld * bytes, 16)};
+}
+
+// A dense copy of an operand stored rows x cols, transposed (cols x rows) or not, with its
+// leading dimension padded to 16 bytes and, for float32 with round_tf32, its values rounded to
+// TF32, into block (of copy_shape's bytes). Broadcast operands are copied once.
+GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
+                         std::uint64_t cols, std::uint64_t batch, bool transpose, bool round_tf32,
+                         const PoolBlock& block) {
+  Device& device = call.device();
+  const std::uint64_t bytes = storage_bytes(op.storage);
+  const CopyShape shape = copy_shape(op, rows, cols, batch, transpose);
+  const std::uint64_t out_ld = shape.out_ld, out_stride = shape.out_stride;
+  const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   if ((rows + 31) / 32 > kMaxGroups) {
     fail(Status::kDeviceError, "an operand of {} rows is too tall to pack in one launch", rows);
   }
-  temps.push_back(device.allocate(
-      call.stream(),
-      std::max<std::uint64_t>(items * (transpose ? cols : rows) * out_ld * bytes, 16)));
-  const PoolBlock& block = temps.back();
   Kernel& kernel = device.programs().kernel(
       "gemm_pack", transpose ? "gemm_pack_transpose" : "gemm_pack_copy",
       fmt::format("-DPACK_ELEM={} -DPACK_ROUND_TF32={}", bytes, round_tf32 ? 1 : 0));
@@ -78,28 +89,42 @@ GemmOperand pack_operand(DeviceCall& call, const GemmOperand& op, std::uint64_t 
 // What the bulk kernels' packing does to float32 values.
 enum class PackValues { kAsStored, kRoundTF32, kSplitTF32 };
 
-// The operand as `rows` x `depth` (its k; stored depth x rows when k_major) in the bulk kernels'
-// stage images (kernels/gemm_pack.cl's gemm_pack_tiles), zero-padded to whole tiles of
-// tile_rows x row_bytes (two such parts with kSplitTF32), in a pool block the caller releases.
-// Broadcast operands are packed once.
-GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
-                       std::uint64_t depth, std::uint64_t batch, bool k_major, int tile_rows,
-                       int row_bytes, PackValues values, std::vector<PoolBlock>& temps) {
-  Device& device = call.device();
+// pack_tiles' image: k per K-tile, K-tiles, rows padded to whole tiles, elements per batch item
+// and bytes.
+struct TileShape {
+  std::uint64_t tk, k_tiles, padded_rows, item_elems, bytes;
+};
+
+TileShape tile_shape(const GemmOperand& op, std::uint64_t rows, std::uint64_t depth,
+                     std::uint64_t batch, int tile_rows, int row_bytes, PackValues values) {
   const std::uint64_t bytes = storage_bytes(op.storage);
-  const std::uint64_t tk = static_cast<std::uint64_t>(row_bytes) / bytes;  // k per K-tile
+  const std::uint64_t tk = static_cast<std::uint64_t>(row_bytes) / bytes;
   const std::uint64_t k_tiles = (depth + tk - 1) / tk;
   const std::uint64_t padded_rows = (rows + tile_rows - 1) / tile_rows * tile_rows;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   const std::uint64_t parts = values == PackValues::kSplitTF32 ? 2 : 1;
   const std::uint64_t item_elems = padded_rows * k_tiles * tk * parts;
+  return {tk, k_tiles, padded_rows, item_elems,
+          std::max<std::uint64_t>(items * item_elems * bytes, 16)};
+}
+
+// The operand as `rows` x `depth` (its k; stored depth x rows when k_major) in the bulk kernels'
+// stage images (kernels/gemm_pack.cl's gemm_pack_tiles), zero-padded to whole tiles of
+// tile_rows x row_bytes (two such parts with kSplitTF32), into block (of tile_shape's bytes).
+// Broadcast operands are packed once.
+GemmOperand pack_tiles(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
+                       std::uint64_t depth, std::uint64_t batch, bool k_major, int tile_rows,
+                       int row_bytes, PackValues values, const PoolBlock& block) {
+  Device& device = call.device();
+  const std::uint64_t bytes = storage_bytes(op.storage);
+  const TileShape shape = tile_shape(op, rows, depth, batch, tile_rows, row_bytes, values);
+  const std::uint64_t tk = shape.tk, k_tiles = shape.k_tiles;
+  const std::uint64_t padded_rows = shape.padded_rows, item_elems = shape.item_elems;
+  const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
   if ((padded_rows + 7) / 8 > kMaxGroups || k_tiles > 0xffffffffull) {
     fail(Status::kDeviceError, "an operand of {} x {} is too large to pack in one launch", rows,
          depth);
   }
-  temps.push_back(device.allocate(call.stream(),
-                                  std::max<std::uint64_t>(items * item_elems * bytes, 16)));
-  const PoolBlock& block = temps.back();
   const std::uint64_t ld = leading_dimension(op, k_major ? rows : depth);
   // Stored rows starting at 16-byte multiples are read as whole units: moved as they are when
   // they run along k, transposed through local memory when they run along the operand's rows.
@@ -169,25 +194,46 @@ void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
     MmaConfig kernel_config = config;
     if (round_tf32) kernel_config.tf32_round = 0;
     if (config.tf32_round == 2) kernel_config.tf32_round = 1;
+    // Every copy is allocated before the first is launched: where one does not fit (the
+    // caller then takes the mma.sync kernel), no copy has run.
     if (config.bulk) {  // both as stage images: A as m x k, B as n x k
       const PackValues values = kind == MmaKind::k3xTF32 ? PackValues::kSplitTF32
                                 : round_tf32             ? PackValues::kRoundTF32
                                                          : PackValues::kAsStored;
+      for (std::uint64_t bytes :
+           {tile_shape(p.a, p.m, p.k, p.batch, config.bm, config.row_bytes, values).bytes,
+            tile_shape(p.b, p.n, p.k, p.batch, config.bn, config.row_bytes, values).bytes}) {
+        temps.push_back(device.allocate(call.stream(), bytes));
+      }
       packed.a = pack_tiles(call, p.a, p.m, p.k, p.batch, p.trans_a, config.bm, config.row_bytes,
-                            values, temps);
+                            values, temps[0]);
       packed.b = pack_tiles(call, p.b, p.n, p.k, p.batch, !p.trans_b, config.bn, config.row_bytes,
-                            values, temps);
+                            values, temps[1]);
       packed.trans_a = false;
       packed.trans_b = true;
-    } else if (p.trans_a || round_tf32) {  // A as m x k (from k x m when transposed)
-      packed.a = pack_operand(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch,
-                              p.trans_a, round_tf32, temps);
-      packed.trans_a = false;
-    }
-    if (!config.bulk && (!p.trans_b || round_tf32)) {  // B as n x k (from k x n, not transposed)
-      packed.b = pack_operand(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.batch,
-                              !p.trans_b, round_tf32, temps);
-      packed.trans_b = true;
+    } else {
+      // A as m x k (from k x m when transposed); B as n x k (from k x n, not transposed).
+      const bool copy_a = p.trans_a || round_tf32, copy_b = !p.trans_b || round_tf32;
+      const std::uint64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+      const std::uint64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+      if (copy_a) {
+        temps.push_back(device.allocate(
+            call.stream(), copy_shape(p.a, a_rows, a_cols, p.batch, p.trans_a).bytes));
+      }
+      if (copy_b) {
+        temps.push_back(device.allocate(
+            call.stream(), copy_shape(p.b, b_rows, b_cols, p.batch, !p.trans_b).bytes));
+      }
+      if (copy_a) {
+        packed.a = pack_operand(call, p.a, a_rows, a_cols, p.batch, p.trans_a, round_tf32,
+                                temps.front());
+        packed.trans_a = false;
+      }
+      if (copy_b) {
+        packed.b = pack_operand(call, p.b, b_rows, b_cols, p.batch, !p.trans_b, round_tf32,
+                                temps.back());
+        packed.trans_b = true;
+      }
     }
     const int chunk = mma_chunk_bytes(packed);
     if (chunk == 0) {

@@ -115,7 +115,8 @@ void attention_backward(DeviceCall& call, const aethercl_attention_desc* desc) {
   const std::string options = program_options(call.device(), s.head_dim);
   Device& device = call.device();
   // D_i = dout_i . o_i first (float32 scratch; one extra float keeps it non-empty).
-  Scratch delta(call, train::bytes_of(s.rows + 1, sizeof(float)));
+  Scratch delta(call, train::bytes_of(s.rows + 1, sizeof(float)),
+                "the attention backward's row dot products");
   if (s.rows > 0) {
     Kernel& row_dot = family_kernel(call, kFamily, "attention_row_dot", options);
     call.launch(row_dot, linear_geometry(device, row_dot, s.rows), o, dout, delta.mem(),

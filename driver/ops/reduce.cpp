@@ -10,6 +10,7 @@
 #include "runtime/scratch.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <optional>
 
 namespace aethercl::ops {
@@ -41,15 +42,21 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   const std::uint64_t rows = count / out_count;
   Device& device = call.device();
   Kernel& tile = family_kernel(call, kFamily, "reduce_sum_columns_tile");
-  const ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
+  ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
+  std::optional<Scratch> parts;
+  // The chunks' partial sums are an optional workspace: where they do not fit, one chunk of
+  // every row, which writes out directly (parts is not read then and out stands in for it).
+  if (plan.chunks > 1 &&
+      !optional_scratch(parts, call, 2 * plan.chunks * out_count * sizeof(float),
+                        fmt::format("the partial sums of {} row chunks", plan.chunks))) {
+    plan.chunks = 1;
+    plan.span = rows;
+  }
   const LocalBytes pair_bytes{plan.local() * 4 * sizeof(float)};
   const cl_int aligned = out_count % 4 == 0 ? 1 : 0;
   const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * plan.local(),
                                  static_cast<std::size_t>(plan.chunks)};
   const std::size_t group[2] = {plan.local(), 1};
-  std::optional<Scratch> parts;
-  // One chunk writes out directly; parts is not read then and out stands in for it.
-  if (plan.chunks > 1) parts.emplace(call, 2 * plan.chunks * out_count * sizeof(float));
   call.launch(tile, LaunchGeometry::grid(2, global, group), in_mem, out_mem,
               parts ? parts->mem() : out_mem, static_cast<cl_ulong>(rows),
               static_cast<cl_ulong>(out_count), static_cast<cl_ulong>(plan.span),

@@ -4,6 +4,8 @@
 #include "runtime/device_call.h"
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace aethercl {
 
@@ -16,6 +18,9 @@ namespace aethercl {
 class Scratch {
  public:
   Scratch(DeviceCall& call, std::uint64_t bytes);
+  // An intrinsic workspace (no path does without it): where the pool refuses it, the
+  // kOutOfMemory message says that `purpose` needs bytes.
+  Scratch(DeviceCall& call, std::uint64_t bytes, std::string_view purpose);
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch();
@@ -27,5 +32,16 @@ class Scratch {
   PoolBlock block_;
   std::uint64_t bytes_;
 };
+
+// Scratch an op can do without (split-K partials, operand copies, column buffers of more images
+// than one), emplaced in slot (emptied first): false, slot empty, when the pool refuses bytes with
+// kOutOfMemory, after a debug line naming `purpose`, so that the caller takes a path that needs
+// less memory. Other failures propagate. The rule for every such site is docs/RELIABILITY.md's
+// "Optional workspaces".
+bool optional_scratch(std::optional<Scratch>& slot, DeviceCall& call, std::uint64_t bytes,
+                      std::string_view purpose);
+
+// Whether error is a refusal for memory, which an optional workspace answers with a fallback.
+bool out_of_memory(const std::exception& error) noexcept;
 
 }  // namespace aethercl

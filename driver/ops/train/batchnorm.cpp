@@ -77,8 +77,8 @@ void batchnorm_forward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
   }
   // Statistics go to save_mean / save_rstd, or to scratch when the caller does not keep them.
   std::optional<Scratch> mean_scratch, rstd_scratch;
-  if (!save_mean) mean_scratch.emplace(call, channel_bytes);
-  if (!save_rstd) rstd_scratch.emplace(call, channel_bytes);
+  if (!save_mean) mean_scratch.emplace(call, channel_bytes, "the batch mean");
+  if (!save_rstd) rstd_scratch.emplace(call, channel_bytes, "the batch rstd");
   cl_mem mean_mem = save_mean ? save_mean->mem : mean_scratch->mem();
   cl_mem rstd_mem = save_rstd ? save_rstd->mem : rstd_scratch->mem();
   launch_slices(call, kFamily, "batchnorm_stats", s.channels, per_channel, acc_bytes(device), x,
@@ -126,7 +126,7 @@ void batchnorm_backward(DeviceCall& call, const aethercl_batchnorm_desc& d) {
     return;
   }
   const cl_int from_var = flag(!training);
-  Scratch sums(call, bytes_of(s.channels, 2 * sizeof(float)));
+  Scratch sums(call, bytes_of(s.channels, 2 * sizeof(float)), "the batch-norm backward's sums");
   if (training || dgamma || dbeta) {
     launch_slices(call, kFamily, "batchnorm_backward_sums", s.channels, s.n * s.spatial,
                   acc_bytes(device), x, dy, mean.mem, stat.mem, sums.mem(),

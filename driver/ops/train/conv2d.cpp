@@ -187,10 +187,25 @@ void depthwise_weight_gradient(DeviceCall& call, const ConvShape& s, cl_mem x, c
                 s.kernel());
     return;
   }
-  const std::uint64_t chunks = std::min(s.n, (wanted + weights - 1) / weights);
-  const std::uint64_t chunk = (s.n + chunks - 1) / chunks;
-  const std::uint64_t used = (s.n + chunk - 1) / chunk;  // no empty chunk
-  Scratch partials(call, bytes_of(weights * used, acc_bytes(device)));
+  // The partials are an optional workspace: half as many chunks where they do not fit; the
+  // one-item-per-weight kernel where not even two chunks' do.
+  std::optional<Scratch> scratch;
+  std::uint64_t chunk = 0, used = 0;
+  for (std::uint64_t chunks = std::min(s.n, (wanted + weights - 1) / weights); chunks >= 2;
+       chunks /= 2) {
+    chunk = (s.n + chunks - 1) / chunks;
+    used = (s.n + chunk - 1) / chunk;  // no empty chunk
+    if (optional_scratch(scratch, call, bytes_of(weights * used, acc_bytes(device)),
+                         fmt::format("depthwise weight-gradient partials of {} chunks", used))) {
+      break;
+    }
+  }
+  if (!scratch) {
+    launch_conv(call, s, s.n, "conv_depthwise_backward_weight", weights, x, dy, dweight, ul(s.n),
+                s.kernel());
+    return;
+  }
+  const Scratch& partials = *scratch;
   launch_conv(call, s, s.n, "conv_depthwise_weight_partials", weights * used, x, dy,
               partials.mem(), ul(s.n), ul(chunk), s.kernel());
   launch_linear(call, kFamily, "conv_depthwise_weight_fold", weights, partials.mem(), dweight,
@@ -199,6 +214,36 @@ void depthwise_weight_gradient(DeviceCall& call, const ConvShape& s, cl_mem x, c
 
 GemmOperand operand(cl_mem mem, std::uint64_t bytes, std::uint64_t stride) {
   return GemmOperand{BufferView{mem, bytes}, stride};
+}
+
+// The column matrix and the channel-major matrix of a chunk of images: an optional workspace
+// beyond one image. From chunk_images' count down to one image, halving, the first chunk whose
+// two buffers fit; one image's is intrinsic (kOutOfMemory from the pool where it does not fit).
+struct ChunkScratch {
+  std::uint64_t images = 0;
+  std::optional<Scratch> cols, mat;
+};
+
+void chunk_scratch(DeviceCall& call, const ConvShape& s, ChunkScratch& out) {
+  const std::uint64_t k = s.k_group();
+  for (std::uint64_t nc = chunk_images(call.device(), s);; nc = (nc + 1) / 2) {
+    out.mat.reset();
+    const std::string purpose = fmt::format("convolution columns of {} images", nc);
+    if (nc == 1) {  // intrinsic
+      out.cols.emplace(call, bytes_of(s.groups * k * s.positions(), 4),
+                       "one image's convolution column matrix");
+      out.mat.emplace(call, bytes_of(s.c_out * s.positions(), 4),
+                      "one image's convolution output matrix");
+    } else if (!optional_scratch(out.cols, call, bytes_of(s.groups * k * nc * s.positions(), 4),
+                                 purpose) ||
+               !optional_scratch(out.mat, call, bytes_of(s.c_out * nc * s.positions(), 4),
+                                 purpose)) {
+      out.cols.reset();
+      continue;
+    }
+    out.images = nc;
+    return;
+  }
 }
 
 }  // namespace
@@ -219,11 +264,12 @@ void conv2d_forward(DeviceCall& call, const aethercl_conv2d_desc& d) {
                 s.kernel());
     return;
   }
-  Device& device = call.device();
-  const std::uint64_t nc_max = chunk_images(device, s);
   const std::uint64_t k = s.k_group(), m = s.out_group();
-  Scratch cols(call, bytes_of(s.groups * k * nc_max * s.positions(), 4));
-  Scratch mat(call, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  ChunkScratch chunk;
+  chunk_scratch(call, s, chunk);
+  const std::uint64_t nc_max = chunk.images;
+  const Scratch& cols = *chunk.cols;
+  const Scratch& mat = *chunk.mat;
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
     if (k > 0) {
@@ -291,11 +337,17 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
     }
     return;
   }
-  const std::uint64_t nc_max = chunk_images(device, s);
-  Scratch cols(call, bytes_of(s.groups * k * nc_max * s.positions(), 4));
-  Scratch dmat(call, bytes_of(s.c_out * nc_max * s.positions(), 4));
+  ChunkScratch chunk;
+  chunk_scratch(call, s, chunk);
+  const std::uint64_t nc_max = chunk.images;
+  const Scratch& cols = *chunk.cols;
+  const Scratch& dmat = *chunk.mat;
+  // Each later chunk's dweight product goes to partial_dw and is added; without room for it the
+  // product adds itself to dweight (beta 1: the same sum, rounded once per chunk either way).
   std::optional<Scratch> partial_dw;
-  if (dweight && nc_max < s.n) partial_dw.emplace(call, bytes_of(s.w_count, 4));
+  if (dweight && nc_max < s.n) {
+    optional_scratch(partial_dw, call, bytes_of(s.w_count, 4), "a chunk's weight gradient");
+  }
   for (std::uint64_t n0 = 0; n0 < s.n; n0 += nc_max) {
     const std::uint64_t nc = std::min(nc_max, s.n - n0), width = nc * s.positions();
     nchw_to_matrix(call, s, dy, dmat.mem(), n0, nc);
@@ -311,10 +363,12 @@ void conv2d_backward(DeviceCall& call, const aethercl_conv2d_desc& d) {
       p.a = dmat_op;
       p.b = operand(cols.mem(), cols.view().size, k * width);
       const bool first = n0 == 0;
-      p.c = first ? GemmOperand{*dweight, m * k}
-                  : operand(partial_dw->mem(), partial_dw->view().size, m * k);
+      const bool separate = !first && partial_dw;
+      p.c = separate ? operand(partial_dw->mem(), partial_dw->view().size, m * k)
+                     : GemmOperand{*dweight, m * k};
+      if (!first && !separate) p.beta = 1.0f;
       enqueue_gemm(call, p, s.mode);  // long k (images x positions): split-K where it pays
-      if (!first) {
+      if (separate) {
         launch_linear(call, kFamily, "conv_accumulate", s.w_count, dweight->mem, partial_dw->mem(),
                       ul(s.w_count));
       }

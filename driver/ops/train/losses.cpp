@@ -42,7 +42,7 @@ void mse_loss(DeviceCall& call, void* pred, void* target, void* loss, void* grad
   if (count == 0 || (!loss_view && !grad_view)) return;
   Device& device = call.device();
   const Chunks c = chunks_of(count);
-  Scratch partials(call, bytes_of(c.chunks, acc_bytes(device)));
+  Scratch partials(call, bytes_of(c.chunks, acc_bytes(device)), "the loss's partial sums");
   const double scale = reduction == AETHERCL_MEAN ? 2.0 / static_cast<double>(count) : 2.0;
   launch_slices(call, kFamily, "losses_mse_chunks", c.chunks, c.chunk, acc_bytes(device), p, t,
                 grad_view ? grad_view->mem : p, flag(bool(grad_view)), static_cast<float>(scale),
@@ -78,7 +78,7 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
   if (rows == 0) {
     // No rows: SUM is 0, MEAN is 0 / 0.
     if (loss && !per_row) {
-      Scratch zero(call, acc_bytes(device));
+      Scratch zero(call, acc_bytes(device), "an empty sum");
       finish(call, zero.mem(), 0, d.reduction == AETHERCL_MEAN ? 0 : 1, zero.mem(), false,
              loss->mem);
     }
@@ -87,8 +87,8 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
   if (classes == 0) fail(Status::kInvalidArgument, "desc.classes = 0 with {} rows", rows);
   const bool mean = d.reduction == AETHERCL_MEAN;
   const Chunks c = chunks_of(rows);
-  Scratch partials(call, bytes_of(c.chunks, acc_bytes(device)));
-  Scratch counts(call, acc_bytes(device));
+  Scratch partials(call, bytes_of(c.chunks, acc_bytes(device)), "the loss's partial sums");
+  Scratch counts(call, acc_bytes(device), "the count of valid targets");
   if (mean) {
     launch_slices(call, kFamily, "losses_count_valid_chunks", c.chunks, c.chunk, acc_bytes(device),
                   targets, ul(rows), static_cast<cl_int>(d.ignore_index), ul(c.chunk),
@@ -101,7 +101,7 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
   if (per_row && loss) {
     row_loss = loss->mem;
   } else {
-    row_scratch.emplace(call, bytes_of(rows, 4));
+    row_scratch.emplace(call, bytes_of(rows, 4), "the per-row losses");
     row_loss = row_scratch->mem();
   }
   Kernel& kernel = family_kernel(call, kFamily, "losses_cross_entropy_rows");

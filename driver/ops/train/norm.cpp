@@ -75,7 +75,7 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
     }
     return;
   }
-  Scratch stats(call, bytes_of(s.rows, 2 * sizeof(float)));
+  Scratch stats(call, bytes_of(s.rows, 2 * sizeof(float)), "the norm backward's row statistics");
   const cl_int rms = d.kind == AETHERCL_NORM_RMS;
   launch_slices(call, kFamily, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
                 gamma ? gamma->mem : x, dy, dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows),

@@ -174,8 +174,9 @@ void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,
     chunking[t] = chunks_of(counts[t]);
     slots += chunking[t].chunks;
   }
-  Scratch partials(call, bytes_of(std::max<std::uint64_t>(slots, 1), acc_bytes(device)));
-  Scratch coefficient(call, sizeof(float));
+  Scratch partials(call, bytes_of(std::max<std::uint64_t>(slots, 1), acc_bytes(device)),
+                   "gradient clipping's partial sums");
+  Scratch coefficient(call, sizeof(float), "gradient clipping's factor");
   std::uint64_t first = 0;
   for (int t = 0; t < num_tensors; ++t) {
     if (chunking[t].chunks == 0) continue;

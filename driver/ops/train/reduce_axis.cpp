@@ -11,6 +11,7 @@
 #include <aethercl/driver.h>
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <optional>
 #include <string>
 
@@ -60,15 +61,24 @@ AxisView view_of(int ndim, const int* shape, int axis) {
 void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
   Device& device = call.device();
   Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_tiles");
-  const ColumnTiles plan = column_tiles(device, kernel, v.outer, v.len, v.inner);
+  ColumnTiles plan = column_tiles(device, kernel, v.outer, v.len, v.inner);
   const std::size_t acc4 = 4 * acc_bytes(device);
   const cl_int aligned = v.inner % 4 == 0 ? 1 : 0;
   std::optional<Scratch> sums, values, indices;
   if (plan.chunks > 1) {
+    // The chunks' partials are an optional workspace: where they do not fit, one chunk of the
+    // whole axis.
     const std::uint64_t parts = v.outer * plan.chunks * v.inner;
-    sums.emplace(call, bytes_of(parts, acc_bytes(device)));
-    values.emplace(call, bytes_of(parts, sizeof(float)));
-    indices.emplace(call, bytes_of(parts, sizeof(cl_int)));
+    const std::string purpose = fmt::format("the partials of {} chunks of the axis", plan.chunks);
+    if (!optional_scratch(sums, call, bytes_of(parts, acc_bytes(device)), purpose) ||
+        !optional_scratch(values, call, bytes_of(parts, sizeof(float)), purpose) ||
+        !optional_scratch(indices, call, bytes_of(parts, sizeof(cl_int)), purpose)) {
+      sums.reset();
+      values.reset();
+      indices.reset();
+      plan.chunks = 1;
+      plan.span = v.len;
+    }
   }
   // Without chunks the partials are not written: y stands in for them.
   call.launch(kernel, capped_groups(device, plan.tiles * plan.chunks * v.outer, plan.local()),
