@@ -276,28 +276,27 @@ def conv_case(rng, backward, n, c_in, size, c_out, groups, env, marker):
 
 
 def reduce_sum_case(rng):
-    m, n = 4099, 37  # 151,663 elements: the two-level sum (kTwoLevelElements = 2^16)
+    m, n = 4099, 37  # one tile of columns: chunks of rows leave no core idle (ops/column_tiles)
     x = rng.standard_normal((m, n)).astype(np.float32)
     y = x.astype(np.float64).sum(axis=0)
     bound = m * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum(axis=0)
-    return dict(op="reduce_sum", params=dict(b=1, m=m, n=n), env={}, marker="row blocks",
+    return dict(op="reduce_sum", params=dict(b=1, m=m, n=n), env={}, marker="row chunks",
                 outputs={"y": n * F32}, inputs={"x": x}, intrinsic=[],
                 expected={"y": (y, bound)})
 
 
 def reduce_max_backward_case(rng):
-    shape = [2, 700, 3]  # 6 outputs of 700 along an inner axis: the split (partials) form
+    shape = [1, 30011, 3]  # 90,033 elements (over the one-pass 2^16), one tile: chunks of the axis
     x = rng.standard_normal(shape).astype(np.float32)
-    dy = rng.standard_normal((2, 3)).astype(np.float32)
+    dy = rng.standard_normal((1, 3)).astype(np.float32)
     dx = np.zeros(shape)
     picked = x.argmax(axis=1)
-    for o in range(2):
-        for i in range(3):
-            dx[o, picked[o, i], i] = dy[o, i]
+    for i in range(3):
+        dx[0, picked[0, i], i] = dy[0, i]
     # The index each output picked: intrinsic (int32 per output).
     return dict(op="reduce_backward", params=dict(op=2, shape=shape, axis=1), env={},
-                marker="chunks per output", outputs={"dx": x.size * F32},
-                inputs={"x": x, "dy": dy}, intrinsic=[6 * 4],
+                marker="chunks of the axis", outputs={"dx": x.size * F32},
+                inputs={"x": x, "dy": dy}, intrinsic=[3 * 4],
                 expected={"dx": (dx.ravel(), np.zeros(dx.size))})
 
 

@@ -163,7 +163,7 @@ void reduce_axis_backward(DeviceCall& call, int op, void* x, void* dy, void* dx,
     return;
   }
   // The index each output picked, then the routing.
-  Scratch picked(call, bytes_of(v.outputs(), sizeof(cl_int)));
+  Scratch picked(call, bytes_of(v.outputs(), sizeof(cl_int)), "the index each output picked");
   reduce_items(call, x_view->mem, picked.mem(), v,
                static_cast<cl_int>(op == AETHERCL_MAX ? AETHERCL_ARGMAX : AETHERCL_ARGMIN));
   launch_linear(call, kFamily, "reduce_axis_backward", v.count(), dy_mem, picked.mem(), dx_mem,
