@@ -1,6 +1,7 @@
-// Storage formats of the float operands of the typed training ops (DESIGN.md decision 27): a
-// buffer's dtype tag (aethercl_buffer_set_dtype) selects float32, IEEE half or bfloat16; the
-// kernels read each operand in its format, compute in float32 and round each result once.
+// Storage formats of the float operands of the typed training ops (docs/ARCHITECTURE.md,
+// decision 17): a buffer's dtype tag (aethercl_buffer_set_dtype) selects float32, IEEE half or
+// bfloat16; the kernels read each operand in its format, compute in float32 and round each
+// result once.
 #pragma once
 
 #include "runtime/device_call.h"
