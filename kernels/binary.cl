@@ -7,6 +7,25 @@
 // per-dimension strides that are 0 along broadcast dimensions. The backward gives one work-item
 // per element of the operand: it sums dc times the partial derivative over the output positions
 // that read the element (the broadcast dimensions), in ascending order, in acc_t.
+// Operand formats (operand_storage.cl): BIN_A of a, BIN_B of b, BIN_C of c and dc, BIN_DA of da,
+// BIN_DB of db; float32 when not set.
+
+#include "operand_storage.cl"
+#ifndef BIN_A
+#define BIN_A 0
+#endif
+#ifndef BIN_B
+#define BIN_B 0
+#endif
+#ifndef BIN_C
+#define BIN_C 0
+#endif
+#ifndef BIN_DA
+#define BIN_DA 0
+#endif
+#ifndef BIN_DB
+#define BIN_DB 0
+#endif
 
 #if AETHERCL_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -34,26 +53,29 @@ inline ulong operand_offset(ulong i, int mode, ulong period, ulong4 out_shape, u
 }
 
 #define BINARY_FORWARD(NAME, EXPR)                                                           \
-  __kernel void binary_##NAME(__global const float* a_in, __global const float* b_in,        \
-                              __global float* c, ulong n, ulong4 out_shape, int mode_a,      \
-                              ulong period_a, ulong4 stride_a, int mode_b, ulong period_b,    \
-                              ulong4 stride_b) {                                             \
+  __kernel void binary_##NAME(__global const OS_TYPE(BIN_A)* a_in,                         \
+                              __global const OS_TYPE(BIN_B)* b_in, __global OS_TYPE(BIN_C)* c, \
+                              ulong n, ulong4 out_shape, int mode_a, ulong period_a,         \
+                              ulong4 stride_a, int mode_b, ulong period_b, ulong4 stride_b) { \
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                       \
-      const float a = a_in[operand_offset(i, mode_a, period_a, out_shape, stride_a)];        \
-      const float b = b_in[operand_offset(i, mode_b, period_b, out_shape, stride_b)];        \
-      c[i] = (EXPR);                                                                         \
+      const float a =                                                                        \
+          OS_LOAD(BIN_A, a_in, operand_offset(i, mode_a, period_a, out_shape, stride_a));    \
+      const float b =                                                                        \
+          OS_LOAD(BIN_B, b_in, operand_offset(i, mode_b, period_b, out_shape, stride_b));    \
+      OS_STORE(BIN_C, c, i, (EXPR));                                                         \
     }                                                                                        \
   }
 
 // Gradient of one operand X (the other is Y). x_shape: X's padded shape; out_stride: output
 // strides; y_stride: Y's strides over output coordinates (0 where Y is broadcast); red_size: the
 // output size along the dimensions X is broadcast in (1 elsewhere), red_count their product.
-// X_IS_A selects which of a and b the element x is. EXPR uses a, b and g (= dc).
-#define BINARY_GRAD(NAME, SIDE, X_IS_A, EXPR)                                                \
+// X_IS_A selects which of a and b the element x is. EXPR uses a, b and g (= dc). XS, YS and DXS
+// are the formats of x, y and dx.
+#define BINARY_GRAD(NAME, SIDE, X_IS_A, EXPR, XS, YS, DXS)                                   \
   __kernel void binary_##NAME##_grad_##SIDE(                                                 \
-      __global const float* x_in, __global const float* y_in, __global const float* dc,       \
-      __global float* dx, ulong count, ulong4 x_shape, ulong4 out_stride, ulong4 y_stride,    \
-      ulong4 red_size, ulong red_count) {                                                    \
+      __global const OS_TYPE(XS)* x_in, __global const OS_TYPE(YS)* y_in,                    \
+      __global const OS_TYPE(BIN_C)* dc, __global OS_TYPE(DXS)* dx, ulong count,             \
+      ulong4 x_shape, ulong4 out_stride, ulong4 y_stride, ulong4 red_size, ulong red_count) { \
     for (ulong j = get_global_id(0); j < count; j += get_global_size(0)) {                   \
       ulong rest = j;                                                                        \
       const ulong x3 = rest % x_shape.w;                                                     \
@@ -66,7 +88,7 @@ inline ulong operand_offset(ulong i, int mode, ulong period, ulong4 out_shape, u
                              x3 * out_stride.w;                                              \
       const ulong base_y = x0 * y_stride.x + x1 * y_stride.y + x2 * y_stride.z +             \
                            x3 * y_stride.w;                                                  \
-      const float x_value = x_in[j];                                                         \
+      const float x_value = OS_LOAD(XS, x_in, j);                                            \
       acc_t sum = 0;                                                                         \
       for (ulong k = 0; k < red_count; ++k) {                                                \
         ulong r = k;                                                                         \
@@ -80,20 +102,20 @@ inline ulong operand_offset(ulong i, int mode, ulong period, ulong4 out_shape, u
                         r2 * out_stride.z + r3 * out_stride.w;                               \
         const ulong yo = base_y + r0 * y_stride.x + r1 * y_stride.y + r2 * y_stride.z +       \
                          r3 * y_stride.w;                                                    \
-        const float y_value = y_in[yo];                                                      \
+        const float y_value = OS_LOAD(YS, y_in, yo);                                         \
         const float a = X_IS_A ? x_value : y_value;                                          \
         const float b = X_IS_A ? y_value : x_value;                                          \
-        const float g = dc[o];                                                               \
+        const float g = OS_LOAD(BIN_C, dc, o);                                               \
         sum += (acc_t)(EXPR);                                                                \
       }                                                                                      \
-      dx[j] = (float)sum;                                                                    \
+      OS_STORE(DXS, dx, j, (float)sum);                                                      \
     }                                                                                        \
   }
 
-#define BINARY(NAME, FORWARD, GRAD_A, GRAD_B) \
-  BINARY_FORWARD(NAME, FORWARD)               \
-  BINARY_GRAD(NAME, a, 1, GRAD_A)             \
-  BINARY_GRAD(NAME, b, 0, GRAD_B)
+#define BINARY(NAME, FORWARD, GRAD_A, GRAD_B)             \
+  BINARY_FORWARD(NAME, FORWARD)                           \
+  BINARY_GRAD(NAME, a, 1, GRAD_A, BIN_A, BIN_B, BIN_DA) \
+  BINARY_GRAD(NAME, b, 0, GRAD_B, BIN_B, BIN_A, BIN_DB)
 
 BINARY(add, a + b, g, g)
 BINARY(sub, a - b, g, -g)

@@ -1,15 +1,23 @@
 // Embedding kernels: row gather (lookup) and the scatter-add backward, deterministic by default
 // with an opt-in float-atomic variant. Ids are int32; an id outside [0, vocab) selects nothing.
-// Indices are 64-bit.
+// Indices are 64-bit. EMB_ROWS is the format of the rows (out of the lookup, d_out of the
+// backward; operand_storage.cl), float32 when not set; the weights and d_w are float32.
+
+#include "operand_storage.cl"
+#ifndef EMB_ROWS
+#define EMB_ROWS 0
+#endif
 
 // out[p, c] = w[idx[p], c] for a valid id, else 0; out is (positions, d), w is (vocab, d).
 __kernel void embedding_lookup(__global const int* idx, __global const float* w,
-                               __global float* out, ulong positions, ulong d, ulong vocab) {
+                               __global OS_TYPE(EMB_ROWS)* out, ulong positions, ulong d,
+                               ulong vocab) {
   const ulong total = positions * d;
   for (ulong e = get_global_id(0); e < total; e += get_global_size(0)) {
     const ulong p = e / d;
     const int id = idx[p];
-    out[e] = (id >= 0 && (ulong)id < vocab) ? w[(ulong)id * d + (e - p * d)] : 0.0f;
+    OS_STORE(EMB_ROWS, out, e,
+             (id >= 0 && (ulong)id < vocab) ? w[(ulong)id * d + (e - p * d)] : 0.0f);
   }
 }
 
@@ -18,7 +26,8 @@ __kernel void embedding_lookup(__global const int* idx, __global const float* w,
 // row (grid-stride over rows): for each chunk of lsize positions the lanes flag matches, a
 // Hillis-Steele scan (any lsize) compacts the matching positions in order into `matched`, and
 // each lane then owns columns lid, lid + lsize, ... of the row, so no two lanes write one element.
-__kernel void embedding_backward_segmented(__global const float* d_out, __global const int* idx,
+__kernel void embedding_backward_segmented(__global const OS_TYPE(EMB_ROWS)* d_out,
+                                           __global const int* idx,
                                            __global float* d_w, ulong positions, ulong d,
                                            ulong vocab, __local uint* scan,
                                            __local uint* matched) {
@@ -42,7 +51,9 @@ __kernel void embedding_backward_segmented(__global const float* d_out, __global
       if (count != 0) {
         for (ulong c = lid; c < d; c += lsize) {
           float acc = d_w[row * d + c];
-          for (uint k = 0; k < count; ++k) acc += d_out[(base + matched[k]) * d + c];
+          for (uint k = 0; k < count; ++k) {
+            acc += OS_LOAD(EMB_ROWS, d_out, (base + matched[k]) * d + c);
+          }
           d_w[row * d + c] = acc;
         }
       }
@@ -66,13 +77,16 @@ inline void atomic_add_float(volatile __global float* address, float value) {
 
 // Opt-in (AETHERCL_DETERMINISTIC=0): one work-item per (position, column), atomically adding
 // into d_w. No update is lost, but the order of additions (and so the rounding) varies run to run.
-__kernel void embedding_backward_atomic(__global const float* d_out, __global const int* idx,
+__kernel void embedding_backward_atomic(__global const OS_TYPE(EMB_ROWS)* d_out,
+                                        __global const int* idx,
                                         volatile __global float* d_w, ulong positions, ulong d,
                                         ulong vocab) {
   const ulong total = positions * d;
   for (ulong e = get_global_id(0); e < total; e += get_global_size(0)) {
     const ulong p = e / d;
     const int id = idx[p];
-    if (id >= 0 && (ulong)id < vocab) atomic_add_float(d_w + (ulong)id * d + (e - p * d), d_out[e]);
+    if (id >= 0 && (ulong)id < vocab) {
+      atomic_add_float(d_w + (ulong)id * d + (e - p * d), OS_LOAD(EMB_ROWS, d_out, e));
+    }
   }
 }

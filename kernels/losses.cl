@@ -3,6 +3,16 @@
 // tree in acc_t) finished by one work-item adding the chunk sums in order, so results do not
 // depend on how many groups the device runs.
 
+// Formats of the cross-entropy's logits and grad (operand_storage.cl): CE_LOGITS, CE_GRAD, float32
+// when not set; losses are float32.
+#include "operand_storage.cl"
+#ifndef CE_LOGITS
+#define CE_LOGITS 0
+#endif
+#ifndef CE_GRAD
+#define CE_GRAD 0
+#endif
+
 #if AETHERCL_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;
@@ -103,25 +113,29 @@ __kernel void losses_finish_count(__global const acc_t* partials, ulong chunks, 
 // One work-group per row: row_loss[r] = (1 - s)(lse - x_t) + s (lse - mean x) and
 // grad[r, j] = (softmax_j - (1 - s)[j == t] - s / classes) * scale, scale = 1 / counts[0] for
 // MEAN (use_counts) else 1. Ignored rows: 0; a target outside [0, classes): NaN.
-__kernel void losses_cross_entropy_rows(__global const float* logits, __global const int* targets,
-                      __global float* row_loss, __global float* grad, int has_grad, ulong rows,
+__kernel void losses_cross_entropy_rows(__global const OS_TYPE(CE_LOGITS)* logits,
+                      __global const int* targets, __global float* row_loss,
+                      __global OS_TYPE(CE_GRAD)* grad, int has_grad, ulong rows,
                       ulong classes, int ignore_index, float smoothing,
                       __global const acc_t* counts, int use_counts, __local acc_t* scratch,
                       __local float* scratch_max) {
   for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
-    __global const float* x = logits + r * classes;
-    __global float* gr = grad + r * classes;
+    __global const OS_TYPE(CE_LOGITS)* x = logits + r * classes;
+    __global OS_TYPE(CE_GRAD)* gr = grad + r * classes;
     const int target = targets[r];
     const bool ignored = target == ignore_index;
     const bool invalid = !ignored && (target < 0 || (ulong)target >= classes);
     // Every item reaches every barrier (no barrier in a branch), whatever the target.
     float local_max = -INFINITY;
-    for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) local_max = fmax(local_max, x[j]);
+    for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) {
+      local_max = fmax(local_max, OS_LOAD(CE_LOGITS, x, j));
+    }
     const float row_max = group_max(scratch_max, local_max);
     acc_t partial_exp = 0, partial_x = 0;
     for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) {
-      partial_exp += (acc_t)exp(x[j] - row_max);
-      partial_x += (acc_t)x[j];
+      const float xj = OS_LOAD(CE_LOGITS, x, j);
+      partial_exp += (acc_t)exp(xj - row_max);
+      partial_x += (acc_t)xj;
     }
     const acc_t sum_exp = group_sum(scratch, partial_exp);
     const acc_t mean_x = group_sum(scratch, partial_x) / (acc_t)classes;
@@ -131,19 +145,20 @@ __kernel void losses_cross_entropy_rows(__global const float* logits, __global c
       float loss = 0.0f;
       if (invalid) loss = NAN;
       else if (!ignored)
-        loss = (float)(((acc_t)1 - s) * (lse - (acc_t)x[target]) + s * (lse - mean_x));
+        loss = (float)(((acc_t)1 - s) * (lse - (acc_t)OS_LOAD(CE_LOGITS, x, target)) +
+                       s * (lse - mean_x));
       row_loss[r] = loss;
     }
     if (has_grad) {
       const acc_t scale = use_counts ? (acc_t)1 / counts[0] : (acc_t)1;
       const acc_t uniform = s / (acc_t)classes;
       for (ulong j = get_local_id(0); j < classes; j += get_local_size(0)) {
-        const acc_t p = exp((acc_t)x[j] - lse);
+        const acc_t p = exp((acc_t)OS_LOAD(CE_LOGITS, x, j) - lse);
         const acc_t q = ((ulong)target == j ? (acc_t)1 - s : (acc_t)0) + uniform;
         float value = (float)((p - q) * scale);
         if (ignored) value = 0.0f;
         if (invalid) value = NAN;
-        gr[j] = value;
+        OS_STORE(CE_GRAD, gr, j, value);
       }
     }
   }

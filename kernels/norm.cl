@@ -1,6 +1,22 @@
 // LayerNorm and RMSNorm with optional gamma/beta (aethercl_norm_forward/_backward): one
 // work-group per row (power-of-two local size, fixed-order tree sums in acc_t), and one work-item
 // per column for the parameter gradients (rows summed in ascending order).
+// Formats of x, y, dy, dx (operand_storage.cl): NORM_X, NORM_Y, NORM_DY, NORM_DX, float32 when
+// not set; gamma, beta, their gradients and the statistics are always float32.
+
+#include "operand_storage.cl"
+#ifndef NORM_X
+#define NORM_X 0
+#endif
+#ifndef NORM_Y
+#define NORM_Y 0
+#endif
+#ifndef NORM_DY
+#define NORM_DY 0
+#endif
+#ifndef NORM_DX
+#define NORM_DX 0
+#endif
 
 #if AETHERCL_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -29,16 +45,16 @@ acc_t group_sum(__local acc_t* scratch, acc_t value) {
 }
 
 // mean (0 for RMS) and rstd of one row.
-void row_stats(__global const float* x, ulong cols, float eps, int rms, __local acc_t* scratch,
-               acc_t* mean_out, acc_t* rstd_out) {
+void row_stats(__global const OS_TYPE(NORM_X)* x, ulong cols, float eps, int rms,
+               __local acc_t* scratch, acc_t* mean_out, acc_t* rstd_out) {
   // Every item reaches every barrier: the LayerNorm mean is computed for RMS too, then unused.
   acc_t partial = 0;
-  FOR_EACH_COL(j, cols) partial += (acc_t)x[j];
+  FOR_EACH_COL(j, cols) partial += (acc_t)OS_LOAD(NORM_X, x, j);
   const acc_t total = group_sum(scratch, partial);
   const acc_t mean = rms ? (acc_t)0 : total / (acc_t)cols;
   acc_t partial_sq = 0;
   FOR_EACH_COL(j, cols) {
-    const acc_t d = (acc_t)x[j] - mean;
+    const acc_t d = (acc_t)OS_LOAD(NORM_X, x, j) - mean;
     partial_sq += d * d;
   }
   const acc_t variance = group_sum(scratch, partial_sq) / (acc_t)cols;
@@ -46,20 +62,21 @@ void row_stats(__global const float* x, ulong cols, float eps, int rms, __local 
   *rstd_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
 }
 
-__kernel void norm_forward(__global const float* x, __global const float* gamma,
-                           __global const float* beta, __global float* y, ulong rows, ulong cols,
+__kernel void norm_forward(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
+                           __global const float* beta, __global OS_TYPE(NORM_Y)* y, ulong rows,
+                           ulong cols,
                            float eps, int rms, int has_gamma, int has_beta,
                            __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
-    __global const float* xr = x + row * cols;
-    __global float* yr = y + row * cols;
+    __global const OS_TYPE(NORM_X)* xr = x + row * cols;
+    __global OS_TYPE(NORM_Y)* yr = y + row * cols;
     acc_t mean, rstd;
     row_stats(xr, cols, eps, rms, scratch, &mean, &rstd);
     FOR_EACH_COL(j, cols) {
-      float v = (float)(((acc_t)xr[j] - mean) * rstd);
+      float v = (float)(((acc_t)OS_LOAD(NORM_X, xr, j) - mean) * rstd);
       if (has_gamma) v *= gamma[j];
       if (has_beta) v += beta[j];
-      yr[j] = v;
+      OS_STORE(NORM_Y, yr, j, v);
     }
   }
 }
@@ -67,13 +84,14 @@ __kernel void norm_forward(__global const float* x, __global const float* gamma,
 // dx per row; stats (2 floats per row: mean, rstd) are written for the parameter gradients.
 // LayerNorm: dx = rstd (g - mean(g) - xhat mean(g xhat)); RMS: dx = rstd (g - xhat mean(g xhat)),
 // g = dy * gamma.
-__kernel void norm_backward_rows(__global const float* x, __global const float* gamma,
-                                 __global const float* dy, __global float* dx,
+__kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
+                                 __global const OS_TYPE(NORM_DY)* dy,
+                                 __global OS_TYPE(NORM_DX)* dx,
                                  __global float* stats, ulong rows, ulong cols, float eps,
                                  int rms, int has_gamma, int has_dx, __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
-    __global const float* xr = x + row * cols;
-    __global const float* dyr = dy + row * cols;
+    __global const OS_TYPE(NORM_X)* xr = x + row * cols;
+    __global const OS_TYPE(NORM_DY)* dyr = dy + row * cols;
     acc_t mean, rstd;
     row_stats(xr, cols, eps, rms, scratch, &mean, &rstd);
     if (get_local_id(0) == 0) {
@@ -84,33 +102,37 @@ __kernel void norm_backward_rows(__global const float* x, __global const float* 
     // even when the branch is uniform); only the stores are conditional.
     acc_t partial_g = 0, partial_gx = 0;
     FOR_EACH_COL(j, cols) {
-      const acc_t g = (acc_t)dyr[j] * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
-      const acc_t xhat = ((acc_t)xr[j] - mean) * rstd;
+      const acc_t g =
+          (acc_t)OS_LOAD(NORM_DY, dyr, j) * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
+      const acc_t xhat = ((acc_t)OS_LOAD(NORM_X, xr, j) - mean) * rstd;
       partial_g += g;
       partial_gx += g * xhat;
     }
     const acc_t sum_g = group_sum(scratch, partial_g);
     const acc_t mean_g = rms ? (acc_t)0 : sum_g / (acc_t)cols;
     const acc_t mean_gx = group_sum(scratch, partial_gx) / (acc_t)cols;
-    __global float* dxr = dx + row * cols;
+    __global OS_TYPE(NORM_DX)* dxr = dx + row * cols;
     FOR_EACH_COL(j, cols) {
-      const acc_t g = (acc_t)dyr[j] * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
-      const acc_t xhat = ((acc_t)xr[j] - mean) * rstd;
-      if (has_dx) dxr[j] = (float)(rstd * (g - mean_g - xhat * mean_gx));
+      const acc_t g =
+          (acc_t)OS_LOAD(NORM_DY, dyr, j) * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
+      const acc_t xhat = ((acc_t)OS_LOAD(NORM_X, xr, j) - mean) * rstd;
+      if (has_dx) OS_STORE(NORM_DX, dxr, j, (float)(rstd * (g - mean_g - xhat * mean_gx)));
     }
   }
 }
 
 // dgamma[j] = sum_r dy[r, j] xhat[r, j]; dbeta[j] = sum_r dy[r, j].
-__kernel void norm_backward_params(__global const float* x, __global const float* dy,
+__kernel void norm_backward_params(__global const OS_TYPE(NORM_X)* x,
+                                   __global const OS_TYPE(NORM_DY)* dy,
                                    __global const float* stats, __global float* dgamma,
                                    __global float* dbeta, ulong rows, ulong cols,
                                    int has_dgamma, int has_dbeta) {
   for (ulong j = get_global_id(0); j < cols; j += get_global_size(0)) {
     acc_t sum_gx = 0, sum_g = 0;
     for (ulong r = 0; r < rows; ++r) {
-      const acc_t g = (acc_t)dy[r * cols + j];
-      const acc_t xhat = ((acc_t)x[r * cols + j] - (acc_t)stats[2 * r]) * (acc_t)stats[2 * r + 1];
+      const acc_t g = (acc_t)OS_LOAD(NORM_DY, dy, r * cols + j);
+      const acc_t xhat =
+          ((acc_t)OS_LOAD(NORM_X, x, r * cols + j) - (acc_t)stats[2 * r]) * (acc_t)stats[2 * r + 1];
       sum_gx += g * xhat;
       sum_g += g;
     }

@@ -1,6 +1,21 @@
 // Elementwise unary ops and their derivatives (aethercl_unary / aethercl_unary_backward): one
 // grid-stride kernel per op, generated from the formulas below. y may alias x and dx may alias dy
-// (each item reads its element before writing it).
+// (each item reads its element before writing it). Operand formats (operand_storage.cl): UN_X of
+// x, UN_Y of y, UN_DY of dy, UN_DX of dx; float32 when not set.
+
+#include "operand_storage.cl"
+#ifndef UN_X
+#define UN_X 0
+#endif
+#ifndef UN_DY
+#define UN_DY 0
+#endif
+#ifndef UN_Y
+#define UN_Y 0
+#endif
+#ifndef UN_DX
+#define UN_DX 0
+#endif
 
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
@@ -29,18 +44,19 @@ inline float gelu_tanh_grad(float x) {
 // NaN inputs propagate (relu, clamps and leaky_relu keep x when a comparison is false).
 // UNARY(name, forward expression of x and alpha, derivative expression of x and alpha)
 #define UNARY(NAME, FORWARD, DERIVATIVE)                                                     \
-  __kernel void unary_##NAME(__global const float* in, __global float* out, ulong n,          \
-                             float alpha) {                                                  \
+  __kernel void unary_##NAME(__global const OS_TYPE(UN_X)* in, __global OS_TYPE(UN_Y)* out,    \
+                             ulong n, float alpha) {                                         \
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                       \
-      const float x = in[i];                                                                 \
-      out[i] = (FORWARD);                                                                    \
+      const float x = OS_LOAD(UN_X, in, i);                                                  \
+      OS_STORE(UN_Y, out, i, (FORWARD));                                                     \
     }                                                                                        \
   }                                                                                          \
-  __kernel void unary_##NAME##_backward(__global const float* in, __global const float* dy,  \
-                                        __global float* dx, ulong n, float alpha) {          \
+  __kernel void unary_##NAME##_backward(__global const OS_TYPE(UN_X)* in,                    \
+                                        __global const OS_TYPE(UN_DY)* dy,                   \
+                                        __global OS_TYPE(UN_DX)* dx, ulong n, float alpha) { \
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                       \
-      const float x = in[i];                                                                 \
-      dx[i] = dy[i] * (DERIVATIVE);                                                          \
+      const float x = OS_LOAD(UN_X, in, i);                                                  \
+      OS_STORE(UN_DX, dx, i, OS_LOAD(UN_DY, dy, i) * (DERIVATIVE));                          \
     }                                                                                        \
   }
 

@@ -273,10 +273,14 @@ AETHERCL_API int execute_broadcast_add_gpu(int gpu_index, void* a, void* b, void
 /* y[b,s,e] = x[b,s,e] + pe[s,e]; pe_slice holds S*E floats. */
 AETHERCL_API int execute_add_broadcast_pe_gpu(int gpu_index, void* input, void* pe_slice,
                                               void* output, int B, int S, int E);
-/* o[i,j,:] = w[idx[i,j],:], a zero row for an id outside [0, v). idx is int32 (b, s). */
+/* o[i,j,:] = w[idx[i,j],:], a zero row for an id outside [0, v). idx is int32 (b, s). o may be
+ * tagged AETHERCL_F16 or AETHERCL_BF16 (aethercl_buffer_set_dtype): the float32 weights are then
+ * written rounded once to that format (nearest even), sizes in its elements; w is a float32
+ * master (any tag but AETHERCL_F32 refused), as is d_w below. */
 AETHERCL_API int execute_embedding_lookup_gpu(int gpu_index, void* idx, void* w, void* o, int b,
                                               int s, int d, int v);
-/* d_w[idx[i,j],:] += d_o[i,j,:] for every valid id; accumulates, no update is lost. By default
+/* d_w[idx[i,j],:] += d_o[i,j,:] for every valid id; accumulates, no update is lost. d_o may be
+ * f16 or bf16 by its tag (read into float32; d_w stays float32). By default
  * the additions run in ascending (i, j) order (bit-reproducible); AETHERCL_DETERMINISTIC=0
  * selects a float-atomic kernel whose rounding may vary run to run. */
 AETHERCL_API int execute_embedding_backward_gpu(int gpu_index, void* d_o, void* idx, void* d_w,
@@ -515,8 +519,9 @@ AETHERCL_API int aethercl_memset(int gpu_index, void* buffer, size_t offset, siz
 /* General matrix product (ABI version 3)                                                 */
 /* ===================================================================================== */
 
-/* Element types of typed memory (aethercl_gemm, aethercl_buffer_set_dtype, aethercl_convert).
- * Half types are stored as 16-bit patterns on every device (no cl_khr_fp16 needed). */
+/* Element types of typed memory (aethercl_gemm, aethercl_buffer_set_dtype, aethercl_convert, the
+ * 16-bit operands of the training ops). Half types are stored as 16-bit patterns on every device
+ * (no cl_khr_fp16 needed). */
 enum aethercl_dtype {
   AETHERCL_F32 = 0, AETHERCL_F16 = 1, AETHERCL_BF16 = 2, AETHERCL_F64 = 3,
   AETHERCL_I32 = 4, AETHERCL_I64 = 5, AETHERCL_I8 = 6, AETHERCL_U8 = 7
@@ -709,6 +714,22 @@ AETHERCL_API int aethercl_dropout(int gpu_index, void* x, void* y, void* mask, s
 AETHERCL_API int aethercl_dropout_backward(int gpu_index, void* dy, void* mask, void* dx,
                                            size_t count, float p, void* stream);
 
+/* ---- 16-bit operands of the training ops ------------------------------------------------------
+ * aethercl_unary, aethercl_unary_backward, aethercl_binary, aethercl_binary_backward,
+ * aethercl_norm_forward, aethercl_norm_backward and aethercl_cross_entropy (and the rows of
+ * execute_embedding_lookup_gpu / execute_embedding_backward_gpu) take the format of each
+ * activation or gradient operand from its buffer's tag (aethercl_buffer_set_dtype): no tag or
+ * AETHERCL_F32 is float32, AETHERCL_F16 IEEE half, AETHERCL_BF16 bfloat16; an operand tagged
+ * anything else is refused (0, a message naming it). Counts and sizes are in elements of each
+ * operand's own format. Each operand is read in its format, every value is computed in float32
+ * (sums as the float32 form keeps them) and each result is rounded once, to nearest even, to its
+ * output's format (half overflow gives +-inf; NaN stays NaN). Operands of one call may mix the
+ * three formats in any combination (a bf16 activation plus a float32 bias row writing bf16, a
+ * float32 residual normalised into f16, ...); each function says which of its operands stay
+ * float32 (weights and their gradients: float32 masters, as PyTorch's autocast; losses) and
+ * refuses a 16-bit tag on those. Untagged buffers run the float32 kernels, bit for bit as before.
+ * A 16-bit combination builds its own kernel program on first use. */
+
 /* ---- Elementwise: unary ops, scalar forms, broadcasting binary ops ---------------------------
  * Unary ops y = f(x; alpha). Derivatives used by aethercl_unary_backward are given where they
  * are not the textbook ones. */
@@ -737,11 +758,13 @@ enum aethercl_unary_op {
   AETHERCL_UNARY_POW_SCALAR = 21   /* pow(x, alpha) (NaN for x < 0 and non-integer alpha) */
 };
 
-/* y[i] = f(x[i]) over count float32 elements; y may equal x. alpha is used by the ops that say
- * so and must be finite for them. */
+/* y[i] = f(x[i]) over count elements; y may equal x. alpha is used by the ops that say so and
+ * must be finite for them. x and y may each be float32, f16 or bf16 (see "16-bit operands of the
+ * training ops"). */
 AETHERCL_API int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t count,
                                 float alpha, void* stream);
-/* dx[i] = dy[i] * f'(x[i]) with the forward input x; dx may equal dy. */
+/* dx[i] = dy[i] * f'(x[i]) with the forward input x; dx may equal dy. x, dy and dx may each be
+ * float32, f16 or bf16. */
 AETHERCL_API int aethercl_unary_backward(int gpu_index, int op, void* x, void* dy, void* dx,
                                          size_t count, float alpha, void* stream);
 
@@ -755,17 +778,19 @@ enum aethercl_binary_op {
   AETHERCL_BINARY_POW = 6  /* pow(a, b); d/db = pow(a, b) ln a */
 };
 
-/* Two dense row-major float32 operands of ndim (1 to 4) dimensions each, broadcast as NumPy
- * does: in every dimension the sizes are equal or one of them is 1 (pad the shorter shape with
- * leading 1s). c has the broadcast shape max(shape_a[d], shape_b[d]) (0 where either is 0). */
+/* Two dense row-major operands of ndim (1 to 4) dimensions each, broadcast as NumPy does: in
+ * every dimension the sizes are equal or one of them is 1 (pad the shorter shape with leading
+ * 1s). c has the broadcast shape max(shape_a[d], shape_b[d]) (0 where either is 0). a, b and c
+ * (and dc, da, db of the backward) may each be float32, f16 or bf16, in any combination (see
+ * "16-bit operands of the training ops"); sizes below count elements of each one's format. */
 typedef struct aethercl_broadcast_desc {
   size_t struct_size;
   int ndim;
   int shape_a[4];
   int shape_b[4];
-  void* a; /* prod(shape_a) floats */
-  void* b; /* prod(shape_b) floats */
-  void* c; /* prod(broadcast shape) floats; read by neither function */
+  void* a; /* prod(shape_a) elements */
+  void* b; /* prod(shape_b) elements */
+  void* c; /* prod(broadcast shape) elements; read by neither function */
 } aethercl_broadcast_desc;
 
 /* c = a op b with broadcasting. c may equal a (or b) when that operand has the full shape. */
@@ -830,7 +855,10 @@ enum aethercl_norm_kind {
 /* Row-wise normalisation of x (rows x cols). gamma and beta (cols) are optional (NULL: 1 and 0).
  * The forward reads x, gamma, beta and writes y; the backward reads x, gamma, dy and writes any of
  * dx (rows x cols), dgamma = sum over rows of dy * xhat and dbeta = sum over rows of dy (cols
- * each), recomputing the statistics from x. eps > 0. */
+ * each), recomputing the statistics from x. eps > 0. x, y, dy and dx may each be float32, f16 or
+ * bf16, in any combination (see "16-bit operands of the training ops"); gamma, beta, dgamma and
+ * dbeta are float32 masters (a 16-bit tag on them is refused) and the row statistics are
+ * computed from the values read, as in float32. */
 typedef struct aethercl_norm_desc {
   size_t struct_size;
   int kind;
@@ -951,8 +979,9 @@ AETHERCL_API int aethercl_clip_grad_norm(int gpu_index, int num_tensors, void* c
 AETHERCL_API int aethercl_mse_loss(int gpu_index, void* pred, void* target, void* loss,
                                    void* grad, size_t count, int reduction, void* stream);
 
-/* Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused with
- * log-softmax. A row whose target equals ignore_index contributes 0 and a zero gradient row; a
+/* Cross-entropy from logits (rows x classes) and int32 class targets (rows), fused with
+ * log-softmax. logits and grad may each be float32, f16 or bf16 (see "16-bit operands of the
+ * training ops"); loss is float32 (a 16-bit tag on it is refused). A row whose target equals ignore_index contributes 0 and a zero gradient row; a
  * target outside [0, classes) that is not ignore_index makes that row's loss and gradient NaN.
  * With label smoothing s in [0, 1] the target distribution is (1 - s) onehot + s / classes.
  * reduction: AETHERCL_SUM, AETHERCL_MEAN (divided by the number of rows not ignored: NaN when
@@ -1223,8 +1252,10 @@ AETHERCL_API int aethercl_launch(int gpu_index, void* kernel, void* stream, int 
 /* ===================================================================================== */
 
 /* Tags the buffer with an element type (an aethercl_dtype code), shown as "dtype" in the buffer's
- * entry of aethercl_memory_stats. Only a tag: it changes no byte and no other call. A later call
- * replaces it. Returns 0 for an unknown code or an invalid handle. */
+ * entry of aethercl_memory_stats. It changes no byte. The training ops that take 16-bit operands
+ * (see "16-bit operands of the training ops") read and write a buffer tagged AETHERCL_F16 or
+ * AETHERCL_BF16 in that format and refuse other non-float32 tags; every other call ignores the
+ * tag. A later call replaces it. Returns 0 for an unknown code or an invalid handle. */
 AETHERCL_API int aethercl_buffer_set_dtype(int gpu_index, void* buffer, int dtype);
 
 /* Converts count elements of src (src_dtype) into dst (dst_dtype), element i to element i, on

@@ -873,7 +873,7 @@ def dropout_backward(dev: DeviceLike, dy: Pointer, mask: Pointer, dx: Pointer, c
 @_entry("aethercl_unary")
 def unary(dev: DeviceLike, op: int, x: Pointer, y: Pointer, count: int, alpha: float,
           stream: Pointer) -> None:
-    """y[i] = f(x[i]) over count float32 elements; y may equal x.
+    """y[i] = f(x[i]) over count elements; y may equal x.
 
     C: int aethercl_unary(int gpu_index, int op, void* x, void* y, size_t count, float alpha, void*
     stream). Raises AetherCLError unless it returns 1."""
@@ -1047,7 +1047,7 @@ def mse_loss(dev: DeviceLike, pred: Pointer, target_: Pointer, loss: Pointer, gr
 
 @_entry("aethercl_cross_entropy")
 def cross_entropy(dev: DeviceLike, desc: StructPointer, stream: Pointer) -> None:
-    """Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused with
+    """Cross-entropy from logits (rows x classes) and int32 class targets (rows), fused with
     log-softmax.
 
     C: int aethercl_cross_entropy(int gpu_index, const aethercl_cross_entropy_desc* desc, void*

@@ -868,7 +868,7 @@ extern "C" {
         p: f32,
         stream: *mut c_void,
     ) -> c_int;
-    /// y[i] = f(x[i]) over count float32 elements; y may equal x.
+    /// y[i] = f(x[i]) over count elements; y may equal x.
     pub fn aethercl_unary(
         gpu_index: c_int,
         op: c_int,
@@ -1003,8 +1003,8 @@ extern "C" {
         reduction: c_int,
         stream: *mut c_void,
     ) -> c_int;
-    /// Cross-entropy from logits (rows x classes float32) and int32 class targets (rows), fused
-    /// with log-softmax.
+    /// Cross-entropy from logits (rows x classes) and int32 class targets (rows), fused with
+    /// log-softmax.
     pub fn aethercl_cross_entropy(
         gpu_index: c_int,
         desc: *const aethercl_cross_entropy_desc,

@@ -4,6 +4,7 @@
 
 #include "ops/aliasing.h"
 #include "ops/train/common.h"
+#include "ops/train/operand_storage.h"
 
 #include <array>
 #include <string>
@@ -98,9 +99,9 @@ Addressing addressing_of(const Shape& shape, std::uint64_t count, const Layout& 
   return {2, 1, vec(broadcast_strides(shape, l.out))};
 }
 
-void launch_grad(DeviceCall& call, const char* op, const char* side, cl_mem x, cl_mem y, cl_mem dc,
-                 cl_mem dx, std::uint64_t count_x, const Shape& x_shape, const Shape& y_shape,
-                 const Layout& l) {
+void launch_grad(DeviceCall& call, const FamilyVariant& family, const char* op, const char* side,
+                 cl_mem x, cl_mem y, cl_mem dc, cl_mem dx, std::uint64_t count_x,
+                 const Shape& x_shape, const Shape& y_shape, const Layout& l) {
   Shape reduced{1, 1, 1, 1};
   std::uint64_t red_count = 1;
   for (int d = 0; d < 4; ++d) {
@@ -108,9 +109,28 @@ void launch_grad(DeviceCall& call, const char* op, const char* side, cl_mem x, c
     red_count *= reduced[d];
   }
   const std::string name = fmt::format("binary_{}_grad_{}", op, side);
-  launch_linear(call, kFamily, name.c_str(), count_x, x, y, dc, dx, ul(count_x), vec(x_shape),
+  launch_linear(call, family, name.c_str(), count_x, x, y, dc, dx, ul(count_x), vec(x_shape),
                 vec(strides_of(l.out)), vec(broadcast_strides(y_shape, l.out)), vec(reduced),
                 ul(red_count));
+}
+
+// The roles of kernels/binary.cl. The forward has no gradients and names da and db in a's and
+// b's formats, so calls whose operands keep their formats in both directions share one program
+// (a backward with a missing input reads dc in its place, in dc's format).
+FamilyVariant family_of(Storage a, Storage b, Storage c, Storage da, Storage db) {
+  return {kFamily, storage_options({{"BIN_A", a}, {"BIN_B", b}, {"BIN_C", c}, {"BIN_DA", da},
+                                    {"BIN_DB", db}})};
+}
+
+// Zeroes count elements of a gradient in its format.
+void zero_gradient(DeviceCall& call, const Operand& gradient, std::uint64_t count) {
+  if (count == 0) return;
+  if (gradient.storage == Storage::kF32) {
+    launch_linear(call, "fill", "fill_zero", count, gradient.view.mem, ul(count));
+  } else {  // +0 is the all-zero pattern in every format
+    call.device().fill(call.stream(), gradient.view.mem, 0, count * storage_bytes(gradient.storage),
+                       0);
+  }
 }
 
 }  // namespace
@@ -118,9 +138,9 @@ void launch_grad(DeviceCall& call, const char* op, const char* side, cl_mem x, c
 void binary(DeviceCall& call, int op, const aethercl_broadcast_desc& desc) {
   const char* name = op_name(op);
   const Layout l = layout_of(desc);
-  cl_mem a = call.buffer(desc.a, "desc.a", bytes_of(l.count_a, 4)).mem;
-  cl_mem b = call.buffer(desc.b, "desc.b", bytes_of(l.count_b, 4)).mem;
-  cl_mem c = call.buffer(desc.c, "desc.c", bytes_of(l.count_out, 4)).mem;
+  const Operand a = operand(call, desc.a, "desc.a", l.count_a);
+  const Operand b = operand(call, desc.b, "desc.b", l.count_b);
+  const Operand c = operand(call, desc.c, "desc.c", l.count_out);
   // In place only over an operand of the full shape (a broadcast one is read by several items).
   if (desc.c == desc.a && l.count_a != l.count_out) require_distinct(desc.a, "desc.a", desc.c, "desc.c");
   if (desc.c == desc.b && l.count_b != l.count_out) require_distinct(desc.b, "desc.b", desc.c, "desc.c");
@@ -128,7 +148,8 @@ void binary(DeviceCall& call, int op, const aethercl_broadcast_desc& desc) {
   const Addressing at_a = addressing_of(l.a, l.count_a, l);
   const Addressing at_b = addressing_of(l.b, l.count_b, l);
   const std::string kernel = fmt::format("binary_{}", name);
-  launch_linear(call, kFamily, kernel.c_str(), l.count_out, a, b, c, ul(l.count_out),
+  launch_linear(call, family_of(a.storage, b.storage, c.storage, a.storage, b.storage),
+                kernel.c_str(), l.count_out, a.view.mem, b.view.mem, c.view.mem, ul(l.count_out),
                 vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode, at_b.period,
                 at_b.strides);
 }
@@ -138,17 +159,17 @@ void binary_backward(DeviceCall& call, int op, const aethercl_broadcast_desc& de
   const char* name = op_name(op);
   const Layout l = layout_of(desc);
   const bool reads_inputs = op != AETHERCL_BINARY_ADD && op != AETHERCL_BINARY_SUB;
-  cl_mem dc_mem = call.buffer(dc, "dc", bytes_of(l.count_out, 4)).mem;
-  std::optional<BufferView> a_view, b_view;
+  const Operand dc_op = operand(call, dc, "dc", l.count_out);
+  std::optional<Operand> a_op, b_op;
   if (reads_inputs) {
-    a_view = call.buffer(desc.a, "desc.a", bytes_of(l.count_a, 4));
-    b_view = call.buffer(desc.b, "desc.b", bytes_of(l.count_b, 4));
+    a_op = operand(call, desc.a, "desc.a", l.count_a);
+    b_op = operand(call, desc.b, "desc.b", l.count_b);
   } else {
-    a_view = call.optional_buffer(desc.a, "desc.a", bytes_of(l.count_a, 4));
-    b_view = call.optional_buffer(desc.b, "desc.b", bytes_of(l.count_b, 4));
+    a_op = optional_operand(call, desc.a, "desc.a", l.count_a);
+    b_op = optional_operand(call, desc.b, "desc.b", l.count_b);
   }
-  auto da_view = call.optional_buffer(da, "da", bytes_of(l.count_a, 4));
-  auto db_view = call.optional_buffer(db, "db", bytes_of(l.count_b, 4));
+  auto da_op = optional_operand(call, da, "da", l.count_a);
+  auto db_op = optional_operand(call, db, "db", l.count_b);
   require_distinct(da, "da", dc, "dc");
   require_distinct(db, "db", dc, "dc");
   require_distinct(da, "da", db, "db");
@@ -158,23 +179,25 @@ void binary_backward(DeviceCall& call, int op, const aethercl_broadcast_desc& de
       require_distinct(db, "db", input, input == desc.a ? "desc.a" : "desc.b");
     }
   }
-  // ADD and SUB never read the inputs; dc stands in for a missing one (in bounds, unread).
-  cl_mem a_mem = a_view ? a_view->mem : dc_mem;
-  cl_mem b_mem = b_view ? b_view->mem : dc_mem;
   if (l.count_out == 0) {  // nothing broadcast into the gradients: they are sums of nothing
-    if (da_view && l.count_a > 0) {
-      launch_linear(call, "fill", "fill_zero", l.count_a, da_view->mem, ul(l.count_a));
-    }
-    if (db_view && l.count_b > 0) {
-      launch_linear(call, "fill", "fill_zero", l.count_b, db_view->mem, ul(l.count_b));
-    }
+    if (da_op) zero_gradient(call, *da_op, l.count_a);
+    if (db_op) zero_gradient(call, *db_op, l.count_b);
     return;
   }
-  if (da_view && l.count_a > 0) {
-    launch_grad(call, name, "a", a_mem, b_mem, dc_mem, da_view->mem, l.count_a, l.a, l.b, l);
+  // ADD and SUB never read the inputs; dc stands in for a missing one (in bounds: an operand
+  // has at most dc's element count; unread).
+  const Operand a_in = a_op ? *a_op : dc_op;
+  const Operand b_in = b_op ? *b_op : dc_op;
+  const FamilyVariant family =
+      family_of(a_in.storage, b_in.storage, dc_op.storage, da_op ? da_op->storage : a_in.storage,
+                db_op ? db_op->storage : b_in.storage);
+  if (da_op && l.count_a > 0) {
+    launch_grad(call, family, name, "a", a_in.view.mem, b_in.view.mem, dc_op.view.mem,
+                da_op->view.mem, l.count_a, l.a, l.b, l);
   }
-  if (db_view && l.count_b > 0) {
-    launch_grad(call, name, "b", b_mem, a_mem, dc_mem, db_view->mem, l.count_b, l.b, l.a, l);
+  if (db_op && l.count_b > 0) {
+    launch_grad(call, family, name, "b", b_in.view.mem, a_in.view.mem, dc_op.view.mem,
+                db_op->view.mem, l.count_b, l.b, l.a, l);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace aethercl::ops::train {
 
@@ -55,11 +56,28 @@ inline Kernel& named_kernel(DeviceCall& call, const char* family, const char* na
   return call.device().programs().kernel(family, name);
 }
 
+// A kernel family built with extra options (operand formats, ...); "" is the plain build.
+struct FamilyVariant {
+  const char* family;
+  std::string options;
+};
+
+inline Kernel& named_kernel(DeviceCall& call, const FamilyVariant& variant, const char* name) {
+  return call.device().programs().kernel(variant.family, name, variant.options);
+}
+
 // Launches a grid-stride kernel of `family` over n items (runtime/family_launch.h geometry);
 // arguments are bound in order.
 template <typename... Args>
 void launch_linear(DeviceCall& call, const char* family, const char* name, std::uint64_t n,
                    const Args&... args) {
+  Kernel& kernel = named_kernel(call, family, name);
+  call.launch(kernel, linear_geometry(call.device(), kernel, n), args...);
+}
+
+template <typename... Args>
+void launch_linear(DeviceCall& call, const FamilyVariant& family, const char* name,
+                   std::uint64_t n, const Args&... args) {
   Kernel& kernel = named_kernel(call, family, name);
   call.launch(kernel, linear_geometry(call.device(), kernel, n), args...);
 }
@@ -71,6 +89,16 @@ void launch_linear(DeviceCall& call, const char* family, const char* name, std::
 template <typename... Args>
 void launch_slices(DeviceCall& call, const char* family, const char* name, std::uint64_t slices,
                    std::uint64_t slice_length, std::size_t scratch_bytes, const Args&... args) {
+  Kernel& kernel = named_kernel(call, family, name);
+  RowGeometry geometry = row_geometry(call.device(), kernel, slices, slice_length, scratch_bytes);
+  call.launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,
+              LocalBytes{geometry.local * scratch_bytes});
+}
+
+template <typename... Args>
+void launch_slices(DeviceCall& call, const FamilyVariant& family, const char* name,
+                   std::uint64_t slices, std::uint64_t slice_length, std::size_t scratch_bytes,
+                   const Args&... args) {
   Kernel& kernel = named_kernel(call, family, name);
   RowGeometry geometry = row_geometry(call.device(), kernel, slices, slice_length, scratch_bytes);
   call.launch(kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,

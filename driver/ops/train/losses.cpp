@@ -3,6 +3,7 @@
 
 #include "ops/aliasing.h"
 #include "ops/train/common.h"
+#include "ops/train/operand_storage.h"
 #include "ops/train/optim.h"
 
 #include <optional>
@@ -63,10 +64,14 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
          "AETHERCL_NO_REDUCTION", d.reduction);
   }
   const bool per_row = d.reduction == AETHERCL_NO_REDUCTION;
-  cl_mem logits = call.buffer(d.logits, "desc.logits", bytes_of(count, 4)).mem;
+  const Operand logits_op = operand(call, d.logits, "desc.logits", count);
+  cl_mem logits = logits_op.view.mem;
   cl_mem targets = call.buffer(d.targets, "desc.targets", bytes_of(rows, 4)).mem;
-  auto loss = call.optional_buffer(d.loss, "desc.loss", per_row ? bytes_of(rows, 4) : 4);
-  auto grad = call.optional_buffer(d.grad, "desc.grad", bytes_of(count, 4));
+  auto loss = float32_operand(call, d.loss, "desc.loss", per_row ? rows : 1,
+                              "the loss (always float32)", true);
+  auto grad_op = optional_operand(call, d.grad, "desc.grad", count);
+  std::optional<BufferView> grad;
+  if (grad_op) grad = grad_op->view;
   for (const void* out : {d.loss, d.grad}) {
     const char* name = out == d.loss ? "desc.loss" : "desc.grad";
     require_distinct(out, name, d.logits, "desc.logits");
@@ -104,7 +109,15 @@ void cross_entropy(DeviceCall& call, const aethercl_cross_entropy_desc& d) {
     row_scratch.emplace(call, bytes_of(rows, 4), "the per-row losses");
     row_loss = row_scratch->mem();
   }
-  Kernel& kernel = family_kernel(call, kFamily, "losses_cross_entropy_rows");
+  // The logits' and grad's formats (a missing grad named as the logits) pick the program; both
+  // float32 is the plain build.
+  const std::string options = storage_options(
+      {{"CE_LOGITS", logits_op.storage},
+       {"CE_GRAD", grad_op ? grad_op->storage : logits_op.storage}});
+  Kernel& kernel = options.empty()
+                       ? family_kernel(call, kFamily, "losses_cross_entropy_rows")
+                       : named_kernel(call, FamilyVariant{kFamily, options},
+                                      "losses_cross_entropy_rows");
   RowGeometry g = row_geometry(device, kernel, rows, classes, acc_bytes(device) + sizeof(float));
   call.launch(kernel, LaunchGeometry::linear(g.global, g.local), logits, targets, row_loss, grad ? grad->mem : row_loss,
                   flag(bool(grad)), ul(rows), ul(classes), static_cast<cl_int>(d.ignore_index),

@@ -4,6 +4,7 @@
 
 #include "ops/aliasing.h"
 #include "ops/train/common.h"
+#include "ops/train/operand_storage.h"
 
 namespace aethercl::ops::train {
 namespace {
@@ -26,35 +27,48 @@ NormShape shape_of(const aethercl_norm_desc& d) {
   return s;
 }
 
+constexpr const char* kMaster = "a float32 master (gamma, beta and their gradients stay float32)";
+
+// The roles of kernels/norm.cl. A direction names the operands it lacks in the format of their
+// partners (dy as y, dx as x; y as dy), so training whose gradients keep their activations'
+// formats builds one program for both directions.
+FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
+  return {kFamily, storage_options({{"NORM_X", x}, {"NORM_Y", y}, {"NORM_DY", dy},
+                                    {"NORM_DX", dx}})};
+}
+
 }  // namespace
 
 void norm_forward(DeviceCall& call, const aethercl_norm_desc& d) {
   const NormShape s = shape_of(d);
-  const std::uint64_t bytes = bytes_of(s.count, 4), param_bytes = bytes_of(s.cols, 4);
-  cl_mem x = call.buffer(d.x, "desc.x", bytes).mem;
-  auto gamma = call.optional_buffer(d.gamma, "desc.gamma", param_bytes);
-  auto beta = call.optional_buffer(d.beta, "desc.beta", param_bytes);
-  cl_mem y = call.buffer(d.y, "desc.y", bytes).mem;
+  const Operand x = operand(call, d.x, "desc.x", s.count);
+  auto gamma = float32_operand(call, d.gamma, "desc.gamma", s.cols, kMaster, true);
+  auto beta = float32_operand(call, d.beta, "desc.beta", s.cols, kMaster, true);
+  const Operand y = operand(call, d.y, "desc.y", s.count);
   require_distinct(d.x, "desc.x", d.y, "desc.y");
   require_distinct(d.gamma, "desc.gamma", d.y, "desc.y");
   require_distinct(d.beta, "desc.beta", d.y, "desc.y");
   if (s.count == 0) return;
   Device& device = call.device();
-  launch_slices(call, kFamily, "norm_forward", s.rows, s.cols, acc_bytes(device), x,
-                gamma ? gamma->mem : x, beta ? beta->mem : x, y, ul(s.rows), ul(s.cols), d.eps,
+  cl_mem x_mem = x.view.mem;
+  launch_slices(call, family_of(x.storage, y.storage, y.storage, x.storage), "norm_forward",
+                s.rows, s.cols, acc_bytes(device), x_mem, gamma ? gamma->mem : x_mem,
+                beta ? beta->mem : x_mem, y.view.mem, ul(s.rows), ul(s.cols), d.eps,
                 static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS), static_cast<cl_int>(bool(gamma)),
                 static_cast<cl_int>(bool(beta)));
 }
 
 void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   const NormShape s = shape_of(d);
-  const std::uint64_t bytes = bytes_of(s.count, 4), param_bytes = bytes_of(s.cols, 4);
-  cl_mem x = call.buffer(d.x, "desc.x", bytes).mem;
-  auto gamma = call.optional_buffer(d.gamma, "desc.gamma", param_bytes);
-  cl_mem dy = call.buffer(d.dy, "desc.dy", bytes).mem;
-  auto dx = call.optional_buffer(d.dx, "desc.dx", bytes);
-  auto dgamma = call.optional_buffer(d.dgamma, "desc.dgamma", param_bytes);
-  auto dbeta = call.optional_buffer(d.dbeta, "desc.dbeta", param_bytes);
+  const Operand x_op = operand(call, d.x, "desc.x", s.count);
+  auto gamma = float32_operand(call, d.gamma, "desc.gamma", s.cols, kMaster, true);
+  const Operand dy_op = operand(call, d.dy, "desc.dy", s.count);
+  auto dx_op = optional_operand(call, d.dx, "desc.dx", s.count);
+  auto dgamma = float32_operand(call, d.dgamma, "desc.dgamma", s.cols, kMaster, true);
+  auto dbeta = float32_operand(call, d.dbeta, "desc.dbeta", s.cols, kMaster, true);
+  cl_mem x = x_op.view.mem, dy = dy_op.view.mem;
+  std::optional<BufferView> dx;
+  if (dx_op) dx = dx_op->view;
   for (auto [out, name] : {std::pair{d.dx, "desc.dx"}, {d.dgamma, "desc.dgamma"},
                            {d.dbeta, "desc.dbeta"}}) {
     require_distinct(out, name, d.x, "desc.x");
@@ -77,12 +91,14 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   }
   Scratch stats(call, bytes_of(s.rows, 2 * sizeof(float)), "the norm backward's row statistics");
   const cl_int rms = d.kind == AETHERCL_NORM_RMS;
-  launch_slices(call, kFamily, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
+  const Storage dx_storage = dx_op ? dx_op->storage : x_op.storage;
+  const FamilyVariant family = family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_storage);
+  launch_slices(call, family, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
                 gamma ? gamma->mem : x, dy, dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows),
                 ul(s.cols), d.eps, rms, static_cast<cl_int>(bool(gamma)),
                 static_cast<cl_int>(bool(dx)));
   if (dgamma || dbeta) {
-    launch_linear(call, kFamily, "norm_backward_params", s.cols, x, dy, stats.mem(),
+    launch_linear(call, family, "norm_backward_params", s.cols, x, dy, stats.mem(),
                   dgamma ? dgamma->mem : stats.mem(), dbeta ? dbeta->mem : stats.mem(),
                   ul(s.rows), ul(s.cols), static_cast<cl_int>(bool(dgamma)),
                   static_cast<cl_int>(bool(dbeta)));

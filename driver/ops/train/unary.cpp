@@ -2,6 +2,7 @@
 #include "ops/train/unary.h"
 
 #include "ops/train/common.h"
+#include "ops/train/operand_storage.h"
 
 #include <aethercl/driver.h>
 
@@ -38,27 +39,35 @@ const UnaryKernel& kernel_for(int op, float alpha) {
   return kernel;
 }
 
+// The roles of kernels/unary.cl. A direction names the operands it lacks in the format of their
+// partners (dy as y, dx as x; y as dy), so training whose gradients keep their activations'
+// formats builds one program for both directions.
+FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
+  return {"unary", storage_options({{"UN_X", x}, {"UN_Y", y}, {"UN_DY", dy}, {"UN_DX", dx}})};
+}
+
 }  // namespace
 
 void unary(DeviceCall& call, int op, void* x, void* y, std::size_t count, float alpha) {
   const UnaryKernel& kernel = kernel_for(op, alpha);
-  const std::uint64_t bytes = bytes_of(count, sizeof(float));
-  cl_mem x_mem = call.buffer(x, "x", bytes).mem;
-  cl_mem y_mem = call.buffer(y, "y", bytes).mem;
+  const Operand x_op = operand(call, x, "x", count);
+  const Operand y_op = operand(call, y, "y", count);
   if (count == 0) return;
-  launch_linear(call, "unary", kernel.name, count, x_mem, y_mem, ul(count), alpha);
+  launch_linear(call, family_of(x_op.storage, y_op.storage, y_op.storage, x_op.storage),
+                kernel.name, count, x_op.view.mem, y_op.view.mem, ul(count), alpha);
 }
 
 void unary_backward(DeviceCall& call, int op, void* x, void* dy, void* dx, std::size_t count,
                     float alpha) {
   const UnaryKernel& kernel = kernel_for(op, alpha);
-  const std::uint64_t bytes = bytes_of(count, sizeof(float));
-  cl_mem x_mem = call.buffer(x, "x", bytes).mem;
-  cl_mem dy_mem = call.buffer(dy, "dy", bytes).mem;
-  cl_mem dx_mem = call.buffer(dx, "dx", bytes).mem;
+  const Operand x_op = operand(call, x, "x", count);
+  const Operand dy_op = operand(call, dy, "dy", count);
+  const Operand dx_op = operand(call, dx, "dx", count);
   if (count == 0) return;
+  const FamilyVariant family =
+      family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_op.storage);
   const std::string name = std::string(kernel.name) + "_backward";
-  launch_linear(call, "unary", name.c_str(), count, x_mem, dy_mem, dx_mem,
+  launch_linear(call, family, name.c_str(), count, x_op.view.mem, dy_op.view.mem, dx_op.view.mem,
                 ul(count), alpha);
 }
 

@@ -484,6 +484,8 @@ def all_cases(symbols) -> List[Case]:
             cases += compute_cases(symbol)
     from support.hostile_train_cases import all_train_cases  # version-3 training ops
     cases += all_train_cases(symbols)
+    from support.hostile_typed_cases import typed_cases  # their 16-bit operands
+    cases += typed_cases(symbols)
     # --- graphs (AETHERCL_4) ---
     if "aethercl_graph_capture_begin" in names:
         from support.hostile_graph_cases import graph_cases
