@@ -1,6 +1,6 @@
 /* An OpenCL fault layer: preloaded (LD_PRELOAD) over the OpenCL loader, it counts every OpenCL call
  * the process makes and makes the Nth fail with a chosen error, and it keeps a count of the OpenCL
- * objects the process holds (tests/faults/, docs/TESTING.md "Fault injection").
+ * objects the process holds (tests/faults/, docs/RELIABILITY.md "Fault injection at every OpenCL call").
  *
  *   AETHERCL_FAULT_AT=N      fail the first call, counting from 1, at or after the Nth that the
  *                            OpenCL specification lets return the error (0 or unset: no fault)

@@ -32,9 +32,12 @@ def layer_path():
 
 @pytest.fixture(autouse=True)
 def leak_detection(monkeypatch):
-    """Under ASan (its runtime preloaded by ctest), the children report leaks: Python's, PoCL's
-    and LLVM's own allocations, which outlive a process by design, are suppressed."""
-    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+    """Under ASan (its runtime preloaded by ctest) with AETHERCL_FAULT_LSAN=1, the children
+    report leaks: Python's, PoCL's and LLVM's own allocations, which outlive a process by design,
+    are suppressed (tests/faults/lsan.supp, not yet tuned on a full run: opt-in until it is).
+    Always: each child's OpenCL objects left after shutdown_driver are counted by the layer."""
+    if ("libasan" in os.environ.get("LD_PRELOAD", "") and
+            os.environ.get("AETHERCL_FAULT_LSAN", "") == "1"):
         monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:"
                                            "allocator_may_return_null=1")
         monkeypatch.setenv("LSAN_OPTIONS", f"suppressions={LSAN_SUPPRESSIONS}:print_suppressions=0")
