@@ -350,7 +350,9 @@ def status_name(dev: DeviceLike, status: int) -> str:
     ...
 
 def device_count(dev: DeviceLike = 0) -> int:
-    """Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none.
+    """Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none,
+    and 0 with a message naming the call when an OpenCL call of the enumeration failed (the next
+    call enumerates again, as do initialize_gpu and aethercl_device_info, which fail the same way).
 
     C: int aethercl_device_count(void). Returns the C result."""
     ...
@@ -501,7 +503,8 @@ def host_alloc(dev: DeviceLike, size: int) -> int:
 
 def host_free(dev: DeviceLike, host_ptr: Pointer) -> None:
     """Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it
-    waits for every stream of its device, as cudaFreeHost does).
+    waits for every stream of its device, as cudaFreeHost does); memory a live graph's recorded
+    transfers name is released with the last such graph, the pointer being invalid at once.
 
     C: int aethercl_host_free(void* host_ptr). Raises AetherCLError unless it returns 1."""
     ...

@@ -709,7 +709,10 @@ extern "C" {
     /// A static name for a status code ("AETHERCL_OUT_OF_RANGE"), "AETHERCL_UNKNOWN_STATUS"
     /// otherwise.
     pub fn aethercl_status_name(status: c_int) -> *const c_char;
-    /// Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none.
+    /// Number of visible OpenCL devices (enumerated once; no initialisation needed); 0 when none,
+    /// and 0 with a message naming the call when an OpenCL call of the enumeration failed (the next
+    /// call enumerates again, as do initialize_gpu and aethercl_device_info, which fail the same
+    /// way).
     pub fn aethercl_device_count() -> c_int;
     /// Writes a JSON object describing visible device gpu_index (name, vendor, platform, type,
     /// compute units, memory, local memory, max work-group size, fp64/fp16/subgroup/atomics
@@ -776,7 +779,8 @@ extern "C" {
     /// gpu_index's context), usable with any device and any host code.
     pub fn aethercl_host_alloc(gpu_index: c_int, size: usize) -> *mut c_void;
     /// Frees memory from aethercl_host_alloc, after the transfers that use it have finished (it
-    /// waits for every stream of its device, as cudaFreeHost does).
+    /// waits for every stream of its device, as cudaFreeHost does); memory a live graph's recorded
+    /// transfers name is released with the last such graph, the pointer being invalid at once.
     pub fn aethercl_host_free(host_ptr: *mut c_void) -> c_int;
     /// Copies size bytes from source to buffer at byte offset, ordered on stream (NULL: the default
     /// stream).
