@@ -3,6 +3,7 @@
 
 #include "gemm/compute_mode.h"
 #include "ops/train/common.h"
+#include "ops/typed_memory.h"
 
 #include <cmath>
 
@@ -17,20 +18,6 @@ std::uint64_t element_bytes_of(int dtype) {
   }
   fail(Status::kInvalidArgument, "desc.dtype = {} is not AETHERCL_F32 (0), AETHERCL_F16 (1) or "
        "AETHERCL_BF16 (2)", dtype);
-}
-
-const char* dtype_name(int dtype) {
-  switch (dtype) {
-    case AETHERCL_F32: return "AETHERCL_F32";
-    case AETHERCL_F16: return "AETHERCL_F16";
-    case AETHERCL_BF16: return "AETHERCL_BF16";
-    case AETHERCL_F64: return "AETHERCL_F64";
-    case AETHERCL_I32: return "AETHERCL_I32";
-    case AETHERCL_I64: return "AETHERCL_I64";
-    case AETHERCL_I8: return "AETHERCL_I8";
-    case AETHERCL_U8: return "AETHERCL_U8";
-  }
-  return "an unknown dtype";
 }
 
 void require_flag(const char* name, int value) {
@@ -92,7 +79,7 @@ std::optional<BufferView> attention_buffer(DeviceCall& call, const AttentionShap
   if (auto record = call.runtime().buffers().find(handle)) {
     if (record->dtype >= 0 && record->dtype != wanted) {
       fail(Status::kInvalidArgument, "{} is tagged {} ({}) but the attention reads it as {} ({})",
-           name, dtype_name(record->dtype), record->dtype, dtype_name(wanted), wanted);
+           name, dtype_constant_name(record->dtype), record->dtype, dtype_constant_name(wanted), wanted);
     }
   }
   return view;

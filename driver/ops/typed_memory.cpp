@@ -33,6 +33,20 @@ const char* dtype_name(int dtype) noexcept {
   return dtype >= 0 && dtype < static_cast<int>(std::size(kDtypes)) ? kDtypes[dtype].name : nullptr;
 }
 
+const char* dtype_constant_name(int dtype) noexcept {
+  switch (dtype) {
+    case AETHERCL_F32: return "AETHERCL_F32";
+    case AETHERCL_F16: return "AETHERCL_F16";
+    case AETHERCL_BF16: return "AETHERCL_BF16";
+    case AETHERCL_F64: return "AETHERCL_F64";
+    case AETHERCL_I32: return "AETHERCL_I32";
+    case AETHERCL_I64: return "AETHERCL_I64";
+    case AETHERCL_I8: return "AETHERCL_I8";
+    case AETHERCL_U8: return "AETHERCL_U8";
+  }
+  return "an unknown dtype";
+}
+
 std::size_t dtype_size(int dtype) noexcept {
   return dtype_name(dtype) != nullptr ? kDtypes[dtype].size : 0;
 }

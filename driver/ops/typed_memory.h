@@ -10,6 +10,8 @@ namespace aethercl::ops {
 
 // "f32", "f16", ... for an aethercl_dtype code; nullptr for an unknown code.
 const char* dtype_name(int dtype) noexcept;
+// "AETHERCL_F32", "AETHERCL_F16", ... (the header's constant) for messages; "an unknown dtype".
+const char* dtype_constant_name(int dtype) noexcept;
 // Bytes per element of a known code.
 std::size_t dtype_size(int dtype) noexcept;
 

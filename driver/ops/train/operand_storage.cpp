@@ -2,25 +2,12 @@
 #include "ops/train/operand_storage.h"
 
 #include "ops/train/common.h"
+#include "ops/typed_memory.h"
 
 #include <aethercl/driver.h>
 
 namespace aethercl::ops::train {
 namespace {
-
-const char* dtype_name(int dtype) {
-  switch (dtype) {
-    case AETHERCL_F32: return "AETHERCL_F32";
-    case AETHERCL_F16: return "AETHERCL_F16";
-    case AETHERCL_BF16: return "AETHERCL_BF16";
-    case AETHERCL_F64: return "AETHERCL_F64";
-    case AETHERCL_I32: return "AETHERCL_I32";
-    case AETHERCL_I64: return "AETHERCL_I64";
-    case AETHERCL_I8: return "AETHERCL_I8";
-    case AETHERCL_U8: return "AETHERCL_U8";
-  }
-  return "an unknown dtype";
-}
 
 // The tag of a live buffer, -1 when it has none (or the handle resolves to nothing: call.buffer
 // reports that).
@@ -48,7 +35,7 @@ Operand operand(DeviceCall& call, const void* handle, const char* argument, std:
   else if (tag >= 0 && tag != AETHERCL_F32) {
     call.buffer(handle, argument, 0);  // a foreign device's buffer is reported as such first
     fail(Status::kInvalidArgument, "{} is tagged {} ({}); this op reads and writes it as "
-         "AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16", argument, dtype_name(tag), tag);
+         "AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16", argument, dtype_constant_name(tag), tag);
   }
   return Operand{sized(call, handle, argument, count, storage_bytes(storage)), storage};
 }
@@ -70,7 +57,7 @@ std::optional<BufferView> float32_operand(DeviceCall& call, const void* handle,
   if (tag >= 0 && tag != AETHERCL_F32) {
     call.buffer(handle, argument, 0);
     fail(Status::kInvalidArgument, "{} is tagged {} ({}), but it is {}: only AETHERCL_F32 "
-         "(or no tag) is accepted", argument, dtype_name(tag), tag, role);
+         "(or no tag) is accepted", argument, dtype_constant_name(tag), tag, role);
   }
   return sized(call, handle, argument, count, 4);
 }
