@@ -14,15 +14,7 @@ import pytest
 from aethercl import train as ops
 from aethercl import train_types as T
 from support import train_reference as R
-from support.train_helpers import close, no_poison
-
-EXACT = {"relu", "leaky_relu", "abs", "neg", "add_scalar", "sub_scalar", "rsub_scalar",
-         "mul_scalar", "div_scalar", "max_scalar", "min_scalar", "rdiv_scalar", "sqrt"}
-POSITIVE_DOMAIN = {"log", "sqrt", "rsqrt", "pow_scalar", "rdiv_scalar"}
-ALPHA = {"leaky_relu": 0.1, "add_scalar": 1.5, "sub_scalar": -0.75, "rsub_scalar": 2.0,
-         "mul_scalar": -3.0, "div_scalar": 7.0, "rdiv_scalar": 0.5, "max_scalar": 0.25,
-         "min_scalar": -0.5, "pow_scalar": 1.7}
-KINKS = {"relu": 0.0, "leaky_relu": 0.0, "abs": 0.0, "max_scalar": 0.25, "min_scalar": -0.5}
+from support.train_helpers import ALPHA, KINKS, POSITIVE_DOMAIN, UNARY_EXACT, close, no_poison
 
 
 def inputs(op, rng, n):
@@ -43,7 +35,7 @@ def test_unary_forward(scope, device, rng, op, n):
     ops.unary(device.index, op, tx.handle, ty.handle, n, alpha)
     got = ty.numpy()
     no_poison(got)
-    rtol = 2e-6 if op in EXACT else 2e-5
+    rtol = 2e-6 if op in UNARY_EXACT else 2e-5
     close(got, R.unary_forward(op, x, alpha), rtol, 1e-6, op)
 
 

@@ -19,15 +19,9 @@ import pytest
 from aethercl import train as ops
 from aethercl import train_types as T
 from support import train_reference as R
+from support.train_helpers import ALPHA, KINKS, POSITIVE_DOMAIN, UNARY_EXACT
 from support.typed_operands import BF16, F16, F32, FORMATS, TypedTensors, check, read
 
-UNARY_EXACT = {"relu", "leaky_relu", "abs", "neg", "add_scalar", "sub_scalar", "rsub_scalar",
-               "mul_scalar", "div_scalar", "max_scalar", "min_scalar", "rdiv_scalar", "sqrt"}
-POSITIVE_DOMAIN = {"log", "sqrt", "rsqrt", "pow_scalar", "rdiv_scalar"}
-ALPHA = {"leaky_relu": 0.1, "add_scalar": 1.5, "sub_scalar": -0.75, "rsub_scalar": 2.0,
-         "mul_scalar": -3.0, "div_scalar": 7.0, "rdiv_scalar": 0.5, "max_scalar": 0.25,
-         "min_scalar": -0.5, "pow_scalar": 1.7}
-KINKS = {"relu": 0.0, "leaky_relu": 0.0, "abs": 0.0, "max_scalar": 0.25, "min_scalar": -0.5}
 
 # Layouts name the format of each operand. "uniform" layouts are what autocast training writes;
 # the mixed ones keep one side float32 (a residual stream, a bias row) in each direction.

@@ -51,3 +51,14 @@ def no_poison(array):
     bits = np.ascontiguousarray(array, np.float32).view(np.uint32)
     poison = np.float32(POISON_F32).view(np.uint32)
     assert not (bits == poison).any(), "an output element was never written"
+
+
+# The unary ops' test tables, shared by the float32 and the 16-bit suites: ops held to the tight
+# tolerance, ops defined for positive inputs only, the scalar each takes, the points of kinks.
+UNARY_EXACT = {"relu", "leaky_relu", "abs", "neg", "add_scalar", "sub_scalar", "rsub_scalar",
+               "mul_scalar", "div_scalar", "max_scalar", "min_scalar", "rdiv_scalar", "sqrt"}
+POSITIVE_DOMAIN = {"log", "sqrt", "rsqrt", "pow_scalar", "rdiv_scalar"}
+ALPHA = {"leaky_relu": 0.1, "add_scalar": 1.5, "sub_scalar": -0.75, "rsub_scalar": 2.0,
+         "mul_scalar": -3.0, "div_scalar": 7.0, "rdiv_scalar": 0.5, "max_scalar": 0.25,
+         "min_scalar": -0.5, "pow_scalar": 1.7}
+KINKS = {"relu": 0.0, "leaky_relu": 0.0, "abs": 0.0, "max_scalar": 0.25, "min_scalar": -0.5}
