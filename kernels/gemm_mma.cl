@@ -26,6 +26,12 @@
 //                     tensor core (truncation: faster, not the documented rounding)
 //   MMA_CVT_RN        1 (sm_90 and later): that rounding is PTX cvt.rn.tf32.f32, one
 //                     instruction, instead of three integer ones
+//   MMA_NARROW        2 (BF16) or 3 (FP16), with MMA_KIND 0 on mma.sync: float32 operands are
+//                     copied and read as for TF32, and each pair of TF32 k-steps' fragments is
+//                     rounded to nearest even into one 16-bit fragment of an m16n8k16 MMA (no
+//                     narrowing pass over the operands). The 16-bit fragment's k order is a
+//                     permutation of the two steps' (the same for A and B, so the sum is the
+//                     product's): its k pair (2t, 2t + 1) holds steps' k t and t + 4
 //   MMA_BULK          1 (warpgroup MMA only): A and B come packed by gemm_pack.cl's
 //                     gemm_pack_tiles, each K-tile of a block tile one contiguous image of its
 //                     local-memory stage, which one work-item copies with cp.async.bulk; full and
@@ -66,6 +72,12 @@
 #endif
 #ifndef MMA_CVT_RN
 #define MMA_CVT_RN 0
+#endif
+#ifndef MMA_NARROW
+#define MMA_NARROW 0
+#endif
+#if MMA_NARROW && (MMA_KIND != 0 || MMA_WGMMA || MMA_BULK || (MMA_NARROW != 2 && MMA_NARROW != 3))
+#error "MMA_NARROW is 2 or 3, on float32 operands (MMA_KIND 0) with mma.sync"
 #endif
 #if MMA_EMULATE  // loops full of barriers stay loops: unrolling them makes PoCL compile for ages
 #define MMA_UNROLL _Pragma("unroll 1")
@@ -221,21 +233,16 @@ inline void mma_ldmatrix_emulated(uint addr, uint* r, const int trans MMA_SCRATC
 #define mma_ldmatrix_x4(addr, r) mma_ldmatrix_emulated((addr), (r), 0 MMA_SCRATCH)
 #define mma_ldmatrix_x4_trans(addr, r) mma_ldmatrix_emulated((addr), (r), 1 MMA_SCRATCH)
 
-// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts).
-inline float mma_input(uint bits, uint half_index) {
-#if MMA_KIND <= 1
-  return as_float(bits & 0xffffe000u);
-#else
+// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts),
+// for an MMA of `kind` (MMA_KIND's numbering).
+inline float mma_input(uint bits, uint half_index, const int kind) {
+  if (kind <= 1) return as_float(bits & 0xffffe000u);
   const ushort value = (ushort)(half_index ? bits >> 16 : bits & 0xffffu);
-#if MMA_KIND == 2
-  return nf_from_bf16(value);
-#else
+  if (kind == 2) return nf_from_bf16(value);
   return vload_half(0, (__private const half*)&value);
-#endif
-#endif
 }
 
-inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH_ARGS) {
+inline void mma_tile_emulated(float* d, const uint* a, const uint* b, const int kind MMA_SCRATCH_ARGS) {
   const uint lane = get_local_id(0) & 31u;
   __local uint* frags = scratch + (get_local_id(0) & ~31u) * 6u;
   for (uint e = 0; e < 4; ++e) frags[lane * 6 + e] = a[e];
@@ -244,25 +251,41 @@ inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint g = lane / 4;
   const uint t = lane % 4;
+  const uint ksteps = kind <= 1 ? 8u : 16u;
   for (uint e = 0; e < 4; ++e) {
     const uint row = g + (e / 2) * 8;
     const uint col = 2 * t + (e % 2);
     float sum = d[e];
-    for (uint k = 0; k < MMA_KSTEP; ++k) {
-#if MMA_KIND <= 1
-      const uint a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
-      const uint b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
-#else
-      const uint a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
-      const uint b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
-#endif
-      sum += mma_input(a_bits, k % 2) * mma_input(b_bits, k % 2);
+    for (uint k = 0; k < ksteps; ++k) {
+      uint a_bits, b_bits;
+      if (kind <= 1) {
+        a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
+        b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
+      } else {
+        a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
+        b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
+      }
+      sum += mma_input(a_bits, k % 2, kind) * mma_input(b_bits, k % 2, kind);
     }
     d[e] = sum;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
-#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
+#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b), MMA_KIND MMA_SCRATCH)
+#define mma_tile16(d, a, b) mma_tile_emulated((d), (a), (b), MMA_NARROW MMA_SCRATCH)
+
+// Two float32 values rounded to nearest even into the 16-bit format of MMA_NARROW: lo in the
+// low half, hi in the high half (a 16-bit fragment register).
+inline uint mma_pack16(uint lo, uint hi) {
+#if MMA_NARROW == 3
+  ushort bits[2];
+  vstore_half_rte(as_float(lo), 0, (__private half*)bits);
+  vstore_half_rte(as_float(hi), 1, (__private half*)bits);
+  return (uint)bits[0] | ((uint)bits[1] << 16);
+#else
+  return (uint)nf_to_bf16(as_float(lo)) | ((uint)nf_to_bf16(as_float(hi)) << 16);
+#endif
+}
 
 // Warpgroup MMA from local memory: both tiles K-contiguous with MMA_ROW_BYTES rows and the
 // swizzle of mma_wg_offset (PTX's 64- or 32-byte swizzle mode); k-step ks starts ks * 32 bytes
@@ -374,6 +397,35 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
+
+#if MMA_NARROW
+// d += a * b for one m16 x n8 tile of the 16-bit format MMA_NARROW (float32 operands narrowed).
+inline void mma_tile16(float* d, const uint* a, const uint* b) {
+#if MMA_NARROW == 2
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// Two float32 values rounded to nearest even into one register of the 16-bit format (PTX cvt puts
+// its first source in the high half).
+inline uint mma_pack16(uint lo, uint hi) {
+  uint packed;
+#if MMA_NARROW == 2
+  __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(as_float(hi)), "f"(as_float(lo)));
+#else
+  __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(as_float(hi)), "f"(as_float(lo)));
+#endif
+  return packed;
+}
+#endif  // MMA_NARROW
 
 #endif  // MMA_EMULATE
 
@@ -1021,21 +1073,55 @@ MMA_UNROLL
 
     const uint a_tile = smem_base + (kt % MMA_STAGES) * MMA_STAGE_BYTES;
     const uint b_tile = a_tile + MMA_A_BYTES;
+#define MMA_LOAD_FRAGS(ks, a_frag, b_frag)                                                   \
+  {                                                                                           \
+MMA_UNROLL                                                                                    \
+    for (int i = 0; i < MMA_MI; ++i) mma_load_a(a_tile, wm0 + i * 16, (ks), lane, a_frag[i] MMA_SCRATCH); \
+MMA_UNROLL                                                                                    \
+    for (int j = 0; j < MMA_NI; j += 2) {                                                     \
+      uint pair[4];                                                                           \
+      mma_load_b(b_tile, wn0 + j * 8, (ks), lane, pair MMA_SCRATCH);                          \
+      b_frag[j][0] = pair[0];                                                                 \
+      b_frag[j][1] = pair[1];                                                                 \
+      b_frag[j + 1][0] = pair[2];                                                             \
+      b_frag[j + 1][1] = pair[3];                                                             \
+    }                                                                                         \
+  }
+#if MMA_NARROW
+    // Two TF32 k-steps (k 0-7 and 8-15 of the pair) make one 16-bit k16 step: per lane t, A's
+    // (row, k t) and (row, k t + 4) of a step become one register, as B's (k t, col) and
+    // (k t + 4, col), so both operands see the same order of k.
+MMA_UNROLL
+    for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ks += 2) {
+      uint a_frag[MMA_MI][4], a_next[MMA_MI][4];
+      uint b_frag[MMA_NI][2], b_next[MMA_NI][2];
+      MMA_LOAD_FRAGS(ks, a_frag, b_frag)
+      MMA_LOAD_FRAGS(ks + 1, a_next, b_next)
+      uint a16[MMA_MI][4];
+      uint b16[MMA_NI][2];
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i) {
+        a16[i][0] = mma_pack16(a_frag[i][0], a_frag[i][2]);
+        a16[i][1] = mma_pack16(a_frag[i][1], a_frag[i][3]);
+        a16[i][2] = mma_pack16(a_next[i][0], a_next[i][2]);
+        a16[i][3] = mma_pack16(a_next[i][1], a_next[i][3]);
+      }
+MMA_UNROLL
+      for (int j = 0; j < MMA_NI; ++j) {
+        b16[j][0] = mma_pack16(b_frag[j][0], b_frag[j][1]);
+        b16[j][1] = mma_pack16(b_next[j][0], b_next[j][1]);
+      }
+MMA_UNROLL
+      for (int i = 0; i < MMA_MI; ++i)
+MMA_UNROLL
+        for (int j = 0; j < MMA_NI; ++j) mma_tile16(acc[i][j], a16[i], b16[j]);
+    }
+#else
 MMA_UNROLL
     for (uint ks = 0; ks < MMA_BK / MMA_KSTEP; ++ks) {
       uint a_frag[MMA_MI][4];
       uint b_frag[MMA_NI][2];
-MMA_UNROLL
-      for (int i = 0; i < MMA_MI; ++i) mma_load_a(a_tile, wm0 + i * 16, ks, lane, a_frag[i] MMA_SCRATCH);
-MMA_UNROLL
-      for (int j = 0; j < MMA_NI; j += 2) {
-        uint pair[4];
-        mma_load_b(b_tile, wn0 + j * 8, ks, lane, pair MMA_SCRATCH);
-        b_frag[j][0] = pair[0];
-        b_frag[j][1] = pair[1];
-        b_frag[j + 1][0] = pair[2];
-        b_frag[j + 1][1] = pair[3];
-      }
+      MMA_LOAD_FRAGS(ks, a_frag, b_frag)
 #if MMA_KIND == 1
       uint a_lo[MMA_MI][4];
 MMA_UNROLL
@@ -1077,6 +1163,8 @@ MMA_UNROLL
         for (int j = 0; j < MMA_NI; ++j) mma_tile(acc[i][j], a_frag[i], b_frag[j]);
 #endif
     }
+#endif  // MMA_NARROW
+#undef MMA_LOAD_FRAGS
   }
 #endif  // MMA_WGMMA
 #undef MMA_LOAD_STAGE

@@ -160,8 +160,11 @@ std::uint64_t MmaConfig::local_bytes(bool two_parts) const {
 std::string MmaConfig::to_string() const {
   return fmt::format(
       "bm={},bn={},wm={},wn={},stages={},tf32_round={},wgmma={},inflight={},bulk={},row_bytes={},"
-      "split={}",
-      bm, bn, wm, wn, stages, tf32_round, wgmma, inflight, bulk, row_bytes, split);
+      "split={}{}",
+      bm, bn, wm, wn, stages, tf32_round, wgmma, inflight, bulk, row_bytes, split,
+      narrow ? fmt::format(" (narrowed to {} in registers)",
+                           mma_kind_name(static_cast<MmaKind>(narrow)))
+             : "");
 }
 
 MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_units,
@@ -247,12 +250,12 @@ std::string mma_build_options(const Device& device, const GemmProblem& p, MmaKin
       "-DMMA_KIND={} -DMMA_C_TYPE={} -DMMA_TRANS_A={} -DMMA_TRANS_B={} -DMMA_BM={} -DMMA_BN={} "
       "-DMMA_WM={} -DMMA_WN={} -DMMA_STAGES={} -DMMA_CHUNK={} -DMMA_C_PAIRS={} "
       "-DMMA_TF32_ROUND={} -DMMA_EMULATE={} -DMMA_WGMMA={} -DMMA_WG_INFLIGHT={} -DMMA_BULK={} "
-      "-DMMA_ROW_BYTES={} -DMMA_CVT_RN={} -DMMA_C_STAGED={}{}",
+      "-DMMA_ROW_BYTES={} -DMMA_CVT_RN={} -DMMA_C_STAGED={} -DMMA_NARROW={}{}",
       static_cast<int>(kind), static_cast<int>(p.c.storage), p.trans_a ? 1 : 0,
       p.trans_b ? 1 : 0, config.bm, config.bn, config.wm, config.wn, config.stages, chunk,
       c_pairs ? 1 : 0, config.tf32_round, emulated ? 1 : 0, config.wgmma,
       config.wgmma ? config.inflight : 0, config.bulk, config.row_bytes, cvt_rn ? 1 : 0,
-      c_staged ? 1 : 0, unoptimised ? " -cl-opt-disable" : "") +
+      c_staged ? 1 : 0, config.narrow, unoptimised ? " -cl-opt-disable" : "") +
          epilogue_options(p.epilogue);
 }
 

@@ -39,6 +39,9 @@ struct MmaConfig {
   // tensor-core dispatch decides; 1 never splits; 2-64 asks for that many slices (tuning), fewer
   // where k is too short for them.
   int split = 0;
+  // Float32 operands of a BF16 (2) or FP16 (3) product read as TF32's by mma.sync, each fragment
+  // rounded to 16 bits in registers (kernels/gemm_mma.cl MMA_NARROW); 0: operands as stored.
+  int narrow = 0;
   int threads() const {
     return wgmma ? (bm / 64) * 128 + (bulk ? 32 : 0) : (bm / wm) * (bn / wn) * 32;
   }

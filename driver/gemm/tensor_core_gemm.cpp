@@ -54,9 +54,11 @@ std::uint16_t f16_bits(float value) {
 bool rounds_with_cvt(Device& device, MmaMode mode);
 
 // Runs a 96 x 80 x 72 product of small integers (exact in every kind) through the kernel of
-// `kind` and compares it with the host's. Returns what went wrong, or "" when it matched; throws
-// kOutOfMemory where its buffers or the kernel's copies find no room.
-std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
+// `kind` (with `narrow`, BF16 or FP16 on float32 operands rounded in registers) and compares it
+// with the host's. Returns what went wrong, or "" when it matched; throws kOutOfMemory where its
+// buffers or the kernel's copies find no room.
+std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup,
+                       bool narrow) {
   Device& device = call.device();
   constexpr std::uint64_t m = 96, n = 80, k = 72;
   std::vector<float> a(m * k), b(k * n), expected(m * n, 0.0f);
@@ -73,7 +75,7 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
   p.tensor_cores = true;
   std::vector<unsigned char> a_bytes, b_bytes;
   auto pack = [&](const std::vector<float>& values, std::vector<unsigned char>& out) {
-    if (kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32) {
+    if (kind == MmaKind::kTF32 || kind == MmaKind::k3xTF32 || narrow) {
       out.resize(values.size() * 4);
       std::memcpy(out.data(), values.data(), out.size());
       return;
@@ -86,12 +88,15 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
   };
   pack(a, a_bytes);
   pack(b, b_bytes);
-  GemmStorage storage = kind == MmaKind::kBF16  ? GemmStorage::kBF16
-                             : kind == MmaKind::kFP16 ? GemmStorage::kF16
-                                                      : GemmStorage::kF32;
+  GemmStorage storage = narrow                    ? GemmStorage::kF32
+                        : kind == MmaKind::kBF16 ? GemmStorage::kBF16
+                        : kind == MmaKind::kFP16 ? GemmStorage::kF16
+                                                 : GemmStorage::kF32;
   p.rounding = kind == MmaKind::kTF32    ? GemmRounding::kTF32
                : kind == MmaKind::k3xTF32 ? GemmRounding::k3xTF32
-                                          : GemmRounding::kNone;
+               : !narrow                  ? GemmRounding::kNone
+               : kind == MmaKind::kBF16   ? GemmRounding::kBF16
+                                          : GemmRounding::kFP16;
 
   Stream& stream = call.stream();
   // The probe runs and reads back at once, also when the call is being captured into a graph.
@@ -116,9 +121,11 @@ std::string probe_kind(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgr
       }
       enqueue_wgmma_gemm(call, p, kind, config, mode);
     } else {  // small tiles: the instructions, not a tuning
-      const MmaConfig config{64, 64, 32, 32, 2, 1, 0};
+      MmaConfig config{64, 64, 32, 32, 2, 1, 0};
+      config.narrow = narrow ? static_cast<int>(kind) : 0;
       enqueue_mma_gemm(call, p, config,
-                       mma_build_options(device, p, kind, config, mma_chunk_bytes(p), mode,
+                       mma_build_options(device, p, narrow ? MmaKind::kTF32 : kind, config,
+                                         mma_chunk_bytes(p), mode,
                                          rounds_with_cvt(device, mode)));
     }
     std::vector<float> result(m * n);
@@ -168,12 +175,14 @@ bool rounds_with_cvt(Device& device, MmaMode mode) {
   return mode == MmaMode::kHardware && device_support(device, mode).sm >= 90;
 }
 
-// Whether the device runs `kind` on tensor cores (with warpgroup MMA or mma.sync), probing at
-// the first call per kind and instruction family.
-bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup) {
+// Whether the device runs `kind` on tensor cores (with warpgroup MMA or mma.sync; `narrow`:
+// mma.sync on float32 operands rounded in registers), probing at the first call per kind and
+// instruction family.
+bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup,
+                    bool narrow = false) {
   Device& device = call.device();
   auto& kinds = device_state(device).kind_checked;
-  const int key = static_cast<int>(kind) + (warpgroup ? 100 : 0) +
+  const int key = static_cast<int>(kind) + (warpgroup ? 100 : 0) + (narrow ? 10 : 0) +
                   (mode == MmaMode::kHardware ? 0 : 1000);
   auto it = kinds.find(key);
   if (it == kinds.end() && env::get(env::kTensorCores) == std::optional<std::string>("unprobed")) {
@@ -182,7 +191,7 @@ bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup
   if (it == kinds.end()) {
     std::string problem;
     try {
-      problem = probe_kind(call, kind, mode, warpgroup);
+      problem = probe_kind(call, kind, mode, warpgroup, narrow);
     } catch (const Error& error) {
       // No room for the probe's operands: this product declines the kind, and a later one
       // probes it again (nothing is remembered).
@@ -194,8 +203,12 @@ bool kind_available(DeviceCall& call, MmaKind kind, MmaMode mode, bool warpgroup
     if (!problem.empty()) {
       log().warn("device {} ({}): the {} tensor-core GEMM ({}) failed its probe; {} take over: "
                  "{}", device.index(), device.info().name, mma_kind_name(kind),
-                 warpgroup ? "warpgroup MMA" : "mma.sync",
-                 warpgroup ? "the mma.sync kernels" : "the portable kernels", problem);
+                 warpgroup ? "warpgroup MMA"
+                           : narrow ? "mma.sync rounding float32 operands in registers"
+                                    : "mma.sync",
+                 warpgroup ? "the mma.sync kernels"
+                           : narrow ? "16-bit copies of the operands" : "the portable kernels",
+                 problem);
     }
     it = kinds.emplace(key, problem.empty()).first;
   }
@@ -266,6 +279,21 @@ void enqueue_mma_slices(DeviceCall& call, const GemmProblem& slice, MmaKind kind
   enqueue_gemm(call, portable);
 }
 
+// Whether BF16 and FP16 products of float32 operands round them in the mma.sync kernel's
+// registers (default) or through 16-bit copies of both operands (AETHERCL_GEMM_NARROWING=copies).
+bool narrowing_in_registers() {
+  const auto text = env::get(env::kGemmNarrowing);
+  if (!text || *text == "registers") return true;
+  if (*text == "copies") return false;
+  static const bool warned = [&] {
+    log().warn("{}='{}' is not 'registers' or 'copies'; 'registers' it is", env::kGemmNarrowing,
+               *text);
+    return true;
+  }();
+  (void)warned;
+  return true;
+}
+
 }  // namespace
 
 // Products of fewer tiles than the device has compute units (decode-like m, weight gradients)
@@ -293,19 +321,62 @@ std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles
   return slices;
 }
 
+namespace {
+
+// A BF16 or FP16 product of float32 operands on the mma.sync kernel that copies them as TF32's
+// and rounds each fragment to 16 bits in registers: no narrowing launch and no copies, at twice
+// the local-memory bytes per k of 16-bit operands. Split in k as TF32 products are.
+bool enqueue_narrowed_in_registers(DeviceCall& call, const GemmProblem& p, MmaKind narrowed,
+                                   MmaMode mode) {
+  Device& device = call.device();
+  const std::uint32_t units = device.info().compute_units;
+  MmaConfig config = mma_config(p, MmaKind::kTF32, units, false, mode);
+  config.drop_warpgroup();
+  config.narrow = static_cast<int>(narrowed);
+  const int chunk = mma_chunk_bytes(p);
+  if (chunk == 0 || !fits(device, p, config, mode) ||
+      !kind_available(call, narrowed, mode, false, true)) {
+    return false;
+  }
+  const std::uint64_t tiles = tile_count(p, config);
+  std::uint64_t slices = 1;
+  if (config.split >= 2 && k_splittable(p)) {
+    slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
+                                     p.k / kSliceMultiple);
+  } else if (config.split == 0) {
+    slices = mma_slices(p, MmaKind::kTF32, tiles, units);
+  }
+  if (slices > 1 && enqueue_split_k(call, p, slices, kSliceMultiple,
+                                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
+                                       enqueue_mma_slices(slice_call, slice, MmaKind::kTF32,
+                                                          config, mode);
+                                     })) {
+    return true;
+  }
+  const std::string options = mma_build_options(device, p, MmaKind::kTF32, config, chunk, mode,
+                                                rounds_with_cvt(device, mode));
+  return run_variant(device, narrowed, options,
+                     [&] { enqueue_mma_gemm(call, p, config, options); });
+}
+
+}  // namespace
+
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
   const std::optional<MmaMode> mode = tensor_core_mode();
   if (!mode || p.k == 0) return false;
   Device& device = call.device();
   const std::optional<MmaKind> kind = mma_kind_for(p);
   if (!kind) {
-    // Float32 operands in BF16 or FP16 mode: 16-bit copies, rounded as the mode rounds, run on
-    // the 16-bit kernels (half the bytes of TF32's operands, twice its MMA rate).
+    // Float32 operands in BF16 or FP16 mode: rounded in the mma.sync kernel's registers, else
+    // 16-bit copies, rounded as the mode rounds, run on the 16-bit kernels (half the bytes of
+    // TF32's operands, twice its MMA rate).
     const std::optional<MmaKind> narrowed = narrowed_kind(p);
-    if (!narrowed || !device_support(device, *mode).available ||
-        !kind_available(call, *narrowed, *mode, false)) {
-      return false;
+    if (!narrowed || !device_support(device, *mode).available) return false;
+    if (narrowing_in_registers() &&
+        enqueue_narrowed_in_registers(call, p, *narrowed, *mode)) {
+      return true;
     }
+    if (!kind_available(call, *narrowed, *mode, false)) return false;
     std::vector<PoolBlock> temps;
     bool ran = false;
     try {

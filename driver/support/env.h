@@ -70,6 +70,7 @@ inline constexpr const char* kReduceLaneRows = "AETHERCL_REDUCE_LANE_ROWS";  // 
 inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
 inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 inline constexpr const char* kMmaParams = "AETHERCL_MMA_PARAMS";  // tensor-core tile override
+inline constexpr const char* kGemmNarrowing = "AETHERCL_GEMM_NARROWING";  // registers | copies
 inline constexpr const char* kConvColsBytes = "AETHERCL_CONV_COLS_BYTES";  // testing: im2col chunk
 inline constexpr const char* kKernelLog = "AETHERCL_KERNEL_LOG";     // 0: no kernel log
 inline constexpr const char* kCaptureDir = "AETHERCL_CAPTURE_DIR";  // launches written here

@@ -163,11 +163,37 @@ def test_tf32_round_2_needs_the_cp_async_warpgroup_kernel(lib, device, fp32_prec
         t.free()
 
 
-# Float32 operands in BF16 or FP16 mode (gemm/narrow_operands.h): copied into that 16-bit format
+# Float32 operands in BF16 or FP16 mode, by default (AETHERCL_GEMM_NARROWING=registers): the
+# mma.sync kernel copies them as TF32's and rounds each pair of fragments into one 16-bit fragment
+# in registers (kernels/gemm_mma.cl MMA_NARROW), so no pass over the operands runs at all; odd
+# shapes, offsets, batch strides, a broadcast operand, every transposition, and products split in
+# k (8 x 24 x 1000 is one tile of a 64 x 64 configuration, fewer than the compute units: slices of
+# 32 elements and a tail). The reference rounds the inputs as the mode says (support/gemm_checks).
+@pytest.mark.matrix
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+@pytest.mark.parametrize("layout,shape", [("batched", (70, 37, 45)), ("broadcast_b", (33, 70, 29)),
+                                          ("single", (8, 24, 1000))])
+def test_float32_operands_rounded_in_registers(lib, device, rng, fp32_precision, monkeypatch,
+                                               tmp_path, mode, trans, layout, shape):
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    m, n, k = shape
+    product = lambda: run_gemm(  # noqa: E731
+        lib, device, rng, mode=mode, ab=g.F32, trans_a=ta, trans_b=tb, m=m, n=n, k=k,
+        layout=layout, alpha=-0.75, pad=3, offsets=(5, 3, 2))
+    product()  # the first product of a kind in a process also runs that kind's probe products
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", product)
+    assert not [name for name in names if name.startswith("gemm_pack")], names
+    assert "gemm_mma_product" in names, names
+
+
+# With AETHERCL_GEMM_NARROWING=copies, float32 operands in BF16 or FP16 mode
+# (gemm/narrow_operands.h) are copied into that 16-bit format
 # as A m x k and B n x k, both in one launch (gemm_pack_narrow_pair; rows of any length, offsets,
 # batch strides and a broadcast operand), then the 16-bit tensor-core kernels, which read those in
-# place; the reference rounds the inputs as the mode says. Before, these products ran on the
-# portable kernel (no tensor cores in ocl_llm's BF16 mode).
+# place; the reference rounds the inputs as the mode says.
 @pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
@@ -175,6 +201,7 @@ def test_tf32_round_2_needs_the_cp_async_warpgroup_kernel(lib, device, fp32_prec
 @pytest.mark.parametrize("layout", ["batched", "broadcast_b"])
 def test_float32_operands_narrowed_for_16_bit_modes(lib, device, rng, fp32_precision, monkeypatch,
                                                     tmp_path, mode, trans, instructions, layout):
+    monkeypatch.setenv("AETHERCL_GEMM_NARROWING", "copies")
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
@@ -199,6 +226,7 @@ def test_float32_operands_narrowed_for_16_bit_modes(lib, device, rng, fp32_preci
 @pytest.mark.parametrize("layout", ["single", "broadcast_a"])
 def test_narrowing_whole_units(lib, device, rng, fp32_precision, monkeypatch, tmp_path, mode,
                                trans, layout):
+    monkeypatch.setenv("AETHERCL_GEMM_NARROWING", "copies")
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
     ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
@@ -211,9 +239,11 @@ def test_narrowing_whole_units(lib, device, rng, fp32_precision, monkeypatch, tm
         {"gemm_pack_narrow_pair"}, names
 
 
-def test_narrowing_keeps_specials(lib, device, fp32_precision, monkeypatch):
+@pytest.mark.parametrize("narrowing", ["registers", "copies"])
+def test_narrowing_keeps_specials(lib, device, fp32_precision, monkeypatch, narrowing):
     # NaN stays NaN and infinities and overflow past the 16-bit range stay infinite, as the
     # portable kernel's rounding keeps them (numeric_formats.cl).
+    monkeypatch.setenv("AETHERCL_GEMM_NARROWING", narrowing)
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
     a = np.zeros((16, 16), np.float32)
