@@ -305,6 +305,12 @@ bool narrowing_in_registers() {
 // 16-bit products only from k = kMinSplitK16 on. These limits measured fastest against keeping
 // products whole; with more tiles the fold costs more than slices gain (docs/PERFORMANCE.md,
 // "Split-K of decode-like products").
+std::optional<MmaMode> tensor_cores_for(Device& device) {
+  const std::optional<MmaMode> mode = tensor_core_mode();
+  if (!mode || !device_support(device, *mode).available) return std::nullopt;
+  return mode;
+}
+
 std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles,
                          std::uint64_t units) {
   const bool sixteen_bit = kind == MmaKind::kBF16 || kind == MmaKind::kFP16;

@@ -15,6 +15,12 @@ namespace aethercl::gemm {
 // the device. Preconditions: those of enqueue_gemm, already checked.
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p);
 
+// Where 16-bit tensor-core kernels of other families (kernels/attention_mma.cl) may run on
+// device: kHardware on NVIDIA compute capability 8.0+, an emulated mode where
+// AETHERCL_TENSOR_CORES asks for one; nullopt where tensor cores are off or absent. The caller
+// holds the device's mutex (a DeviceCall).
+std::optional<MmaMode> tensor_cores_for(Device& device);
+
 // How many k slices (1: none) the mma.sync kernel computes p in when whole it would run as
 // `tiles` work-groups on a device with `units` compute units (the rule and its measurements are
 // at the definition).

@@ -1,4 +1,5 @@
-// Fused attention: validation (ops/attention_shape), then the kernels of kernels/attention.cl.
+// Fused attention: validation (ops/attention_shape), then the tensor-core kernels where they take
+// the call (ops/attention_mma), else the portable kernels of kernels/attention.cl.
 // Tiles: the private rows and local tile rows hold ATT_D floats (head_dim rounded up to 32, 64,
 // 128 or 256); a local tile holds ATT_BK rows, as many (up to 64) as two tiles of the largest
 // kernel fit in the device's local memory (at most 48 KiB used). A work-group of up to 64 items
@@ -6,6 +7,7 @@
 #include "ops/attention.h"
 
 #include "ops/aliasing.h"
+#include "ops/attention_mma.h"
 #include "ops/attention_shape.h"
 #include "ops/train/common.h"
 #include "runtime/family_launch.h"
@@ -85,6 +87,10 @@ void attention_forward(DeviceCall& call, const aethercl_attention_desc* desc) {
   require_not_aliased({d.lse, "desc.lse"},
                       {{d.q, "desc.q"}, {d.k, "desc.k"}, {d.v, "desc.v"}, {d.o, "desc.o"}});
   if (s.rows == 0 || (s.head_dim == 0 && !lse)) return;
+  if (const auto mma = attention_mma_options(call, s)) {
+    attention_mma_forward(call, s, *mma, q, k, v, o, lse ? lse->mem : o, lse.has_value());
+    return;
+  }
   const std::string options = program_options(call.device(), s.head_dim);
   const Tiled t = tiled(call, options, "attention_forward", s, s.seq_q);
   call.launch(*t.kernel, t.geometry, q, k, v, o, lse ? lse->mem : o, cl_int{lse ? 1 : 0},
@@ -122,6 +128,10 @@ void attention_backward(DeviceCall& call, const aethercl_attention_desc* desc) {
     call.launch(row_dot, linear_geometry(device, row_dot, s.rows), o, dout, delta.mem(),
                 cl_ulong{s.rows}, u32(s.heads), u32(s.seq_q), u32(s.head_dim), cl_int{s.layout},
                 cl_int{s.dtype});
+  }
+  if (const auto mma = attention_mma_options(call, s)) {
+    attention_mma_backward(call, s, *mma, q, k, v, lse, delta.mem(), dout, dq, dk, dv);
+    return;
   }
   if (s.k_count > 0) {  // keys no query sees (seq_q = 0, causal) get dk = dv = 0
     const Tiled t = tiled(call, options, "attention_dkdv", s, s.seq_k);

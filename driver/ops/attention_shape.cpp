@@ -49,6 +49,7 @@ AttentionShape attention_shape(const aethercl_attention_desc* desc,
   s.element_bytes = element_bytes_of(d.dtype);
   s.dtype = d.dtype;
   gemm::compute_mode_from_code(d.compute, "desc.compute");
+  s.compute = d.compute;
   if (!std::isfinite(d.scale)) {
     fail(Status::kInvalidArgument, "desc.scale = {} must be finite (0 selects 1/sqrt(head_dim))",
          d.scale);

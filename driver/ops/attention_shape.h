@@ -17,6 +17,7 @@ struct AttentionShape {
   std::uint64_t q_count, k_count, rows;  // elements of q (and o), of k (and v); batch*heads*seq_q
   std::uint64_t element_bytes;           // of dtype
   int layout, causal, dtype;
+  int compute;                           // AETHERCL_COMPUTE_* as given (DEFAULT unresolved)
   float scale;                           // the effective scale (0 resolved)
 };
 

@@ -1384,12 +1384,19 @@ AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity)
  * dtype (AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16) is the storage of q, k, v, o, dout, dq, dk
  * and dv; every value is read into float32, every sum is kept in float32 and each result is
  * rounded once to dtype (nearest even). compute takes the codes of aethercl_gemm and is checked
- * as it checks them; this portable implementation multiplies in float32 for every mode, so each
- * mode gets at least the accuracy it asks for (tensor-core forms may later round as the mode
- * says). Accuracy against a float64 reference on the same (stored) inputs, as max|err| over the
- * tensor divided by max|ref|: float32 storage <= 1e-5 on o and <= 1e-4 on each gradient; f16 and
- * bf16 storage add the one final rounding (at most u = 2^-11 resp. 2^-8 of each value) and, in
- * the backward, reading o in that format (tested: o within 1.25u, gradients within 4u).
+ * as it checks them (AETHERCL_COMPUTE_DEFAULT: the device's matmul precision). FP32, TF32 and
+ * 3XTF32 multiply in float32, so each gets at least the accuracy it asks for. BF16 and FP16 with
+ * head_dim <= 128 run on tensor cores where aethercl_gemm does (NVIDIA compute capability 8.0+,
+ * AETHERCL_TENSOR_CORES): q, k, v and dout are rounded to that format, and so are the
+ * probabilities and score gradients that enter the second products (P v, P^T dout, dS k, dS^T q);
+ * maxima, sums, lse and every accumulation stay float32. Elsewhere, and for larger head_dim,
+ * those modes multiply in float32 as FP32 does. Accuracy against a float64 reference on the same
+ * (stored) inputs, as max|err| over the tensor divided by max|ref|: float32 storage <= 1e-5 on o
+ * and <= 1e-4 on each gradient; f16 and bf16 storage add the one final rounding (at most u =
+ * 2^-11 resp. 2^-8 of each value) and, in the backward, reading o in that format (tested: o within
+ * 1.25u, gradients within 4u). On tensor cores, against float64 on the inputs rounded to the
+ * compute format (u_c = 2^-8 BF16, 2^-11 FP16; u_s the storage's rounding, 0 for float32): o
+ * within 2u_c + u_s, gradients within 4u_c + 2u_s, lse within 1e-5.
  *
  * head_dim is at most 256 (larger is refused with a message); batch * heads below 2^31.
  * Dimensions are >= 0 and zero work is no error (returns 1): with batch, heads or seq_q = 0 the
