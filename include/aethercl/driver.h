@@ -583,7 +583,9 @@ typedef struct aethercl_gemm_desc {
  * device (portable kernels where there are no tensor cores): no mode is refused as unsupported.
  * Tensor cores are probed at the first reduced-precision product of a device; a failed probe
  * logs one warning and leaves the portable kernels in charge. Float32 A and B in BF16 or FP16
- * mode are first rounded into 16-bit copies from the device's memory pool (half their size). On
+ * mode are rounded to 16 bits by the tensor-core kernel as it reads them (with
+ * AETHERCL_GEMM_NARROWING=copies, or where that kernel does not take the product, first into
+ * 16-bit copies from the device's memory pool, half their size). On
  * compute capability 9.0 a large product may also copy A and B into a packed layout from the pool
  * (about their size; twice that for 3XTF32), returned when it has run; where that memory is not
  * available, a kernel that reads the operands in place runs instead. */
