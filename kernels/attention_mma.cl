@@ -33,13 +33,17 @@
 #error "ATTM_D is 16, 32, 64 or 128 and ATTM_BQ 32 or 64"
 #endif
 
+// The two tiles, 16-byte aligned as ldmatrix's row addresses must be.
+#define ATTM_TILES                                                                           \
+  __local uint4 att_units[ATTM_TILE / 4] __attribute__((aligned(16)));                       \
+  __local ushort* att_tiles = (__local ushort*)att_units;
 #if WM_EMULATE
-#define ATTM_LOCALS                                                                    \
-  __local ushort att_tiles[2 * ATTM_TILE];                                                 \
-  __local uint wm_scratch[ATTM_THREADS * WM_SCRATCH_UINTS];                            \
-  __local const uchar* wm_smem = (__local const uchar*)att_tiles;
+#define ATTM_LOCALS                                                                          \
+  ATTM_TILES                                                                                 \
+  __local uint wm_scratch[ATTM_THREADS * WM_SCRATCH_UINTS];                                  \
+  __local const uchar* wm_smem = (__local const uchar*)att_units;
 #else
-#define ATTM_LOCALS __local ushort att_tiles[2 * ATTM_TILE];
+#define ATTM_LOCALS ATTM_TILES
 #endif
 
 // Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits.
