@@ -15,19 +15,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python_harness"))
 
-from ocl_llm import fused, ocl_initialize, ocl_shutdown  # noqa: E402
+from ocl_llm import fused, ocl_initialize, ocl_shutdown, set_matmul_precision  # noqa: E402
 from ocl_llm.config import DEFAULT_CONFIG  # noqa: E402
 from ocl_llm.model import SimpleModel  # noqa: E402
 from ocl_llm.train import make_optimizer, train_step  # noqa: E402
+from support.helpers import kernels_launched  # noqa: E402
 
 CONFIG = dict(DEFAULT_CONFIG, vocab_size=37, max_len=24, batch_size=3, embed_dim=32, num_heads=4,
               d_ff=48, num_layers=2)
 
 
-def train_three_steps(device, monkeypatch, paths: str):
+def train_three_steps(device, monkeypatch, paths: str, precision: str = "fp32"):
     monkeypatch.setenv("OCL_LLM_FUSED", paths)
     ocl_initialize(device.index, verbose=False)
     try:
+        set_matmul_precision(precision)
         model = SimpleModel(CONFIG)
         optimizer = make_optimizer(model, CONFIG)
         rng = np.random.default_rng(0)
@@ -38,6 +40,7 @@ def train_three_steps(device, monkeypatch, paths: str):
             losses.append(train_step(model, optimizer, inputs, targets))
         return losses, {name: value.copy() for name, value in model.state_dict().items()}
     finally:
+        set_matmul_precision("fp32")  # the device keeps it across ocl_shutdown
         ocl_shutdown(shutdown_driver=False)
 
 
@@ -68,6 +71,24 @@ def test_fused_training_matches_the_op_by_op_forms(device, monkeypatch, paths):
     for name, value in plain.items():
         scale = max(float(np.abs(value).max()), 1e-30)
         assert np.abs(fused_params[name] - value).max() <= 1e-4 * scale, name
+
+
+def test_bf16_attention_on_tensor_cores_trains_like_the_unfused_form(device, monkeypatch,
+                                                                    tmp_path):
+    """In BF16 mode the fused attention runs on the tensor-core kernels (emulated here; their own
+    float64 checks are in test_attention_tensor_cores) and the unfused attention on BF16 GEMMs:
+    both round the products' inputs to bf16 (u = 2^-8), in other places (P and dS in the fused
+    kernels' registers; the probabilities as GEMM operands unfused). The three losses must agree
+    within u/4 relative (measured: 1e-5; a wrong mask or tile moves the first loss by more than
+    1e-2). Parameters are not compared: Adam turns the bf16-sized differences of gradients near
+    zero into steps of about the learning rate either way."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    plain_losses, _ = train_three_steps(device, monkeypatch, "linear,scores", "bf16")
+    names, (fused_losses, _) = kernels_launched(
+        device.lib, device.index, tmp_path / "trace.json",
+        lambda: train_three_steps(device, monkeypatch, "linear,attention", "bf16"))
+    assert {"attention_mma_forward", "attention_mma_dkdv", "attention_mma_dq"} <= names, names
+    np.testing.assert_allclose(fused_losses, plain_losses, rtol=2.0 ** -10)
 
 
 def test_switched_off_takes_the_op_by_op_forms(device, monkeypatch):
