@@ -71,7 +71,7 @@ ImportedBuffer::ImportedBuffer(const CudaDriver& cuda, cl_context context, cl_de
     int mapped_errno = errno;
     close(fd);
     if (mapping == MAP_FAILED) {
-      fail(Status::kInternal, "mmap of the host-memory engine's descriptor failed: {}",
+      fail(Status::kDeviceError, "mmap of the host-memory engine's descriptor failed: {}",
            std::strerror(mapped_errno));
     }
     mapping_ = mapping;

@@ -80,7 +80,7 @@ std::string cuda_error_text(const CudaDriver& cuda, CUresult result) {
 
 void cuda_check(const CudaDriver& cuda, CUresult result, const char* function, const char* what) {
   if (result == kCudaSuccess) return;
-  fail(result == kCudaErrorOutOfMemory ? Status::kOutOfMemory : Status::kInternal,
+  fail(result == kCudaErrorOutOfMemory ? Status::kOutOfMemory : Status::kDeviceError,
        "{} failed ({}): {}", function, what, cuda_error_text(cuda, result));
 }
 

@@ -60,7 +60,7 @@ std::string load_cuda_driver(const SharedLibrary& library, CudaDriver& out);
 std::string cuda_error_text(const CudaDriver& cuda, CUresult result);
 
 // Throws Error naming function and the CUDA error unless result is CUDA_SUCCESS:
-// kOutOfMemory for CUDA_ERROR_OUT_OF_MEMORY, kInternal otherwise. what says what it was for.
+// kOutOfMemory for CUDA_ERROR_OUT_OF_MEMORY, kDeviceError otherwise. what says what it was for.
 void cuda_check(const CudaDriver& cuda, CUresult result, const char* function, const char* what);
 
 }  // namespace aethercl::vendor

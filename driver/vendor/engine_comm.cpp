@@ -88,7 +88,7 @@ void EngineComm::wait_pending(int r) {
     cl_int status = clWaitForEvents(1, &handle);
     if (status != CL_SUCCESS) {
       rank.pending.clear();
-      fail(Status::kInternal, "clWaitForEvents (copy out of the engine's staging on rank {}) "
+      fail(Status::kDeviceError, "clWaitForEvents (copy out of the engine's staging on rank {}) "
            "failed: {}", r, status);
     }
   }
@@ -124,9 +124,9 @@ void EngineComm::collective(
   }
   ncclResult_t first_failure = kNcclSuccess;
   int failed_rank = -1;
+  // One thread drives every rank: NCCL switches to each communicator's device itself.
   for (int r = 0; r < size(); ++r) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    if (cuda_.cuCtxSetCurrent(rank.context) != kCudaSuccess) continue;  // NCCL then reports it
     CUdeviceptr staging = rank.staging ? rank.staging->device_pointer() : 0;
     ncclResult_t result = op(r, rank.comm, rank.stream, staging);
     if (result != kNcclSuccess && first_failure == kNcclSuccess) {
@@ -138,12 +138,12 @@ void EngineComm::collective(
   status = nccl_.ncclGroupEnd();
   if (first_failure != kNcclSuccess) {
     failed_ = true;
-    fail(Status::kInternal, "{} (rank {}) failed: {}", function, failed_rank,
+    fail(Status::kDeviceError, "{} (rank {}) failed: {}", function, failed_rank,
          nccl_error_text(nccl_, first_failure));
   }
   if (status != kNcclSuccess) {
     failed_ = true;
-    fail(Status::kInternal, "ncclGroupEnd (after {}) failed: {}", function,
+    fail(Status::kDeviceError, "ncclGroupEnd (after {}) failed: {}", function,
          nccl_error_text(nccl_, status));
   }
   for (int r = 0; r < size(); ++r) {

@@ -51,7 +51,7 @@ std::string nccl_error_text(const Nccl& nccl, ncclResult_t result) {
 
 void nccl_check(const Nccl& nccl, ncclResult_t result, const char* function) {
   if (result == kNcclSuccess) return;
-  fail(Status::kInternal, "{} failed: {}", function, nccl_error_text(nccl, result));
+  fail(Status::kDeviceError, "{} failed: {}", function, nccl_error_text(nccl, result));
 }
 
 }  // namespace aethercl::vendor

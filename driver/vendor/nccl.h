@@ -56,7 +56,7 @@ std::string load_nccl(const SharedLibrary& library, Nccl& out);
 // "unhandled cuda error (ncclResult_t 1)".
 std::string nccl_error_text(const Nccl& nccl, ncclResult_t result);
 
-// Throws Error(kInternal) naming function and NCCL's error unless result is ncclSuccess.
+// Throws Error(kDeviceError) naming function and NCCL's error unless result is ncclSuccess.
 void nccl_check(const Nccl& nccl, ncclResult_t result, const char* function);
 
 }  // namespace aethercl::vendor
