@@ -1,7 +1,7 @@
-// Collectives on the vendor engines (DESIGN.md decision 28): the user's OpenCL buffers are copied
-// into the communicator's staging (memory both OpenCL and CUDA see), the host waits for those
-// copies, NCCL runs on the staging in one group over the ranks (a CUDA stream each) and the host
-// waits for the streams, then OpenCL copies the results back on each rank's current stream.
+// Collectives on the vendor engines (docs/ARCHITECTURE.md decision 26): the user's OpenCL buffers
+// are copied into the communicator's staging (memory both OpenCL and CUDA see), the host waits for
+// those copies, NCCL runs on the staging in one group over the ranks (a CUDA stream each) and the
+// host waits for the streams, then OpenCL copies the results back on each rank's current stream.
 #pragma once
 
 #include "runtime/communicator.h"

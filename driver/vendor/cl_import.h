@@ -2,7 +2,7 @@
 //  - NVIDIA: the POSIX descriptor cuMemExportToShareableHandle gives is imported with
 //    cl_khr_external_memory_opaque_fd (clCreateBufferWithProperties, CL_MEM_DEVICE_HANDLE_LIST_KHR
 //    naming the device); OpenCL and CUDA then see the same device memory (probed on 2 x H100,
-//    DESIGN.md decision 28).
+//    docs/ARCHITECTURE.md decision 26).
 //  - Host memory (CudaDriver::host_memory: the test engine, whose "device memory" is a memfd
 //    mapped into the process): the descriptor is mapped again and the mapping wrapped in a
 //    CL_MEM_USE_HOST_PTR buffer of a CPU device, which works on that memory in place (PoCL).

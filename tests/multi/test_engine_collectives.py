@@ -1,7 +1,7 @@
 """Collectives and peer copies on the vendor engines (AETHERCL_PEER_PATH=engine: CUDA + NCCL,
-DESIGN.md decision 28) against float64 NumPy. Skipped, with the driver's reason, where the engines
-do not serve the devices (every machine without NVIDIA's CUDA and NCCL); on CPU CI the ctest
-multi_device_fake_engines runs this file through the fake engines of tests/vendor/.
+docs/ARCHITECTURE.md decision 26) against float64 NumPy. Skipped, with the driver's reason,
+where the engines do not serve the devices (every machine without NVIDIA's CUDA and NCCL); on CPU
+CI the ctest multi_device_fake_engines runs this file through the fake engines of tests/vendor/.
 
 Tolerance: NCCL reduces in an order of its own (ring or tree, by size and topology), rounding to
 the dtype after each of the P-1 additions, and its average may scale every input by 1/P first.

@@ -1,6 +1,7 @@
-"""The vendor-engine layer (driver/vendor/, DESIGN.md decision 28) without a GPU, through the fake
-engines tests/CMakeLists.txt builds (tests/vendor/fake_cuda.c, fake_nccl.c): libcuda and libnccl
-look-alikes whose "device memory" is host memory and whose NCCL calls compute on the host.
+"""The vendor-engine layer (driver/vendor/, docs/ARCHITECTURE.md decision 26) without a GPU, through
+the fake engines tests/CMakeLists.txt builds (tests/vendor/fake_cuda.c, fake_nccl.c): libcuda and
+libnccl look-alikes whose "device memory" is host memory and whose NCCL calls compute on the
+host.
 
 The seam that makes this honest: OpenCL cannot import CUDA memory on PoCL (no
 cl_khr_external_memory), so the layer has two OpenCL sides (driver/vendor/cl_import.h,
@@ -14,9 +15,10 @@ here: the import through cl_khr_external_memory_opaque_fd, UUID/PCI matching, re
 (tools/gpu/nccl.sh runs those on two GPUs).
 
 Each scenario runs in a child process (support/vendor_child.py) because the engines load once per
-process. POCL_DEVICES="pthread pthread pthread" gives three PoCL devices (most scenarios use two). The fake's streams are deferred
-(work runs at cuStreamSynchronize), so a result read right after a call returns is wrong unless the
-layer waited for NCCL before copying back: the reads below check the header's ordering promise.
+process. POCL_DEVICES="pthread pthread pthread" gives three PoCL devices (most scenarios use two).
+The fake's streams are deferred (work runs at cuStreamSynchronize), so a result read right after a
+call returns is wrong unless the layer waited for NCCL before copying back: the reads below check
+the header's ordering promise.
 
 Tolerances (engine path against float64 NumPy on the stored inputs): the fake, like NCCL, folds in
 its own order (reverse rank order) and rounds to the dtype after each of the P-1 additions, and
@@ -328,7 +330,8 @@ def test_staging_out_of_memory_is_reported_as_such(tmp_path):
              {"op": "all_reduce", "dtype": F32, "count": 2049, "red": SUM}]
     records, arrays, _, _, _ = run_child(tmp_path, steps, engine_env())
     assert records[2]["status"] == 0 and records[2]["code"] == OUT_OF_MEMORY, records[2]
-    assert "cuMemCreate" in records[2]["error"] and "CUDA_ERROR_OUT_OF_MEMORY" in records[2]["error"]
+    assert "cuMemCreate" in records[2]["error"]
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in records[2]["error"]
     assert records[4]["status"] == 1
     check_against_float64(arrays, 4, steps[4])
 

@@ -3,10 +3,11 @@ and saves what it saw. The vendor engines load once per process, so each scenari
 library, which variables) is a process of its own.
 
 Usage: python vendor_child.py STEPS_JSON OUT_NPZ. Steps: {"op": "comm", "ranks": P} creates the
-communicator over devices 0 .. P-1 (P = 2 unless given; later steps run on it); {"op": "all_reduce" | "reduce_scatter" | "all_gather" | "broadcast" |
-"copy_peer", "dtype", "count", "red", "root"} runs one call on fresh inputs (seeded by the step
-index) with outputs poisoned (0xFF) and GUARD bytes (0x5A) behind every buffer; {"op": "env",
-"set": {...}, "unset": [...]} changes variables the fake engines read at call time. For each step
+communicator over devices 0 .. P-1 (P = 2 unless given; later steps run on it); {"op": "all_reduce"
+| "reduce_scatter" | "all_gather" | "broadcast" | "copy_peer", "dtype", "count", "red", "root"} runs
+one call on fresh inputs (seeded by the step index) with outputs poisoned (0xFF) and GUARD bytes
+(0x5A) behind every buffer; {"op": "env", "set": {...}, "unset": [...]} changes variables the fake
+engines read at call time. For each step
 the archive holds its status, error text and code, and the bytes of every input and output buffer
 (guards included), read right after the call returns."""
 import ctypes
