@@ -64,8 +64,13 @@ class PeerSide {
     vendor::CurrentContext current(cuda_);
     current.set(context_);
     staging_.reset();
-    staging_ = std::make_unique<vendor::SharedBuffer>(cuda_, ordinal_, cl_context_, cl_device_,
-                                                      bytes);
+    // Every CUDA device may be the other end of a later copy.
+    int count = 0;
+    if (cuda_.cuDeviceGetCount(&count) != vendor::kCudaSuccess) count = 0;
+    std::vector<int> peers;
+    for (int peer = 0; peer < count; ++peer) peers.push_back(peer);
+    staging_ = std::make_unique<vendor::SharedBuffer>(cuda_, ordinal_, peers, cl_context_,
+                                                      cl_device_, bytes);
     return *staging_;
   }
   void add_pending(cl::Event event) { pending_.push_back(std::move(event)); }

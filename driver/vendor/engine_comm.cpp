@@ -106,8 +106,10 @@ SharedBuffer& EngineComm::staging(int r, std::uint64_t bytes) {
   CurrentContext current(cuda_);
   current.set(rank.context);
   rank.staging.reset();
-  rank.staging = std::make_unique<SharedBuffer>(cuda_, rank.member.ordinal, rank.member.context,
-                                                rank.member.device, bytes);
+  std::vector<int> peers;
+  for (const Rank& other : ranks_) peers.push_back(other.member.ordinal);
+  rank.staging = std::make_unique<SharedBuffer>(cuda_, rank.member.ordinal, peers,
+                                                rank.member.context, rank.member.device, bytes);
   log().debug("vendor engines: rank {} staging of {} bytes on CUDA device {}", r,
               rank.staging->bytes(), rank.member.ordinal);
   return *rank.staging;

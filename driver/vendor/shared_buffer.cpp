@@ -2,11 +2,12 @@
 #include "vendor/shared_buffer.h"
 
 #include "support/error.h"
+#include "support/log.h"
 
 namespace aethercl::vendor {
 
-SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, cl_context context,
-                           cl_device_id device, std::uint64_t bytes)
+SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vector<int>& peers,
+                           cl_context context, cl_device_id device, std::uint64_t bytes)
     : cuda_(cuda) {
   CUmemAllocationProp prop{};
   prop.type = kMemAllocationTypePinned;
@@ -35,6 +36,15 @@ SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, cl_context conte
     access.flags = kMemAccessReadWrite;
     cuda_check(cuda, cuda.cuMemSetAccess(pointer_, bytes_, &access, 1), "cuMemSetAccess",
                "collective staging");
+    for (int peer : peers) {
+      if (peer == ordinal) continue;
+      access.location.id = peer;
+      CUresult status = cuda.cuMemSetAccess(pointer_, bytes_, &access, 1);
+      if (status != kCudaSuccess) {
+        log().debug("vendor engines: CUDA device {} cannot access device {}'s staging: {}", peer,
+                    ordinal, cuda_error_text(cuda, status));
+      }
+    }
     int fd = -1;
     cuda_check(cuda, cuda.cuMemExportToShareableHandle(&fd, handle_, kMemHandleTypePosixFd, 0),
                "cuMemExportToShareableHandle", "collective staging");

@@ -7,16 +7,19 @@
 #include "vendor/cuda_driver.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace aethercl::vendor {
 
 class SharedBuffer {
  public:
   // At least bytes (rounded up to the allocation granularity) on CUDA device ordinal, whose
-  // primary context is current. Throws Error naming the CUDA or OpenCL call that failed
-  // (kOutOfMemory when the device has no room); nothing is left allocated then.
-  SharedBuffer(const CudaDriver& cuda, int ordinal, cl_context context, cl_device_id device,
-               std::uint64_t bytes);
+  // primary context is current, readable and writable there and, where the hardware allows
+  // (NVLink/PCIe peer access; refusals are logged at debug level), from the devices in peers.
+  // Throws Error naming the CUDA or OpenCL call that failed (kOutOfMemory when the device has no
+  // room); nothing is left allocated then.
+  SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vector<int>& peers,
+               cl_context context, cl_device_id device, std::uint64_t bytes);
   SharedBuffer(const SharedBuffer&) = delete;
   SharedBuffer& operator=(const SharedBuffer&) = delete;
   // The caller has finished every use on both sides.

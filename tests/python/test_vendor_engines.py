@@ -27,6 +27,7 @@ sum |x_i|, so |got - exact| <= P * eps(dtype) * sum |x_i| holds. The OpenCL path
 are compared byte for byte."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,10 @@ def run_child(tmp_path, steps, env, name="run"):
     with np.load(out) as archive:
         records = json.loads(str(archive["records"]))
         arrays = {key: archive[key] for key in archive.files if key != "records"}
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("[aethercl warning]")]
+    # Warnings of the layer; a failed call's own message (the entry point warns with it for
+    # device faults) is the call's result, checked through the records.
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("[aethercl warning]")
+                and not re.match(r"\[aethercl warning\] aethercl_\w+: ", line)]
     lines = trace.read_text().splitlines() if trace.exists() else []
     return records, arrays, warnings, done.stderr, lines
 
@@ -234,9 +238,12 @@ def test_without_the_engines_the_bytes_are_those_of_the_opencl_path(tmp_path, ex
            "host_path": {**engine_env(), "AETHERCL_PEER_PATH": "host"},
            "device_path": {**engine_env(), "AETHERCL_PEER_PATH": "device"}}[scenario]
     if scenario == "absent":
-        import ctypes.util
-        if ctypes.util.find_library("cuda"):
-            pytest.skip("this machine has a libcuda: 'absent' cannot be arranged")
+        import ctypes
+        try:
+            ctypes.CDLL("libcuda.so.1")
+            pytest.skip("this machine has a libcuda.so.1: 'absent' cannot be arranged")
+        except OSError:
+            pass  # absent, as the driver's dlopen will find
     records, arrays, warnings, stderr, trace = run_child(tmp_path, COLLECTIVE_STEPS, env)
     assert all(r["status"] == 1 for r in records), records
     assert warnings == [], warnings
