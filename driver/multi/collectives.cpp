@@ -356,9 +356,10 @@ void* comm_create(int count, const int* gpu_indices) {
   });
   PeerPath path = choose_peer_path(shared, all_cpu);
   EngineWish wish = engine_wish();
-  std::string why_no_engine = "AETHERCL_PEER_PATH asks for an OpenCL path";
+  std::string why_no_engine = devices.size() > 1 ? "AETHERCL_PEER_PATH asks for an OpenCL path"
+                                                 : "one device moves nothing";
   std::unique_ptr<vendor::EngineComm> engine;
-  if (wish != EngineWish::kOff) {
+  if (wish != EngineWish::kOff && devices.size() > 1) {
     engine = make_engine_comm(devices, wish == EngineWish::kRequired, why_no_engine);
     if (!engine && wish == EngineWish::kRequired) {
       fail(Status::kNotImplemented, "{}=engine, but the vendor engines cannot serve these "

@@ -1119,7 +1119,7 @@ AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
  * (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves copies between devices of
  * one context by migrating whole buffers, far slower than the relay (docs/MANY_DEVICES.md).
  * engine is refused with AETHERCL_NOT_IMPLEMENTED, the message saying why, where the engines do
- * not serve the devices (and with AETHERCL_DEVICE_ERROR naming the call when creating the NCCL
+ * not serve the devices (never for a communicator of one device, which moves nothing) (and with AETHERCL_DEVICE_ERROR naming the call when creating the NCCL
  * side fails; under auto that failure warns and the OpenCL path is taken); device is refused so
  * when the devices do not share a context. device and host are the bit-exact paths of the
  * collectives' paragraph below. The log names the path at info level. Each communicator keeps per-device scratch (a few pipeline chunks per device,

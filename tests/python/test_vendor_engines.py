@@ -344,14 +344,20 @@ def test_staging_out_of_memory_is_reported_as_such(tmp_path):
 
 
 def test_engine_path_required_where_it_cannot_run(tmp_path):
-    steps = [{"op": "comm"}, {"op": "copy_peer", "count": 100}]
-    records, _, _, _, _ = run_child(tmp_path, steps, {**engine_env(),
-                                                      "AETHERCL_VENDOR_ENGINES": "0",
-                                                      "AETHERCL_PEER_PATH": "engine"})
+    """AETHERCL_PEER_PATH=engine without engines: communicators of two devices and peer copies
+    are refused naming the reason; a communicator of one device (which moves nothing) is not."""
+    steps = [{"op": "comm"}, {"op": "copy_peer", "count": 100}, {"op": "comm", "ranks": 1},
+             {"op": "all_reduce", "dtype": F32, "count": 5, "red": SUM}]
+    records, arrays, _, _, _ = run_child(tmp_path, steps, {**engine_env(),
+                                                           "AETHERCL_VENDOR_ENGINES": "0",
+                                                           "AETHERCL_PEER_PATH": "engine"})
     assert records[0]["status"] == 0 and records[0]["code"] == NOT_IMPLEMENTED, records[0]
     assert "AETHERCL_PEER_PATH=engine" in records[0]["error"]
     assert "AETHERCL_VENDOR_ENGINES=0" in records[0]["error"]
     assert records[1]["status"] == 0 and records[1]["code"] == NOT_IMPLEMENTED, records[1]
+    assert "AETHERCL_VENDOR_ENGINES=0" in records[1]["error"]
+    assert bytes(payload(arrays, "s1_out0", 105)) == b"\xff" * 105
+    assert records[2]["status"] == 1 and records[3]["status"] == 1, records
 
 
 def test_communicator_creation_failing_in_cuda(tmp_path, exact_run):
