@@ -1119,11 +1119,13 @@ AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
  * (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves copies between devices of
  * one context by migrating whole buffers, far slower than the relay (docs/MANY_DEVICES.md).
  * engine is refused with AETHERCL_NOT_IMPLEMENTED, the message saying why, where the engines do
- * not serve the devices (never for a communicator of one device, which moves nothing) (and with AETHERCL_DEVICE_ERROR naming the call when creating the NCCL
- * side fails; under auto that failure warns and the OpenCL path is taken); device is refused so
- * when the devices do not share a context. device and host are the bit-exact paths of the
- * collectives' paragraph below. The log names the path at info level. Each communicator keeps per-device scratch (a few pipeline chunks per device,
- * AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the memory pool's accounting. */
+ * not serve the devices (never for a communicator of one device, which moves nothing), and with
+ * AETHERCL_DEVICE_ERROR naming the call when creating the NCCL side fails (under auto that
+ * failure warns and the OpenCL path is taken); device is refused so when the devices do not
+ * share a context. device and host are the bit-exact paths of the collectives' paragraph below.
+ * The log names the path at info level. Each communicator keeps per-device scratch (a few
+ * pipeline chunks per device, AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the
+ * memory pool's accounting. */
 AETHERCL_API void* aethercl_comm_create(int count, const int* gpu_indices);
 
 /* Destroys a communicator once its queued transfers have finished. NULL, unknown and destroyed
@@ -1173,10 +1175,10 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
  * the call returns once the last chunk's copy into dst is enqueued (a failing CUDA call fails
  * the copy with AETHERCL_DEVICE_ERROR naming it, and that pair of devices takes the OpenCL path
  * from then on); on the device path the copy is enqueued and the call returns; on the host path
- * the bytes relay through pinned host memory and the call returns when they have arrived. src_gpu == dst_gpu is a
- * device copy; overlapping ranges of one buffer are refused. Both spans must lie inside their
- * buffers (also for size 0, which then does nothing). gpu indices follow the single-device
- * fallback of every other call. */
+ * the bytes relay through pinned host memory and the call returns when they have arrived.
+ * src_gpu == dst_gpu is a device copy; overlapping ranges of one buffer are refused. Both spans
+ * must lie inside their buffers (also for size 0, which then does nothing). gpu indices follow the
+ * single-device fallback of every other call. */
 AETHERCL_API int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu,
                                     void* src, size_t src_offset, size_t size);
 /* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */
