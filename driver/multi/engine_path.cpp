@@ -41,8 +41,9 @@ std::unique_ptr<vendor::EngineComm> make_engine_comm(const std::vector<Device*>&
       }
     }
     if (!vendor::can_import(*engines.cuda, device->info().id)) {
-      why = fmt::format("device {} cannot import CUDA memory into OpenCL "
-                        "(no cl_khr_external_memory_opaque_fd)", device->index());
+      why = fmt::format("device {} cannot import CUDA memory into OpenCL (no "
+                        "cl_khr_external_memory_opaque_fd, or an OpenCL loader without "
+                        "clCreateBufferWithProperties)", device->index());
       return nullptr;
     }
     members.push_back({*ordinal, device->context(), device->info().id});

@@ -27,11 +27,24 @@ using CreateBufferWithProperties = cl_mem (*)(cl_context, const cl_ulong*, cl_me
                                               std::size_t, void*, cl_int*);
 
 // clCreateBufferWithProperties is OpenCL 3.0: looked up at run time so the library still loads
-// with an OpenCL 1.2 ICD loader.
+// with an OpenCL 1.2 ICD loader. Looked up in the loader this library linked (found through one
+// of its functions): RTLD_DEFAULT would miss it when the library itself was loaded RTLD_LOCAL, as
+// Python's ctypes does.
 CreateBufferWithProperties create_buffer_with_properties() {
 #if !defined(_WIN32)
-  return reinterpret_cast<CreateBufferWithProperties>(
-      dlsym(RTLD_DEFAULT, "clCreateBufferWithProperties"));
+  static CreateBufferWithProperties found = [] {
+    void* address = nullptr;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&clGetPlatformIDs), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      if (void* loader = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+        address = dlsym(loader, "clCreateBufferWithProperties");
+      }
+    }
+    if (address == nullptr) address = dlsym(RTLD_DEFAULT, "clCreateBufferWithProperties");
+    return reinterpret_cast<CreateBufferWithProperties>(address);
+  }();
+  return found;
 #else
   return nullptr;
 #endif
