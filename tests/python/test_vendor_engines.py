@@ -49,6 +49,16 @@ DEVICE_ERROR, NOT_IMPLEMENTED, OUT_OF_MEMORY = 8, 9, 4
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="vendor engines are Linux-only")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def pocl_cpu_devices(lib):
+    """The fake engines serve CPU OpenCL devices (PoCL); elsewhere (the GPU machine, whose
+    OpenCL shows its GPUs first) this file has nothing to test: tools/gpu/nccl.sh covers it."""
+    info = json.loads(lib.json_call("aethercl_device_info", 0))
+    if info["type"] != "cpu":
+        pytest.skip(f"device 0 is {info['name']} ({info['type']}): the fake engines serve PoCL "
+                    f"CPU devices")
+
+
 def fake(name):
     path = FAKES / f"lib{name}.so"
     assert path.exists(), f"{path} is missing: build the test targets (cmake --build build)"
