@@ -422,13 +422,12 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
     const vendor::Nccl& nccl = call.engine()->nccl();
-    run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
                   [&](int, void* nccl_comm, void* stream, void* staging) {
                     return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
-                  });
-    return;
+                  })) return;
   }
   PlanBuilder builder(call, element_size);
   std::uint64_t block = (count + ranks - 1) / ranks;
@@ -489,15 +488,14 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
     const vendor::Nccl& nccl = call.engine()->nccl();
     // In place: rank r's result lands in its own block of the staging.
-    run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
+    if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
                   [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
                     return nccl.ncclReduceScatter(base, base + recv_bytes * r, count, nccl_type,
                                                   nccl_op,
                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
                                                   static_cast<vendor::CUstream>(stream));
-                  });
-    return;
+                  })) return;
   }
   PlanBuilder builder(call, element_size);
   if (ranks == 1) {
@@ -536,14 +534,13 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();
     // In place: rank r's contribution already sits in its own block of the staging.
-    run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
+    if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
                   [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
                     return nccl.ncclAllGather(base + send_bytes * r, base, count, nccl_type,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
-                  });
-    return;
+                  })) return;
   }
   PlanBuilder builder(call, element_size);
   std::vector<Range> chunks = chunks_of({0, count}, builder.chunk_elements());
@@ -579,13 +576,12 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
     }
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();
-    run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
                   [&](int, void* nccl_comm, void* stream, void* staging) {
                     return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
-                  });
-    return;
+                  })) return;
   }
   PlanBuilder builder(call, element_size);
   // A pipeline along root, root+1, ...: each rank forwards a chunk once it has arrived.

@@ -1,6 +1,8 @@
 // Staging copies and NCCL calls of the collectives on the vendor engines.
 #include "multi/engine_path.h"
 
+#include "multi/peer_path.h"
+
 #include "cl/cl_error.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -86,9 +88,10 @@ void enqueue_copies(const std::vector<StageCopy>& copies, cl_command_queue queue
 
 }  // namespace
 
-void run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
+bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
                    std::uint64_t staging_bytes, const char* function, const EngineOp& op) {
   vendor::EngineComm& engine = *comm.engine();
+  bool copying_back = false;
   try {
     std::vector<cl_mem> staging;
     for (int r = 0; r < engine.size(); ++r) {
@@ -111,6 +114,7 @@ void run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
     });
     // NCCL has finished (streams synchronised): the copies back follow on the user's streams and
     // the next use of the staging waits for them.
+    copying_back = true;
     for (int r = 0; r < engine.size(); ++r) {
       std::vector<cl::Event> copied_out;
       enqueue_copies(ranks[r].out, ranks[r].stream->queue(), staging[r], false, copied_out);
@@ -119,8 +123,12 @@ void run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
     }
   } catch (const Error& error) {
     comm.drop_engine(error.what());
-    throw;
+    // Until the copies back the engine has touched only its staging: the OpenCL path can still
+    // compute this call from the user's buffers as they are.
+    if (copying_back || engine_wish() == EngineWish::kRequired) throw;
+    return false;
   }
+  return true;
 }
 
 }  // namespace aethercl::multi

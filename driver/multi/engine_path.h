@@ -45,11 +45,13 @@ struct RankStaging {
 // The NCCL call of one rank, given its communicator, stream and staging address.
 using EngineOp = std::function<int(int rank, void* comm, void* stream, void* staging)>;
 
-// Runs one collective on comm's engine (non-null). staging_bytes per rank. function names the
-// NCCL call for messages. On any failure the communicator drops its engine (later calls take its
-// OpenCL path) and the Error propagates; the user's buffers are then as they were unless an
-// OpenCL copy back failed to enqueue.
-void run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
+// Runs one collective on comm's engine (non-null); true when it ran. staging_bytes per rank.
+// function names the NCCL call for messages. On any failure the communicator drops its engine
+// (one warning; later calls take its OpenCL path). A failure before the copies back (CUDA, NCCL,
+// the copies into the staging) returns false with the user's buffers as they were, for the
+// caller to run its OpenCL path, unless AETHERCL_PEER_PATH=engine requires the engine: then, as
+// for a failed copy back, the Error propagates.
+bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
                    std::uint64_t staging_bytes, const char* function, const EngineOp& op);
 
 }  // namespace aethercl::multi

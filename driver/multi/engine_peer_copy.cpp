@@ -249,7 +249,9 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
     log().warn("peer copy {} -> {}: the vendor engines failed ({}); this pair takes the OpenCL "
                "path from now on", from.index(), to.index(), error.what());
     forget(to, from);
-    throw;
+    // src is unchanged (it never overlaps dst): the OpenCL path redoes the whole copy.
+    if (required) throw;
+    return false;
   }
   return true;
 }

@@ -13,9 +13,10 @@
 namespace aethercl::multi {
 
 // Returns false, having done nothing, when the engines are not loaded or do not serve both
-// devices (required: throws kNotImplemented instead, for AETHERCL_PEER_PATH=engine). Throws Error
-// naming the CUDA or OpenCL call that failed; that pair of devices then takes the OpenCL path
-// for the rest of the process (with a warning).
+// devices (required: throws kNotImplemented instead, for AETHERCL_PEER_PATH=engine). When a CUDA
+// or OpenCL call fails, that pair of devices takes the OpenCL path for the rest of the process
+// (one warning) and this returns false for the caller to redo the copy there; required: throws
+// the Error naming the call instead.
 bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_t dst_offset,
                          Device& from, Stream& from_stream, cl_mem src, std::uint64_t src_offset,
                          std::uint64_t size, bool required);

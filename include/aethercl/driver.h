@@ -1104,11 +1104,13 @@ AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
  *    the user's buffers into the staging on each rank's current stream, waits for the copies,
  *    runs NCCL on the staging (one group over the ranks, a CUDA stream each), waits for NCCL, and
  *    enqueues the copies back on the current streams: it returns once NCCL has finished. MAX and
- *    MIN take the OpenCL path below (NCCL's max and min do not propagate NaN). A failing CUDA or
- *    NCCL call fails the collective with AETHERCL_DEVICE_ERROR (AETHERCL_OUT_OF_MEMORY when the
- *    staging cannot be allocated), the message naming the CUDA/NCCL function and its error; the
- *    user's buffers are then as they were, and the communicator takes its OpenCL path from then
- *    on (one warning);
+ *    MIN take the OpenCL path below (NCCL's max and min do not propagate NaN). When a CUDA or
+ *    NCCL call (or a copy into the staging) fails, the communicator takes its OpenCL path from
+ *    then on (one warning naming the function and its error) and the failing collective runs
+ *    there too, from the user's buffers, which the engine had not touched; under
+ *    AETHERCL_PEER_PATH=engine it fails instead with AETHERCL_DEVICE_ERROR
+ *    (AETHERCL_OUT_OF_MEMORY when the staging cannot be allocated), the message naming the
+ *    function, the buffers as they were. A failed copy back out of the staging fails the call;
  *  - "device" path: all its devices share one OpenCL context (the driver gives the visible
  *    devices of one platform a shared context; AETHERCL_SHARED_CONTEXT=0 turns that off) and copy
  *    from each other's buffers on their own transfer queues; collectives return once enqueued;
@@ -1172,9 +1174,10 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
  * those streams observes it. The
  * path follows the communicator rule above: on the engine path the bytes go through per-device
  * staging (kept until shutdown_driver) with cuMemcpyPeerAsync in chunks of at most 256 MiB and
- * the call returns once the last chunk's copy into dst is enqueued (a failing CUDA call fails
- * the copy with AETHERCL_DEVICE_ERROR naming it, and that pair of devices takes the OpenCL path
- * from then on); on the device path the copy is enqueued and the call returns; on the host path
+ * the call returns once the last chunk's copy into dst is enqueued (when a CUDA call fails, that
+ * pair of devices takes the OpenCL path from then on, with one warning naming it, and the copy is
+ * redone there; under AETHERCL_PEER_PATH=engine the copy fails with AETHERCL_DEVICE_ERROR
+ * instead); on the device path the copy is enqueued and the call returns; on the host path
  * the bytes relay through pinned host memory and the call returns when they have arrived.
  * src_gpu == dst_gpu is a device copy; overlapping ranges of one buffer are refused. Both spans
  * must lie inside their buffers (also for size 0, which then does nothing). gpu indices follow the

@@ -302,26 +302,50 @@ def test_malformed_switch_warns_and_keeps_the_engines_on(tmp_path):
     check_against_float64(arrays, 1, steps[1])
 
 
-@pytest.mark.parametrize("function,step,status", [
-    ("ncclAllReduce", {"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM},
-     DEVICE_ERROR),
-    ("ncclGroupEnd", {"op": "all_gather", "dtype": F16, "count": 1003}, DEVICE_ERROR),
-    ("ncclBroadcast", {"op": "broadcast", "dtype": BF16, "count": 1003, "root": 0},
-     DEVICE_ERROR)])
-def test_an_nccl_failure_is_reported_and_the_communicator_stays_usable(tmp_path, function, step,
-                                                                       status):
-    """The failing call returns 0 naming the NCCL function and NCCL's error string, the user's
-    buffers are as they were (the engine works on the staging), one warning says the
-    communicator now takes its OpenCL path, and later calls of every kind succeed there."""
-    later = [{"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM},
-             {"op": "reduce_scatter", "dtype": BF16, "count": 517, "red": MEAN},
-             {"op": "all_gather", "dtype": F32, "count": 9},
-             {"op": "broadcast", "dtype": F16, "count": 99, "root": 1}]
+FAILING_CALLS = [
+    ("ncclAllReduce", {"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM}),
+    ("ncclGroupEnd", {"op": "all_gather", "dtype": F16, "count": 1003}),
+    ("ncclBroadcast", {"op": "broadcast", "dtype": BF16, "count": 1003, "root": 0})]
+LATER = [{"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM},
+         {"op": "reduce_scatter", "dtype": BF16, "count": 517, "red": MEAN},
+         {"op": "all_gather", "dtype": F32, "count": 9},
+         {"op": "broadcast", "dtype": F16, "count": 99, "root": 1}]
+
+
+def check_later_calls(records, arrays, trace, step):
+    for index, later_step in enumerate(LATER, start=4):
+        assert records[index]["status"] == 1, records[index]
+        check_against_float64(arrays, index, later_step)
+    assert trace.count(NCCL_CALLS[step["op"]]) <= 2  # nothing reached NCCL after the failure
+
+
+@pytest.mark.parametrize("function,step", FAILING_CALLS)
+def test_an_nccl_failure_falls_back_to_the_opencl_path(tmp_path, function, step):
+    """auto: the failing call still succeeds, computed on the OpenCL path from the user's buffers
+    (the engine had touched only its staging); one warning names the NCCL function and its error,
+    the NCCL side is aborted, and later calls of every kind run on the OpenCL path."""
     steps = [{"op": "comm"}, {"op": "env", "set": {"FAKE_NCCL_FAIL": function}}, step,
-             {"op": "env", "unset": ["FAKE_NCCL_FAIL"]}] + later
+             {"op": "env", "unset": ["FAKE_NCCL_FAIL"]}] + LATER
     records, arrays, warnings, _, trace = run_child(tmp_path, steps, engine_env())
+    assert records[2]["status"] == 1, records[2]
+    check_against_float64(arrays, 2, step)
+    assert len(warnings) == 1 and "vendor engines failed" in warnings[0], warnings
+    assert function in warnings[0] and "asked by FAKE_NCCL_FAIL" in warnings[0], warnings
+    assert "ncclCommAbort" in trace  # a failed NCCL communicator is aborted, not waited for
+    check_later_calls(records, arrays, trace, step)
+
+
+@pytest.mark.parametrize("function,step", FAILING_CALLS)
+def test_an_nccl_failure_is_reported_where_the_engine_is_required(tmp_path, function, step):
+    """AETHERCL_PEER_PATH=engine: the failing call returns 0 with AETHERCL_DEVICE_ERROR naming the
+    NCCL function and NCCL's error string, the user's buffers are as they were, and later calls
+    succeed on the OpenCL path."""
+    steps = [{"op": "comm"}, {"op": "env", "set": {"FAKE_NCCL_FAIL": function}}, step,
+             {"op": "env", "unset": ["FAKE_NCCL_FAIL"]}] + LATER
+    records, arrays, warnings, _, trace = run_child(
+        tmp_path, steps, {**engine_env(), "AETHERCL_PEER_PATH": "engine"})
     failed = records[2]
-    assert failed["status"] == 0 and failed["code"] == status, failed
+    assert failed["status"] == 0 and failed["code"] == DEVICE_ERROR, failed
     assert function in failed["error"] and "asked by FAKE_NCCL_FAIL" in failed["error"], failed
     dtype, count = step["dtype"], step["count"]
     size = ELEMENT[dtype] * count
@@ -333,22 +357,27 @@ def test_an_nccl_failure_is_reported_and_the_communicator_stays_usable(tmp_path,
         for r in range(2):
             assert bytes(payload(arrays, f"s2_out{r}", 2 * size)) == b"\xff" * (2 * size)
     assert len(warnings) == 1 and "vendor engines failed" in warnings[0], warnings
-    assert "ncclCommAbort" in trace  # a failed NCCL communicator is aborted, not waited for
-    for index, later_step in enumerate(later, start=4):
-        assert records[index]["status"] == 1, records[index]
-        check_against_float64(arrays, index, later_step)
-    assert trace.count(NCCL_CALLS[step["op"]]) <= 2  # nothing reached NCCL after the failure
+    check_later_calls(records, arrays, trace, step)
 
 
-def test_staging_out_of_memory_is_reported_as_such(tmp_path):
+@pytest.mark.parametrize("wish", ["auto", "engine"])
+def test_staging_out_of_memory(tmp_path, wish):
+    """No room for the staging: auto computes the call on the OpenCL path (one warning naming
+    cuMemCreate); engine reports AETHERCL_OUT_OF_MEMORY naming it. Later calls succeed."""
     steps = [{"op": "comm"}, {"op": "env", "set": {"FAKE_CUDA_FAIL": "cuMemCreate"}},
              {"op": "all_reduce", "dtype": F32, "count": 2049, "red": SUM},
              {"op": "env", "unset": ["FAKE_CUDA_FAIL"]},
              {"op": "all_reduce", "dtype": F32, "count": 2049, "red": SUM}]
-    records, arrays, _, _, _ = run_child(tmp_path, steps, engine_env())
-    assert records[2]["status"] == 0 and records[2]["code"] == OUT_OF_MEMORY, records[2]
-    assert "cuMemCreate" in records[2]["error"]
-    assert "CUDA_ERROR_OUT_OF_MEMORY" in records[2]["error"]
+    env = {**engine_env(), **({"AETHERCL_PEER_PATH": "engine"} if wish == "engine" else {})}
+    records, arrays, warnings, _, _ = run_child(tmp_path, steps, env)
+    if wish == "engine":
+        assert records[2]["status"] == 0 and records[2]["code"] == OUT_OF_MEMORY, records[2]
+        assert "cuMemCreate" in records[2]["error"]
+        assert "CUDA_ERROR_OUT_OF_MEMORY" in records[2]["error"]
+    else:
+        assert records[2]["status"] == 1, records[2]
+        check_against_float64(arrays, 2, steps[2])
+        assert len(warnings) == 1 and "cuMemCreate" in warnings[0], warnings
     assert records[4]["status"] == 1
     check_against_float64(arrays, 4, steps[4])
 
@@ -387,16 +416,32 @@ def test_communicator_creation_failing_in_cuda(tmp_path, exact_run):
         assert bytes(arrays[key]) == bytes(exact_run[key]), key
 
 
-def test_a_failed_peer_copy_is_reported_and_the_pair_falls_back(tmp_path):
+@pytest.mark.parametrize("wish", ["auto", "engine"])
+def test_a_failed_peer_copy_falls_back(tmp_path, wish):
+    """cuMemcpyPeerAsync failing: auto redoes the copy on the OpenCL path (one warning) and later
+    copies of that pair take the OpenCL path; engine fails it with AETHERCL_DEVICE_ERROR naming
+    the call, nothing arriving, and refuses later copies of the pair (the engine no longer serves
+    it)."""
     steps = [{"op": "env", "set": {"FAKE_CUDA_FAIL": "cuMemcpyPeerAsync"}},
              {"op": "copy_peer", "count": 4097},
              {"op": "env", "unset": ["FAKE_CUDA_FAIL"]},
              {"op": "copy_peer", "count": 4097}]
-    records, arrays, warnings, _, trace = run_child(tmp_path, steps, engine_env())
-    assert records[1]["status"] == 0 and records[1]["code"] == DEVICE_ERROR, records[1]
-    assert "cuMemcpyPeerAsync" in records[1]["error"]
-    assert bytes(payload(arrays, "s1_out0", 4102)) == b"\xff" * 4102  # nothing arrived
+    env = {**engine_env(), **({"AETHERCL_PEER_PATH": "engine"} if wish == "engine" else {})}
+    records, arrays, warnings, _, trace = run_child(tmp_path, steps, env)
+    if wish == "engine":
+        assert records[1]["status"] == 0 and records[1]["code"] == DEVICE_ERROR, records[1]
+        assert "cuMemcpyPeerAsync" in records[1]["error"]
+        assert bytes(payload(arrays, "s1_out0", 4102)) == b"\xff" * 4102  # nothing arrived
+    else:
+        assert records[1]["status"] == 1, records[1]
+        copied, source = payload(arrays, "s1_out0", 4102), payload(arrays, "s1_in0", 4100)
+        assert bytes(copied[5:]) == bytes(source[3:])
     assert len(warnings) == 1 and "OpenCL path from now on" in warnings[0], warnings
+    assert "cuMemcpyPeerAsync" in warnings[0], warnings
+    if wish == "engine":
+        assert records[3]["status"] == 0 and records[3]["code"] == NOT_IMPLEMENTED, records[3]
+        assert "earlier CUDA failure" in records[3]["error"], records[3]
+        return
     assert records[3]["status"] == 1
     copied, source = payload(arrays, "s3_out0", 4102), payload(arrays, "s3_in0", 4100)
     assert bytes(copied[5:]) == bytes(source[3:])
