@@ -8,6 +8,7 @@
 
 #include "cl/cl_error.h"
 #include "multi/element_types.h"
+#include "multi/engine_path.h"
 #include "multi/multi_call.h"
 #include "multi/peer_path.h"
 #include "multi/transfer_plan.h"
@@ -16,6 +17,8 @@
 #include "support/checked.h"
 #include "support/env.h"
 #include "support/log.h"
+#include "vendor/engine_comm.h"
+#include "vendor/nccl.h"
 
 #include <algorithm>
 #include <string>
@@ -95,6 +98,19 @@ class CommCall {
   Device& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
   // Rank r's current stream: the collective is ordered with it.
   Stream& stream(int r) { return *streams_.at(static_cast<std::size_t>(r)); }
+
+  // The communicator's vendor engines, when it has them and they take this reduction op (NCCL's
+  // max and min do not propagate NaN as the header promises: those stay on the OpenCL path).
+  vendor::EngineComm* engine(int op = AETHERCL_SUM) {
+    if (op == AETHERCL_MAX || op == AETHERCL_MIN) return nullptr;
+    return comm_->engine();
+  }
+  // Rank staging records on the current streams, copies to be filled in.
+  std::vector<RankStaging> staging_plan() {
+    std::vector<RankStaging> plan(static_cast<std::size_t>(size()));
+    for (int r = 0; r < size(); ++r) plan[r].stream = &stream(r);
+    return plan;
+  }
 
   // The buffer of rank r from a token array, with at least min_bytes.
   cl_mem buffer(void* const* tokens, const char* array, int r, std::uint64_t min_bytes) {
@@ -339,6 +355,17 @@ void* comm_create(int count, const int* gpu_indices) {
     return device->info().kind == DeviceKind::kCpu;
   });
   PeerPath path = choose_peer_path(shared, all_cpu);
+  EngineWish wish = engine_wish();
+  std::string why_no_engine = devices.size() > 1 ? "AETHERCL_PEER_PATH asks for an OpenCL path"
+                                                 : "one device moves nothing";
+  std::unique_ptr<vendor::EngineComm> engine;
+  if (wish != EngineWish::kOff && devices.size() > 1) {
+    engine = make_engine_comm(devices, wish == EngineWish::kRequired, why_no_engine);
+    if (!engine && wish == EngineWish::kRequired) {
+      fail(Status::kNotImplemented, "{}=engine, but the vendor engines cannot serve these "
+           "devices: {}", env::kPeerPath, why_no_engine);
+    }
+  }
   std::vector<CommRank> ranks;
   for (Device* device : devices) {
     CommRank rank;
@@ -356,8 +383,16 @@ void* comm_create(int count, const int* gpu_indices) {
   for (Device* device : devices) {
     members += fmt::format("{}{}", members.empty() ? "" : ", ", device->index());
   }
-  log().info("communicator over devices [{}]: {} path", members, peer_path_name(path));
-  return runtime.comms().insert(std::make_shared<Communicator>(std::move(ranks), path));
+  if (engine) {
+    log().info("communicator over devices [{}]: engine path ({}); {} path for MAX and MIN",
+               members, engine->description(), peer_path_name(path));
+  } else {
+    log().info("communicator over devices [{}]: {} path", members, peer_path_name(path));
+    log().debug("communicator over devices [{}]: no vendor engines: {}", members, why_no_engine);
+  }
+  auto comm = std::make_shared<Communicator>(std::move(ranks), path);
+  comm->set_engine(std::move(engine));
+  return runtime.comms().insert(std::move(comm));
 }
 
 void comm_destroy(void* comm) {
@@ -378,6 +413,22 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
   std::vector<cl_mem> mems;
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   if (count == 0 || ranks == 1) return;
+  if (call.engine(op) != nullptr) {
+    auto plan = call.staging_plan();
+    for (int r = 0; r < ranks; ++r) {
+      plan[r].in.push_back({mems[r], 0, 0, bytes});
+      plan[r].out.push_back({mems[r], 0, 0, bytes});
+    }
+    int nccl_type = nccl_dtype(dtype);
+    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
+                  [&](int, void* nccl_comm, void* stream, void* staging) {
+                    return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
+                                              static_cast<vendor::ncclComm_t>(nccl_comm),
+                                              static_cast<vendor::CUstream>(stream));
+                  })) return;
+  }
   PlanBuilder builder(call, element_size);
   std::uint64_t block = (count + ranks - 1) / ranks;
   std::vector<Range> blocks;
@@ -427,6 +478,25 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
   }
   require_distinct(send, recv, ranks);
   if (count == 0) return;
+  if (ranks > 1 && call.engine(op) != nullptr) {
+    auto plan = call.staging_plan();
+    for (int r = 0; r < ranks; ++r) {
+      plan[r].in.push_back({sends[r], 0, 0, send_bytes});
+      plan[r].out.push_back({recvs[r], 0, recv_bytes * r, recv_bytes});
+    }
+    int nccl_type = nccl_dtype(dtype);
+    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    // In place: rank r's result lands in its own block of the staging.
+    if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
+                  [&](int r, void* nccl_comm, void* stream, void* staging) {
+                    auto* base = static_cast<unsigned char*>(staging);
+                    return nccl.ncclReduceScatter(base, base + recv_bytes * r, count, nccl_type,
+                                                  nccl_op,
+                                                  static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                  static_cast<vendor::CUstream>(stream));
+                  })) return;
+  }
   PlanBuilder builder(call, element_size);
   if (ranks == 1) {
     builder.transfer(0, sends[0], 0, 0, recvs[0], 0, count, {builder.start(0)}, {});
@@ -455,6 +525,23 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
   }
   require_distinct(send, recv, ranks);
   if (count == 0) return;
+  if (ranks > 1 && call.engine() != nullptr) {
+    auto plan = call.staging_plan();
+    for (int r = 0; r < ranks; ++r) {
+      plan[r].in.push_back({sends[r], 0, send_bytes * r, send_bytes});
+      plan[r].out.push_back({recvs[r], 0, 0, recv_bytes});
+    }
+    int nccl_type = nccl_dtype(dtype);
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    // In place: rank r's contribution already sits in its own block of the staging.
+    if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
+                  [&](int r, void* nccl_comm, void* stream, void* staging) {
+                    auto* base = static_cast<unsigned char*>(staging);
+                    return nccl.ncclAllGather(base + send_bytes * r, base, count, nccl_type,
+                                              static_cast<vendor::ncclComm_t>(nccl_comm),
+                                              static_cast<vendor::CUstream>(stream));
+                  })) return;
+  }
   PlanBuilder builder(call, element_size);
   std::vector<Range> chunks = chunks_of({0, count}, builder.chunk_elements());
   for (const Range& chunk : chunks) {
@@ -481,6 +568,21 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   std::vector<cl_mem> mems;
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   if (count == 0 || ranks == 1) return;
+  if (call.engine() != nullptr) {
+    auto plan = call.staging_plan();
+    plan[root].in.push_back({mems[root], 0, 0, bytes});
+    for (int r = 0; r < ranks; ++r) {
+      if (r != root) plan[r].out.push_back({mems[r], 0, 0, bytes});
+    }
+    int nccl_type = nccl_dtype(dtype);
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
+                  [&](int, void* nccl_comm, void* stream, void* staging) {
+                    return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
+                                              static_cast<vendor::ncclComm_t>(nccl_comm),
+                                              static_cast<vendor::CUstream>(stream));
+                  })) return;
+  }
   PlanBuilder builder(call, element_size);
   // A pipeline along root, root+1, ...: each rank forwards a chunk once it has arrived.
   for (const Range& chunk : chunks_of({0, count}, builder.chunk_elements())) {

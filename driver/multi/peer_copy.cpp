@@ -1,10 +1,12 @@
-// aethercl_copy_peer: a device copy inside one context (the target device pulls, the source device
-// waits for the pull before its later work), else a relay through pinned host memory in chunks,
-// up to four in flight.
+// aethercl_copy_peer: through the vendor engines between two CUDA devices
+// (multi/engine_peer_copy.h), else a device copy inside one context (the target device pulls, the
+// source device waits for the pull before its later work), else a relay through pinned host memory
+// in chunks, up to four in flight.
 #include "multi/collectives.h"
 
 #include "cl/cl_error.h"
 
+#include "multi/engine_peer_copy.h"
 #include "multi/multi_call.h"
 #include "multi/peer_path.h"
 #include "multi/transfer_plan.h"
@@ -89,6 +91,12 @@ void copy_peer(int dst_gpu, void* dst, std::size_t dst_offset, int src_gpu, void
   }
   bool shared = to.context() == from.context();
   bool all_cpu = to.info().kind == DeviceKind::kCpu && from.info().kind == DeviceKind::kCpu;
+  EngineWish wish = engine_wish();
+  if (wish != EngineWish::kOff &&
+      copy_peer_on_engine(to, to_stream, target.mem, dst_offset, from, from_stream, source.mem,
+                          src_offset, size, wish == EngineWish::kRequired)) {
+    return;
+  }
   if (choose_peer_path(shared, all_cpu) == PeerPath::kDevice) {
     StepId ready = plan.marker(from_stream.queue(), from.context());
     plan.copy(to_stream.queue(), to.context(), source.mem, src_offset, target.mem, dst_offset,

@@ -11,8 +11,9 @@ namespace aethercl::multi {
 
 PeerPath choose_peer_path(bool shared_context, bool all_cpu) {
   std::string wanted = env::get(env::kPeerPath).value_or("auto");
+  if (wanted == "engine") wanted = "auto";
   if (wanted != "auto" && wanted != "device" && wanted != "host") {
-    log().warn("{}='{}' is not device, host or auto; using auto", env::kPeerPath, wanted);
+    log().warn("{}='{}' is not engine, device, host or auto; using auto", env::kPeerPath, wanted);
     wanted = "auto";
   }
   if (wanted == "device" && !shared_context) {
@@ -24,6 +25,13 @@ PeerPath choose_peer_path(bool shared_context, bool all_cpu) {
   if (wanted == "device") return PeerPath::kDevice;
   if (wanted == "host") return PeerPath::kHost;
   return (shared_context && all_cpu) ? PeerPath::kDevice : PeerPath::kHost;
+}
+
+EngineWish engine_wish() {
+  std::string wanted = env::get(env::kPeerPath).value_or("auto");
+  if (wanted == "engine") return EngineWish::kRequired;
+  if (wanted == "device" || wanted == "host") return EngineWish::kOff;
+  return EngineWish::kAllowed;  // auto, and a malformed value (choose_peer_path warns)
 }
 
 }  // namespace aethercl::multi

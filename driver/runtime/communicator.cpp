@@ -4,6 +4,8 @@
 #include "cl/cl_error.h"
 #include "runtime/token_table.h"
 #include "support/error.h"
+#include "support/log.h"
+#include "vendor/engine_comm.h"
 
 namespace aethercl {
 namespace {
@@ -21,7 +23,20 @@ Communicator::Communicator(std::vector<CommRank> ranks, PeerPath path)
 
 Communicator::~Communicator() {
   finish();
+  engine_.reset();
   release_staging();
+}
+
+void Communicator::set_engine(std::unique_ptr<vendor::EngineComm> engine) {
+  engine_ = std::move(engine);
+}
+
+void Communicator::drop_engine(const std::string& why) noexcept {
+  if (!engine_) return;
+  log().warn("communicator: the vendor engines failed ({}); its collectives take the {} path "
+             "from now on", why, peer_path_name(path_));
+  finish();
+  engine_.reset();
 }
 
 void Communicator::finish() noexcept {

@@ -1,6 +1,7 @@
 // A communicator: an ordered set of distinct initialised devices (rank i = the i-th) with what its
 // collectives reuse: a transfer queue per rank, scratch slots per rank for the chunks a reduction
-// receives, and pinned host staging for the host-relay path. Tokens are (id << 8) | 0xC0 and never
+// receives, pinned host staging for the host-relay path, and where the vendor engines serve its
+// devices their side (vendor/engine_comm.h). Tokens are (id << 8) | 0xC0 and never
 // reused; shutdown_driver releases every communicator.
 //
 // Contract: the resources are used with the lifecycle lock (shared), the mutexes of every member
@@ -17,6 +18,10 @@
 #include <vector>
 
 namespace aethercl {
+
+namespace vendor {
+class EngineComm;
+}
 
 // How a communicator moves bytes between its devices.
 enum class PeerPath {
@@ -53,6 +58,11 @@ class Communicator {
   unsigned char* staging(std::uint64_t bytes);
   // Waits for every transfer queue.
   void finish() noexcept;
+  // The vendor engines' side, or nullptr when the collectives take the OpenCL path().
+  vendor::EngineComm* engine() { return engine_.get(); }
+  void set_engine(std::unique_ptr<vendor::EngineComm> engine);
+  // After a failed CUDA/NCCL call: releases the engine's side; later collectives take path().
+  void drop_engine(const std::string& why) noexcept;
 
  private:
   void release_staging() noexcept;
@@ -63,6 +73,7 @@ class Communicator {
   cl::Mem staging_;
   void* staging_host_ = nullptr;
   std::uint64_t staging_bytes_ = 0;
+  std::unique_ptr<vendor::EngineComm> engine_;
 };
 
 // Communicator tokens: insert, find and remove are thread-safe; a found communicator stays alive

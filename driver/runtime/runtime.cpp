@@ -79,6 +79,16 @@ void Runtime::shutdown() noexcept {
     ++comms;
   }
   if (comms > 0) log().info("shutdown released {} communicators still live", comms);
+  {
+    std::lock_guard hooks_lock(hooks_mutex_);
+    for (auto& hook : shutdown_hooks_) {
+      try {
+        hook();
+      } catch (const std::exception& error) {
+        log().warn("shutdown: releasing per-device engine state failed: {}", error.what());
+      }
+    }
+  }
   for (auto& [index, device] : devices_) {
     std::lock_guard device_lock(device->mutex());
     try {
@@ -128,6 +138,11 @@ void Runtime::shutdown() noexcept {
   devices_.clear();  // each Device finishes its queue before releasing
   shared_contexts_.clear();
   warned_fallback_ = false;
+}
+
+void Runtime::add_shutdown_hook(std::function<void()> hook) {
+  std::lock_guard lock(hooks_mutex_);
+  shutdown_hooks_.push_back(std::move(hook));
 }
 
 void Runtime::write_environment_trace() noexcept {

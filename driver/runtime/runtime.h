@@ -16,6 +16,7 @@
 #include "runtime/token_table.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -66,6 +67,11 @@ class Runtime {
   void enable_profiling_all();
   void disable_profiling_all();
 
+  // hook runs in every later shutdown (lifecycle lock held exclusively) after the communicators
+  // are released and before the devices are: per-device objects kept outside the runtime
+  // (multi/engine_peer_copy.cpp) go there. With the lifecycle lock held (shared is enough).
+  void add_shutdown_hook(std::function<void()> hook);
+
   std::shared_mutex& lifecycle_mutex() { return lifecycle_mutex_; }
   BufferRegistry& buffers() { return buffers_; }
   CommRegistry& comms() { return comms_; }
@@ -107,6 +113,8 @@ class Runtime {
   TokenTable<UserKernel> user_kernels_{token_tag::kKernel, "kernel"};
   TokenTable<Graph> graphs_{token_tag::kGraph, "graph"};
   std::atomic<bool> warned_fallback_{false};
+  std::mutex hooks_mutex_;
+  std::vector<std::function<void()>> shutdown_hooks_;  // guarded by hooks_mutex_
   bool traced_from_environment_ = false;  // guarded by lifecycle_mutex_
   long trace_process_id_ = 0;             // the process that started it (guarded likewise)
 };

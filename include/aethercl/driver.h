@@ -1096,18 +1096,40 @@ AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
  * initialised (no single-device fallback here) and appear once; count is 1 .. the number of
  * visible devices. Returns a communicator token (never reused), or NULL with the message naming
  * the offending gpu_indices[i]. The communicator picks how bytes move between its devices:
+ *  - "engine" path (Linux): every device is a CUDA device (matched by cl_khr_device_uuid's UUID,
+ *    else the PCI address of cl_nv_device_attribute_query) and the vendor engines are loaded
+ *    (libcuda.so.1 and libnccl.so.2 >= 2.10 through dlopen; AETHERCL_LIBCUDA / AETHERCL_LIBNCCL
+ *    name other files, AETHERCL_VENDOR_ENGINES=0 turns them off; absent libraries change nothing,
+ *    present but unusable ones give one warning per process). The communicator keeps per device a
+ *    staging buffer of CUDA memory imported into OpenCL (cl_khr_external_memory_opaque_fd),
+ *    grown to the largest call so far, outside the memory pool's accounting. A collective copies
+ *    the user's buffers into the staging on each rank's current stream, waits for the copies,
+ *    runs NCCL on the staging (one group over the ranks, a CUDA stream each), waits for NCCL, and
+ *    enqueues the copies back on the current streams: it returns once NCCL has finished. MAX and
+ *    MIN take the OpenCL path below (NCCL's max and min do not propagate NaN). When a CUDA or
+ *    NCCL call (or a copy into the staging) fails, the communicator takes its OpenCL path from
+ *    then on (one warning naming the function and its error) and the failing collective runs
+ *    there too, from the user's buffers, which the engine had not touched; under
+ *    AETHERCL_PEER_PATH=engine it fails instead with AETHERCL_DEVICE_ERROR
+ *    (AETHERCL_OUT_OF_MEMORY when the staging cannot be allocated), the message naming the
+ *    function, the buffers as they were. A failed copy back out of the staging fails the call;
  *  - "device" path: all its devices share one OpenCL context (the driver gives the visible
  *    devices of one platform a shared context; AETHERCL_SHARED_CONTEXT=0 turns that off) and copy
  *    from each other's buffers on their own transfer queues; collectives return once enqueued;
  *  - "host" path: the bytes relay through pinned host memory, pipelined in chunks; collectives
  *    return once the data has moved.
- * AETHERCL_PEER_PATH=device|host|auto (default auto) chooses. auto takes the device path for CPU
- * devices sharing a context (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves
- * copies between devices of one context by migrating whole buffers, far slower than the relay
- * (docs/MANY_DEVICES.md). device is refused with AETHERCL_NOT_IMPLEMENTED when the devices do not
- * share a context. The log names the path at
- * info level. Each communicator keeps per-device scratch (a few pipeline chunks per device,
- * AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the memory pool's accounting. */
+ * AETHERCL_PEER_PATH=engine|device|host|auto (default auto) chooses. auto takes the engine path
+ * where the engines serve every device, else the device path for CPU devices sharing a context
+ * (PoCL) and the host path otherwise: on GPUs NVIDIA's OpenCL serves copies between devices of
+ * one context by migrating whole buffers, far slower than the relay (docs/MANY_DEVICES.md).
+ * engine is refused with AETHERCL_NOT_IMPLEMENTED, the message saying why, where the engines do
+ * not serve the devices (never for a communicator of one device, which moves nothing), and with
+ * AETHERCL_DEVICE_ERROR naming the call when creating the NCCL side fails (under auto that
+ * failure warns and the OpenCL path is taken); device is refused so when the devices do not
+ * share a context. device and host are the bit-exact paths of the collectives' paragraph below.
+ * The log names the path at info level. Each communicator keeps per-device scratch (a few
+ * pipeline chunks per device, AETHERCL_COLLECTIVE_CHUNK bytes each, default 4 MiB) outside the
+ * memory pool's accounting. */
 AETHERCL_API void* aethercl_comm_create(int count, const int* gpu_indices);
 
 /* Destroys a communicator once its queued transfers have finished. NULL, unknown and destroyed
@@ -1120,10 +1142,15 @@ AETHERCL_API int aethercl_comm_destroy(void* comm);
  * AETHERCL_NOT_IMPLEMENTED). Every collective is ordered after all earlier work on the calling
  * thread's current stream of each member device, and later work on those streams observes its
  * result. count 0 validates and
- * returns 1. Results are deterministic for a fixed P: element e of a reduction is
- * ((x_0[e] op x_1[e]) op x_2[e]) ... in rank order, computed in float and rounded once to the
- * dtype (f16/bf16 round to nearest even); MEAN divides that sum by P. So every device holds the
- * same bits, whichever path ran. A communicator of one device is valid: reductions leave the data
+ * returns 1. On the device and host paths results are deterministic for a fixed P: element e of
+ * a reduction is ((x_0[e] op x_1[e]) op x_2[e]) ... in rank order, computed in float and rounded
+ * once to the dtype (f16/bf16 round to nearest even); MEAN divides that sum by P. So every device
+ * holds the same bits, whichever of those two paths ran. On the engine path SUM and MEAN are
+ * NCCL's ncclSum and ncclAvg: NCCL picks the order of summation (ring or tree, by size, P and
+ * topology), rounds to the dtype after each addition for f16/bf16, and may scale each input by
+ * 1/P for MEAN; every device still holds the same bits, within P ulps of sum |x_i| of the exact
+ * sum, but not always the bits of the other paths: AETHERCL_PEER_PATH=host (or device) keeps the
+ * bit-exact reduction. A communicator of one device is valid: reductions leave the data
  * as it is, all_gather and reduce_scatter copy. send[i] and recv[i] must be different buffers. */
 
 /* buffers[i] (count elements) := the reduction over all ranks, on every rank. */
@@ -1147,12 +1174,16 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
 /* Copies size bytes from src (a buffer of src_gpu) at src_offset to dst (a buffer of dst_gpu) at
  * dst_offset, ordered after earlier work on the current streams of both devices; later work on
  * those streams observes it. The
- * path follows the communicator rule above: on the device path the copy is enqueued and the call
- * returns; on the host path the bytes relay through pinned host memory and the call returns when
- * they have arrived. src_gpu == dst_gpu is a
- * device copy; overlapping ranges of one buffer are refused. Both spans must lie inside their
- * buffers (also for size 0, which then does nothing). gpu indices follow the single-device
- * fallback of every other call. */
+ * path follows the communicator rule above: on the engine path the bytes go through per-device
+ * staging (kept until shutdown_driver) with cuMemcpyPeerAsync in chunks of at most 256 MiB and
+ * the call returns once the last chunk's copy into dst is enqueued (when a CUDA call fails, that
+ * pair of devices takes the OpenCL path from then on, with one warning naming it, and the copy is
+ * redone there; under AETHERCL_PEER_PATH=engine the copy fails with AETHERCL_DEVICE_ERROR
+ * instead); on the device path the copy is enqueued and the call returns; on the host path
+ * the bytes relay through pinned host memory and the call returns when they have arrived.
+ * src_gpu == dst_gpu is a device copy; overlapping ranges of one buffer are refused. Both spans
+ * must lie inside their buffers (also for size 0, which then does nothing). gpu indices follow the
+ * single-device fallback of every other call. */
 AETHERCL_API int aethercl_copy_peer(int dst_gpu, void* dst, size_t dst_offset, int src_gpu,
                                     void* src, size_t src_offset, size_t size);
 /* Your own kernels: programs, kernels, stateless launches (ABI version 3)                */

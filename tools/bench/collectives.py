@@ -3,7 +3,11 @@ bandwidth between the first two devices, measured in the same run (and NCCL's al
 PyTorch's device-to-device copy when PyTorch sees two CUDA GPUs).
 
 Usage: tools/aethercl bench collectives [--mib 16,64,256] [--reps 10] [--devices 0,1]
-        [--paths device,host] [--json out.json]
+        [--paths engine,device,host] [--json out.json]
+
+--paths names AETHERCL_PEER_PATH values: engine (CUDA + NCCL through the vendor engines, where they
+load: AETHERCL_LIBNCCL may name the libnccl.so.2 PyTorch ships), device, host, auto. With the NCCL
+reference available, each path's all-reduce bus bandwidth is also printed as a ratio of NCCL's.
 
 Bus bandwidth follows NCCL's convention: 2 (P-1)/P x bytes / time for an all-reduce of `bytes`
 per device over P devices (for P = 2 simply bytes / time), so it compares directly with the copy
@@ -137,6 +141,17 @@ def main() -> int:
             for mib, ref in results["torch"].items():
                 print(f"{mib:>6}    NCCL all-reduce busbw {ref['nccl_all_reduce_busbw_gbs']:.2f} "
                       f"GB/s; PyTorch copy cuda:0->cuda:1 {ref['torch_copy_gbs']:.2f} GB/s")
+            print(f"{'MiB':>6} {'path':>7} {'all-reduce / NCCL':>18} {'copy / PyTorch copy':>20}")
+            for mib, row in results["sizes"].items():
+                ref = results["torch"].get(mib)
+                for path, measured in row.items():
+                    if ref is None or "all_reduce_busbw_gbs" not in measured:
+                        continue
+                    measured["vs_nccl"] = (measured["all_reduce_busbw_gbs"]
+                                           / ref["nccl_all_reduce_busbw_gbs"])
+                    measured["copy_vs_torch"] = measured["copy_gbs"] / ref["torch_copy_gbs"]
+                    print(f"{mib:>6} {path:>7} {measured['vs_nccl']:>18.2f} "
+                          f"{measured['copy_vs_torch']:>20.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

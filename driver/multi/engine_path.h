@@ -1,0 +1,57 @@
+// Collectives on the vendor engines (docs/ARCHITECTURE.md decision 26): the user's OpenCL buffers
+// are copied into the communicator's staging (memory both OpenCL and CUDA see), the host waits for
+// those copies, NCCL runs on the staging in one group over the ranks (a CUDA stream each) and the
+// host waits for the streams, then OpenCL copies the results back on each rank's current stream.
+#pragma once
+
+#include "runtime/communicator.h"
+#include "runtime/device.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aethercl::vendor {
+class EngineComm;
+}
+
+namespace aethercl::multi {
+
+// The engines' side for a communicator over devices, or nullptr with why when the engines are
+// not loaded or do not serve every device. Throws Error naming the CUDA/NCCL call only when
+// required is set (AETHERCL_PEER_PATH=engine); otherwise a failure is why (logged by the caller).
+std::unique_ptr<vendor::EngineComm> make_engine_comm(const std::vector<Device*>& devices,
+                                                     bool required, std::string& why);
+
+// The NCCL type code of a collective dtype (f32, f16, bf16).
+int nccl_dtype(int dtype);
+
+// A copy between a user buffer and rank staging, in bytes.
+struct StageCopy {
+  cl_mem user = nullptr;
+  std::uint64_t user_offset = 0;
+  std::uint64_t staging_offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct RankStaging {
+  Stream* stream = nullptr;     // the rank's current stream: copies are ordered with it
+  std::vector<StageCopy> in;    // user -> staging before the NCCL call
+  std::vector<StageCopy> out;   // staging -> user after it
+};
+
+// The NCCL call of one rank, given its communicator, stream and staging address.
+using EngineOp = std::function<int(int rank, void* comm, void* stream, void* staging)>;
+
+// Runs one collective on comm's engine (non-null); true when it ran. staging_bytes per rank.
+// function names the NCCL call for messages. On any failure the communicator drops its engine
+// (one warning; later calls take its OpenCL path). A failure before the copies back (CUDA, NCCL,
+// the copies into the staging) returns false with the user's buffers as they were, for the
+// caller to run its OpenCL path, unless AETHERCL_PEER_PATH=engine requires the engine: then, as
+// for a failed copy back, the Error propagates.
+bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
+                   std::uint64_t staging_bytes, const char* function, const EngineOp& op);
+
+}  // namespace aethercl::multi

@@ -1,0 +1,45 @@
+#!/bin/bash
+# Issue 35 on a machine with two NVIDIA GPUs: the vendor engines (CUDA + NCCL through dlopen).
+# One command, from the checkout there (setup as tools/gpu/tests.sh):  tools/gpu/nccl.sh
+#  1. finds the libnccl.so.2 PyTorch ships under /opt/torch and names it with AETHERCL_LIBNCCL;
+#  2. says which path a communicator over devices 0 and 1 takes (the driver's log);
+#  3. runs the many-device suites (tests/multi, with test_engine_collectives.py) with the engines
+#     and again with AETHERCL_VENDOR_ENGINES=0;
+#  4. runs the all-reduce benchmark at 64/256/1024 MiB on the engine and host paths, with NCCL's
+#     own all-reduce through PyTorch as the same-run reference, and prints the ratios.
+# Logs go to $OUT.
+. "$(dirname "$0")/env.sh"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+TORCH_PY=python3
+[ -x /opt/torch/bin/python3 ] && TORCH_PY=/opt/torch/bin/python3
+NCCL=$(find -L /opt/torch \( -path '*nvidia/nccl/lib/*' -o -path '*torch/lib/*' \) \
+       -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
+if [ -z "$NCCL" ]; then
+  NCCL=$($TORCH_PY -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so.2*') + glob.glob(d + '/torch/lib/libnccl.so.2*') + [''])[0])" 2>/dev/null)
+fi
+echo "libnccl: ${NCCL:-not found under /opt/torch}" | tee $OUT/nccl_path.txt
+[ -n "$NCCL" ] && export AETHERCL_LIBNCCL=$NCCL
+
+echo "=== path of a communicator over devices 0 and 1 ($(left)s left)"
+AETHERCL_LOG_LEVEL=debug timeout 60 python3 - <<'PY' 2>&1 | grep -E "vendor|communicator|NCCL|CUDA" | tee $OUT/path.txt
+import ctypes
+from aethercl import Library
+lib = Library()
+for i in (0, 1):
+    lib.check("initialize_gpu", i)
+comm = lib.aethercl_comm_create(2, (ctypes.c_int * 2)(0, 1))
+print("communicator:", "created" if comm else lib.last_error())
+PY
+
+echo "=== tests/multi, vendor engines on ($(left)s left)"
+timeout $(( $(left) * 2 / 5 )) python3 -m pytest -q -p no:cacheprovider -rs tests/multi ${PYTEST_ARGS:-} > $OUT/multi_engines.txt 2>&1; echo "rc=$?"
+grep -E "passed|failed|error" $OUT/multi_engines.txt | tail -2; grep -E "^FAILED|^ERROR|SKIPPED.*engine" $OUT/multi_engines.txt | head -12
+
+echo "=== tests/multi, AETHERCL_VENDOR_ENGINES=0 ($(left)s left)"
+AETHERCL_VENDOR_ENGINES=0 timeout $(( $(left) * 2 / 3 )) python3 -m pytest -q -p no:cacheprovider -rs tests/multi ${PYTEST_ARGS:-} > $OUT/multi_plain.txt 2>&1; echo "rc=$?"
+grep -E "passed|failed|error" $OUT/multi_plain.txt | tail -2; grep -E "^FAILED|^ERROR" $OUT/multi_plain.txt | head -12
+
+echo "=== all-reduce: engine and host paths against NCCL through PyTorch ($(left)s left)"
+timeout $(( $(left) - 5 )) $TORCH_PY tools/bench/collectives.py --mib 64,256,1024 --reps 10 \
+  --devices 0,1 --paths engine,host --json $OUT/collectives.json > $OUT/collectives.txt 2>&1
+echo "rc=$?"; cat $OUT/collectives.txt
