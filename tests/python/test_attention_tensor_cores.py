@@ -19,6 +19,7 @@ float32 and bf16 storage): with float32 storage o at most 0.8u and the gradients
 storage in FP16 mode o 0.68u_s and the gradients 0.8u_s (the storage rounding dominates); lse
 below 1e-7. A wrong fragment, mask or tile gives errors of order 1."""
 import ctypes
+import json
 
 import numpy as np
 import pytest
@@ -57,6 +58,16 @@ def gemm_has_tensor_cores(lib, device, tmp_path_factory):
     a.free()
     c.free()
     return "gemm_mma_product" in names
+
+
+def tensor_cores_fit(lib, device, head_dim, emulated) -> bool:
+    """Whether the device's reported limits hold the tensor-core kernels (ops/attention_mma.cpp):
+    work-groups of 128 and two 64-row tiles of head_dim rounded up to 16..128 (+ 8) 16-bit
+    values, 512 bytes of lse and delta, and the emulation's 6 words per work-item."""
+    info = json.loads(lib.json_call("aethercl_device_info", device.index))
+    d = next(b for b in (16, 32, 64, 128) if head_dim <= b)
+    local = 2 * 64 * (d + 8) * 2 + 512 + (128 * 6 * 4 if emulated else 0)
+    return info["max_work_group_size"] >= 128 and local <= info["local_mem_bytes"]
 
 
 def check_tensor_cores(case, device, compute, tmp_path, on_tensor_cores=True):
@@ -107,8 +118,10 @@ def test_tensor_core_attention(scope, device, rng, monkeypatch, tmp_path, gemm_h
                                shape, layout, causal, dtype, compute, instructions):
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
     case = Case(scope, rng, *shape, layout=layout, causal=causal, dtype=dtype, compute=compute)
+    emulated = instructions == "emulate" or not gemm_has_tensor_cores
     check_tensor_cores(case, device, compute, tmp_path,
-                       instructions == "emulate" or gemm_has_tensor_cores)
+                       (instructions == "emulate" or gemm_has_tensor_cores) and
+                       tensor_cores_fit(device.lib, device, shape[4], emulated))
 
 
 @pytest.mark.parametrize("seq_q,seq_k", [(20, 45), (70, 70), (100, 30)])
@@ -117,7 +130,8 @@ def test_causal_rows_without_keys(scope, device, rng, monkeypatch, tmp_path, seq
     dq = 0), across the 64-row tiles of the kernels."""
     monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
     case = Case(scope, rng, 1, 2, seq_q, seq_k, 32, causal=1, compute=COMPUTE_BF16)
-    check_tensor_cores(case, device, COMPUTE_BF16, tmp_path)
+    check_tensor_cores(case, device, COMPUTE_BF16, tmp_path,
+                       tensor_cores_fit(device.lib, device, 32, True))
     empty = max(0, seq_q - seq_k)
     assert np.all(case.get("o")[:, :, :empty] == 0) and np.all(case.get("dq")[:, :, :empty] == 0)
     assert np.all(np.isneginf(case.get("lse")[:, :, :empty]))
