@@ -33,17 +33,18 @@
 #error "ATTM_D is 16, 32, 64 or 128 and ATTM_BQ 32 or 64"
 #endif
 
-// The two tiles, 16-byte aligned as ldmatrix's row addresses must be.
-#define ATTM_TILES                                                                           \
-  __local uint4 att_units[ATTM_TILE / 4] __attribute__((aligned(16)));                       \
-  __local ushort* att_tiles = (__local ushort*)att_units;
+// The two tiles, 16-byte aligned as ldmatrix's row addresses must be (every __local array first:
+// kernel-scope declarations, before the pointers into them).
 #if WM_EMULATE
 #define ATTM_LOCALS                                                                          \
-  ATTM_TILES                                                                                 \
+  __local uint4 att_units[ATTM_TILE / 4] __attribute__((aligned(16)));                       \
   __local uint wm_scratch[ATTM_THREADS * WM_SCRATCH_UINTS];                                  \
+  __local ushort* att_tiles = (__local ushort*)att_units;                                    \
   __local const uchar* wm_smem = (__local const uchar*)att_units;
 #else
-#define ATTM_LOCALS ATTM_TILES
+#define ATTM_LOCALS                                                                          \
+  __local uint4 att_units[ATTM_TILE / 4] __attribute__((aligned(16)));                       \
+  __local ushort* att_tiles = (__local ushort*)att_units;
 #endif
 
 // Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits.
@@ -271,9 +272,9 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     __global const float* lse, __global const float* delta, __global const uchar* dout,
     __global uchar* dk, __global uchar* dv, uint heads, uint seq_q, uint seq_k, uint dim,
     int layout, int causal, float scale, int dtype, uint tiles) {
-  ATTM_LOCALS
   __local float lse_s[ATTM_BQ];
   __local float delta_s[ATTM_BQ];
+  ATTM_LOCALS
   const uint lid = get_local_id(0), warp = lid >> 5, lane = lid & 31u, g = lane >> 2, t = lane & 3u;
   const uint bh = get_group_id(0) / tiles, tile = get_group_id(0) % tiles;
   const uint b = bh / heads, h = bh % heads;
