@@ -11,9 +11,14 @@
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 if [ "${PART:-1}" = 1 ]; then
   echo "=== suites ($(left)s left)"
-  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_attention_tensor_cores.py \
-    tests/python/test_attention.py "tests/python/test_gemm_tensor_cores.py" \
-    -k "not emulate or auto" > $OUT/suites.txt 2>&1
+  # Products of float32 operands in BF16/FP16 mode on the real kernels: test_gemm's modes, shapes
+  # and split-K with the default narrowing (registers), then the attention suites.
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/python/test_gemm.py \
+    -k "bf16 or fp16" > $OUT/suites_gemm.txt 2>&1
+  echo "rc=$?"; grep -E "FAILED|ERROR|Error" $OUT/suites_gemm.txt | head -20; tail -2 $OUT/suites_gemm.txt
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/python/test_attention_tensor_cores.py \
+    tests/python/test_attention.py tests/python/test_fused_model.py -k "not emulate" \
+    > $OUT/suites.txt 2>&1
   echo "rc=$?"; grep -E "FAILED|ERROR|Error" $OUT/suites.txt | head -20; tail -2 $OUT/suites.txt
   echo "=== attention ($(left)s left)"
   timeout 150 python3 tools/bench/attention.py --modes fp32 bf16 --json $OUT/attention.json \
