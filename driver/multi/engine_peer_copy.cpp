@@ -75,15 +75,14 @@ class PeerSide {
   }
   void add_pending(cl::Event event) { pending_.push_back(std::move(event)); }
   void wait_pending() {
+    cl_int status = CL_SUCCESS;
     for (cl::Event& event : pending_) {
       cl_event handle = event.get();
-      cl_int status = clWaitForEvents(1, &handle);
-      if (status != CL_SUCCESS) {
-        pending_.clear();
-        cl::check(status, "clWaitForEvents (copy out of the peer staging)");
-      }
+      status = clWaitForEvents(1, &handle);
+      if (status != CL_SUCCESS) break;
     }
     pending_.clear();
+    cl::check(status, "clWaitForEvents (copy out of the peer staging)");
   }
 
  private:

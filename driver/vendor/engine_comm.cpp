@@ -83,16 +83,17 @@ std::string EngineComm::description() const {
 
 void EngineComm::wait_pending(int r) {
   Rank& rank = ranks_.at(static_cast<std::size_t>(r));
+  cl_int status = CL_SUCCESS;
   for (cl::Event& event : rank.pending) {
     cl_event handle = event.get();
-    cl_int status = clWaitForEvents(1, &handle);
-    if (status != CL_SUCCESS) {
-      rank.pending.clear();
-      fail(Status::kDeviceError, "clWaitForEvents (copy out of the engine's staging on rank {}) "
-           "failed: {}", r, status);
-    }
+    status = clWaitForEvents(1, &handle);
+    if (status != CL_SUCCESS) break;
   }
   rank.pending.clear();
+  if (status != CL_SUCCESS) {
+    fail(Status::kDeviceError, "clWaitForEvents (copy out of the engine's staging on rank {}) "
+         "failed: {}", r, status);
+  }
 }
 
 void EngineComm::add_pending_read(int r, cl::Event event) {
