@@ -329,6 +329,20 @@ std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles
 
 namespace {
 
+// Whether the 16-bit form of p would run on the bulk-copy warpgroup kernel (compute capability
+// 9.0, products large enough to repay packing both operands, measured so in docs/PERFORMANCE.md):
+// there the narrowing copies feed that kernel, whose speed repays passes over the operands; every
+// other product rounds in the mma.sync kernel's registers in one launch. (A choice by
+// construction, not yet measured against the alternative: tools/gpu/tensor_paths.sh.)
+bool copies_feed_bulk_kernel(Device& device, const GemmProblem& p, MmaKind narrowed,
+                             MmaMode mode) {
+  const bool warpgroup = mode == MmaMode::kEmulatedWarpgroup ||
+                         (mode == MmaMode::kHardware && device_support(device, mode).sm == 90);
+  if (!warpgroup) return false;
+  const MmaConfig config = mma_config(p, narrowed, device.info().compute_units, true, mode);
+  return config.wgmma && config.bulk;
+}
+
 // A BF16 or FP16 product of float32 operands on the mma.sync kernel that copies them as TF32's
 // and rounds each fragment to 16 bits in registers: no narrowing launch and no copies, at twice
 // the local-memory bytes per k of 16-bit operands. Split in k as TF32 products are.
@@ -378,7 +392,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     // TF32's operands, twice its MMA rate).
     const std::optional<MmaKind> narrowed = narrowed_kind(p);
     if (!narrowed || !device_support(device, *mode).available) return false;
-    if (narrowing_in_registers() &&
+    if (narrowing_in_registers() && !copies_feed_bulk_kernel(device, p, *narrowed, *mode) &&
         enqueue_narrowed_in_registers(call, p, *narrowed, *mode)) {
       return true;
     }
