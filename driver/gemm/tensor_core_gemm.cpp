@@ -329,6 +329,31 @@ std::uint64_t mma_slices(const GemmProblem& p, MmaKind kind, std::uint64_t tiles
 
 namespace {
 
+// p on the mma.sync kernel of `config` built for kind (named `named` in messages about a refused
+// variant), whole or as k slices (split-K for products of fewer tiles than compute units, or a
+// tuning override's count as far as whole K-tiles of k allow).
+bool enqueue_mma_sync(DeviceCall& call, const GemmProblem& p, MmaKind kind, MmaKind named,
+                      const MmaConfig& config, int chunk, MmaMode mode) {
+  Device& device = call.device();
+  std::uint64_t slices = 1;
+  if (config.split >= 2 && k_splittable(p)) {
+    slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
+                                     p.k / kSliceMultiple);
+  } else if (config.split == 0) {
+    slices = mma_slices(p, kind, tile_count(p, config), device.info().compute_units);
+  }
+  if (slices > 1 && enqueue_split_k(call, p, slices, kSliceMultiple,
+                                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
+                                       enqueue_mma_slices(slice_call, slice, kind, config, mode);
+                                     })) {
+    return true;
+  }
+  const std::string options = mma_build_options(device, p, kind, config, chunk, mode,
+                                                rounds_with_cvt(device, mode));
+  return run_variant(device, named, options,
+                     [&] { enqueue_mma_gemm(call, p, config, options); });
+}
+
 // Whether the 16-bit form of p would run on the bulk-copy warpgroup kernel (compute capability
 // 9.0, products large enough to repay packing both operands, measured so in docs/PERFORMANCE.md):
 // there the narrowing copies feed that kernel, whose speed repays passes over the operands; every
@@ -358,25 +383,7 @@ bool enqueue_narrowed_in_registers(DeviceCall& call, const GemmProblem& p, MmaKi
       !kind_available(call, narrowed, mode, false, true)) {
     return false;
   }
-  const std::uint64_t tiles = tile_count(p, config);
-  std::uint64_t slices = 1;
-  if (config.split >= 2 && k_splittable(p)) {
-    slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
-                                     p.k / kSliceMultiple);
-  } else if (config.split == 0) {
-    slices = mma_slices(p, MmaKind::kTF32, tiles, units);
-  }
-  if (slices > 1 && enqueue_split_k(call, p, slices, kSliceMultiple,
-                                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
-                                       enqueue_mma_slices(slice_call, slice, MmaKind::kTF32,
-                                                          config, mode);
-                                     })) {
-    return true;
-  }
-  const std::string options = mma_build_options(device, p, MmaKind::kTF32, config, chunk, mode,
-                                                rounds_with_cvt(device, mode));
-  return run_variant(device, narrowed, options,
-                     [&] { enqueue_mma_gemm(call, p, config, options); });
+  return enqueue_mma_sync(call, p, MmaKind::kTF32, narrowed, config, chunk, mode);
 }
 
 }  // namespace
@@ -461,26 +468,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
          device.info().max_work_group_size, tile_count(p, config));
   }
   if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
-  const std::uint64_t tiles = tile_count(p, config);
-  std::uint64_t slices = 1;
-  if (config.split >= 2 && k_splittable(p)) {
-    // A tuning override's slice count, as far as whole K-tiles of k allow.
-    slices = std::min<std::uint64_t>(static_cast<std::uint64_t>(config.split),
-                                     p.k / kSliceMultiple);
-  } else if (config.split == 0) {
-    slices = mma_slices(p, *kind, tiles, units);
-  }
-  if (slices > 1 && enqueue_split_k(call, p, slices, kSliceMultiple,
-                                     [&](DeviceCall& slice_call, const GemmProblem& slice) {
-                                       enqueue_mma_slices(slice_call, slice, *kind, config,
-                                                          *mode);
-                                     })) {
-    return true;
-  }
-  const std::string options =
-      mma_build_options(device, p, *kind, config, chunk, *mode, rounds_with_cvt(device, *mode));
-  return run_variant(device, *kind, options,
-                     [&] { enqueue_mma_gemm(call, p, config, options); });
+  return enqueue_mma_sync(call, p, *kind, *kind, config, chunk, *mode);
 }
 
 }  // namespace aethercl::gemm
