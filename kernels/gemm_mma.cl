@@ -233,16 +233,21 @@ inline void mma_ldmatrix_emulated(uint addr, uint* r, const int trans MMA_SCRATC
 #define mma_ldmatrix_x4(addr, r) mma_ldmatrix_emulated((addr), (r), 0 MMA_SCRATCH)
 #define mma_ldmatrix_x4_trans(addr, r) mma_ldmatrix_emulated((addr), (r), 1 MMA_SCRATCH)
 
-// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts),
-// for an MMA of `kind` (MMA_KIND's numbering).
-inline float mma_input(uint bits, uint half_index, const int kind) {
-  if (kind <= 1) return as_float(bits & 0xffffe000u);
+// Element (row, k) of A and (k, col) of B from the fragments of all lanes (PTX fragment layouts).
+inline float mma_input(uint bits, uint half_index) {
+#if MMA_KIND <= 1
+  return as_float(bits & 0xffffe000u);
+#else
   const ushort value = (ushort)(half_index ? bits >> 16 : bits & 0xffffu);
-  if (kind == 2) return nf_from_bf16(value);
+#if MMA_KIND == 2
+  return nf_from_bf16(value);
+#else
   return vload_half(0, (__private const half*)&value);
+#endif
+#endif
 }
 
-inline void mma_tile_emulated(float* d, const uint* a, const uint* b, const int kind MMA_SCRATCH_ARGS) {
+inline void mma_tile_emulated(float* d, const uint* a, const uint* b MMA_SCRATCH_ARGS) {
   const uint lane = get_local_id(0) & 31u;
   __local uint* frags = scratch + (get_local_id(0) & ~31u) * 6u;
   for (uint e = 0; e < 4; ++e) frags[lane * 6 + e] = a[e];
@@ -251,41 +256,25 @@ inline void mma_tile_emulated(float* d, const uint* a, const uint* b, const int 
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint g = lane / 4;
   const uint t = lane % 4;
-  const uint ksteps = kind <= 1 ? 8u : 16u;
   for (uint e = 0; e < 4; ++e) {
     const uint row = g + (e / 2) * 8;
     const uint col = 2 * t + (e % 2);
     float sum = d[e];
-    for (uint k = 0; k < ksteps; ++k) {
-      uint a_bits, b_bits;
-      if (kind <= 1) {
-        a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
-        b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
-      } else {
-        a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
-        b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
-      }
-      sum += mma_input(a_bits, k % 2, kind) * mma_input(b_bits, k % 2, kind);
+    for (uint k = 0; k < MMA_KSTEP; ++k) {
+#if MMA_KIND <= 1
+      const uint a_bits = frags[((row % 8) * 4 + k % 4) * 6 + (row / 8) + 2 * (k / 4)];
+      const uint b_bits = frags[(col * 4 + k % 4) * 6 + 4 + k / 4];
+#else
+      const uint a_bits = frags[((row % 8) * 4 + (k % 8) / 2) * 6 + (row / 8) + 2 * (k / 8)];
+      const uint b_bits = frags[(col * 4 + (k % 8) / 2) * 6 + 4 + k / 8];
+#endif
+      sum += mma_input(a_bits, k % 2) * mma_input(b_bits, k % 2);
     }
     d[e] = sum;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
-#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b), MMA_KIND MMA_SCRATCH)
-#define mma_tile16(d, a, b) mma_tile_emulated((d), (a), (b), MMA_NARROW MMA_SCRATCH)
-
-// Two float32 values rounded to nearest even into the 16-bit format of MMA_NARROW: lo in the
-// low half, hi in the high half (a 16-bit fragment register).
-inline uint mma_pack16(uint lo, uint hi) {
-#if MMA_NARROW == 3
-  ushort bits[2];
-  vstore_half_rte(as_float(lo), 0, (__private half*)bits);
-  vstore_half_rte(as_float(hi), 1, (__private half*)bits);
-  return (uint)bits[0] | ((uint)bits[1] << 16);
-#else
-  return (uint)nf_to_bf16(as_float(lo)) | ((uint)nf_to_bf16(as_float(hi)) << 16);
-#endif
-}
+#define mma_tile(d, a, b) mma_tile_emulated((d), (a), (b) MMA_SCRATCH)
 
 // Warpgroup MMA from local memory: both tiles K-contiguous with MMA_ROW_BYTES rows and the
 // swizzle of mma_wg_offset (PTX's 64- or 32-byte swizzle mode); k-step ks starts ks * 32 bytes
@@ -398,36 +387,18 @@ inline void mma_tile(float* d, const uint* a, const uint* b) {
 #endif
 }
 
-#if MMA_NARROW
-// d += a * b for one m16 x n8 tile of the 16-bit format MMA_NARROW (float32 operands narrowed).
-inline void mma_tile16(float* d, const uint* a, const uint* b) {
-#if MMA_NARROW == 2
-  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
-// Two float32 values rounded to nearest even into one register of the 16-bit format (PTX cvt puts
-// its first source in the high half).
-inline uint mma_pack16(uint lo, uint hi) {
-  uint packed;
-#if MMA_NARROW == 2
-  __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(as_float(hi)), "f"(as_float(lo)));
-#else
-  __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(as_float(hi)), "f"(as_float(lo)));
-#endif
-  return packed;
-}
-#endif  // MMA_NARROW
 
 #endif  // MMA_EMULATE
+
+#if MMA_NARROW
+// The 16-bit MMA and the rounding of fragment pairs come from warp_mma16.cl (its emulated form
+// exchanges through the same scratch, six words per work-item).
+#define WM_KIND MMA_NARROW
+#define WM_EMULATE MMA_EMULATE
+#include "warp_mma16.cl"
+#define mma_tile16(d, a, b) wm_mma((d), (a), (b) MMA_SCRATCH)
+#define mma_pack16(lo, hi) wm_pack(as_float(lo), as_float(hi))
+#endif
 
 #if MMA_WGMMA && !MMA_EMULATE
 // ---- warpgroup MMA through PTX retargeted to sm_90a ---------------------------------------------
