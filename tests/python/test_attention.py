@@ -182,17 +182,24 @@ def check(case, device, q_chunk=None, grads=True):
     if grads:
         # The backward's o: what the forward stored (in dtype), as a training step passes it.
         backward(device, case)
-    o, lse, dq, dk, dv = reference(case.q, case.k, case.v, case.dout if grads else None,
-                                   case.scale, case.causal, q_chunk)
+    expected = reference(case.q, case.k, case.v, case.dout if grads else None, case.scale,
+                         case.causal, q_chunk)
     u = U[case.dtype]
     tol_o, tol_g = (1e-5, 1e-4) if u is None else (1.25 * u, 4 * u)
+    return assert_close(case, expected, tol_o, tol_g, grads)
+
+
+def assert_close(case, expected, tol_o, tol_g, grads=True):
+    """The device's o (and lse, and the gradients with grads) against expected = reference(...):
+    relative errors within tol_o on o, tol_g on each gradient, 1e-5 on lse (the reference lse is
+    exact for the inputs it was given; the device's is a float32 sum). Returns the errors."""
+    o, lse, dq, dk, dv = expected
     errors = {"o": rel_err(case.get("o"), o)}
     if case.t["lse"] is not None:
         got_lse = case.get("lse")
         assert np.array_equal(np.isneginf(got_lse), np.isneginf(lse)), "lse -inf rows"
         finite = np.isfinite(lse)
         errors["lse"] = rel_err(got_lse[finite], lse[finite])
-        # The reference lse is exact for the stored inputs; the device's is a float32 sum.
         assert errors["lse"] <= 1e-5, errors
     assert errors["o"] <= tol_o, errors
     if grads:

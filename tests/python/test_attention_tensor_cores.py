@@ -27,7 +27,7 @@ import pytest
 from aethercl import gemm as g
 from aethercl.structs import BF16, F16, F32, COMPUTE_BF16, COMPUTE_FP16
 from support.helpers import kernels_launched
-from test_attention import Case, backward, forward, reference, rel_err
+from test_attention import Case, assert_close, backward, forward, reference, rel_err
 
 U = {COMPUTE_BF16: 2.0 ** -8, COMPUTE_FP16: 2.0 ** -11}
 U_STORAGE = {F32: 0.0, F16: 2.0 ** -11, BF16: 2.0 ** -8}
@@ -83,19 +83,7 @@ def check_tensor_cores(case, device, compute, tmp_path, on_tensor_cores=True):
         q, k, v, dout = case.q, case.k, case.v, case.dout
         u_s = U_STORAGE[case.dtype]
         tol_o, tol_g = (1e-5, 1e-4) if case.dtype == F32 else (1.25 * u_s, 4 * u_s)
-    o, lse, dq, dk, dv = reference(q, k, v, dout, case.scale, case.causal)
-    errors = {"o": rel_err(case.get("o"), o)}
-    got_lse = case.get("lse")
-    assert np.array_equal(np.isneginf(got_lse), np.isneginf(lse)), "lse -inf rows"
-    finite = np.isfinite(lse)
-    errors["lse"] = rel_err(got_lse[finite], lse[finite])
-    for name, ref in (("dq", dq), ("dk", dk), ("dv", dv)):
-        errors[name] = rel_err(case.get(name), ref)
-    assert errors["o"] <= tol_o, errors
-    assert errors["lse"] <= 1e-5, errors
-    for name in ("dq", "dk", "dv"):
-        assert errors[name] <= tol_g, errors
-    return errors
+    return assert_close(case, reference(q, k, v, dout, case.scale, case.causal), tol_o, tol_g)
 
 
 SHAPES = [  # batch, heads, seq_q, seq_k, head_dim
