@@ -1,6 +1,8 @@
 // Importing memory the CUDA driver exported into OpenCL buffers.
 #include "vendor/cl_import.h"
 
+#include "vendor/device_match.h"
+
 #include "cl/cl_error.h"
 #include "support/error.h"
 
@@ -50,17 +52,6 @@ CreateBufferWithProperties create_buffer_with_properties() {
 #endif
 }
 
-bool device_has(cl_device_id device, const char* extension) {
-  std::size_t size = 0;
-  if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, nullptr, &size) != CL_SUCCESS) return false;
-  std::string text(size, '\0');
-  if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, text.data(), nullptr) != CL_SUCCESS) {
-    return false;
-  }
-  text = " " + std::string(text.c_str()) + " ";
-  return text.find(std::string(" ") + extension + " ") != std::string::npos;
-}
-
 bool is_cpu(cl_device_id device) {
   cl_device_type type = 0;
   return clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, nullptr) == CL_SUCCESS &&
@@ -71,7 +62,7 @@ bool is_cpu(cl_device_id device) {
 
 bool can_import(const CudaDriver& cuda, cl_device_id device) {
   if (cuda.host_memory) return is_cpu(device);
-  return device_has(device, "cl_khr_external_memory_opaque_fd") &&
+  return device_has_extension(device, "cl_khr_external_memory_opaque_fd") &&
          create_buffer_with_properties() != nullptr;
 }
 

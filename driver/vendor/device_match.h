@@ -17,4 +17,7 @@ namespace aethercl::vendor {
 // reason at debug level.
 std::optional<int> cuda_ordinal_of(const CudaDriver& cuda, cl_device_id device, int visible_index);
 
+// Whether the device lists the OpenCL extension `name` (a whole word of CL_DEVICE_EXTENSIONS).
+bool device_has_extension(cl_device_id device, const char* name);
+
 }  // namespace aethercl::vendor
