@@ -354,18 +354,18 @@ bool enqueue_mma_sync(DeviceCall& call, const GemmProblem& p, MmaKind kind, MmaK
                      [&] { enqueue_mma_gemm(call, p, config, options); });
 }
 
-// Whether the 16-bit form of p would run on the bulk-copy warpgroup kernel (compute capability
-// 9.0, products large enough to repay packing both operands, measured so in docs/PERFORMANCE.md):
-// there the narrowing copies feed that kernel, whose speed repays passes over the operands; every
-// other product rounds in the mma.sync kernel's registers in one launch. (A choice by
-// construction, not yet measured against the alternative: tools/gpu/tensor_paths.sh.)
-bool copies_feed_bulk_kernel(Device& device, const GemmProblem& p, MmaKind narrowed,
-                             MmaMode mode) {
+// Whether the 16-bit form of p would run on a warpgroup kernel (compute capability 9.0, products
+// that fill the device): there the narrowing copies feed wgmma, which repays their passes over
+// the operands; every other product rounds in the mma.sync kernel's registers in one launch.
+// Measured on an H200 over the GPT small's nine product shapes (docs/PERFORMANCE.md, "Narrowing
+// float32 operands"): copies + wgmma 17-53 us against 21-79 us in registers wherever wgmma takes
+// the product; registers faster (26 against 33 us) where the product is split in k on mma.sync.
+bool copies_feed_warpgroup_kernel(Device& device, const GemmProblem& p, MmaKind narrowed,
+                                  MmaMode mode) {
   const bool warpgroup = mode == MmaMode::kEmulatedWarpgroup ||
                          (mode == MmaMode::kHardware && device_support(device, mode).sm == 90);
   if (!warpgroup) return false;
-  const MmaConfig config = mma_config(p, narrowed, device.info().compute_units, true, mode);
-  return config.wgmma && config.bulk;
+  return mma_config(p, narrowed, device.info().compute_units, true, mode).wgmma;
 }
 
 // A BF16 or FP16 product of float32 operands on the mma.sync kernel that copies them as TF32's
@@ -399,7 +399,7 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
     // TF32's operands, twice its MMA rate).
     const std::optional<MmaKind> narrowed = narrowed_kind(p);
     if (!narrowed || !device_support(device, *mode).available) return false;
-    if (narrowing_in_registers() && !copies_feed_bulk_kernel(device, p, *narrowed, *mode) &&
+    if (narrowing_in_registers() && !copies_feed_warpgroup_kernel(device, p, *narrowed, *mode) &&
         enqueue_narrowed_in_registers(call, p, *narrowed, *mode)) {
       return true;
     }

@@ -2,11 +2,12 @@
 as one flash-style kernel each way (aethercl_attention_forward/backward, no seq x seq matrix in
 device memory) and Linear with its bias and GELU applied in the GEMM's own store
 (aethercl_gemm_fused, the pre-activation kept for the backward). ocl_llm.model uses them where the
-library has them (attention only when asked: OCL_LLM_FUSED below); OCL_LLM_FUSED=0 keeps the
+library has them (attention by default only in 16-bit precisions on a GPU: OCL_LLM_FUSED below); OCL_LLM_FUSED=0 keeps the
 op-by-op forms (the documented seed calls)."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 from typing import Optional
 
@@ -22,20 +23,42 @@ EPILOGUE_BIAS, EPILOGUE_BIAS_GELU = 1, 3
 
 
 # Which fused paths the model takes by default: the GEMM epilogue measured faster on an H200
-# (2026-11-28, bench train small); the portable attention kernel (no tensor cores yet) measured
-# slower than the batched products there, so it is taken only when asked for. "scores": the
-# unfused attention's scaled q k^T as one aethercl_gemm (alpha, B transposed) each way instead of
-# a transpose, a product and a scaling.
+# (2026-11-28, bench train small). Attention: the tensor-core flash kernels (BF16/FP16 compute on a
+# GPU) measured as fast as the unfused attention stepped op by op and faster replayed in a graph,
+# in 40% less memory (H200, 2026-11-28, docs/PERFORMANCE.md); the portable kernel of the float32
+# modes measured slower than the batched products, so there it is taken only when asked for.
+# "scores": the unfused attention's scaled q k^T as one aethercl_gemm (alpha, B transposed) each
+# way instead of a transpose, a product and a scaling.
 PATHS = ("linear", "attention", "scores")
 DEFAULT_PATHS = ("linear", "scores")
+SIXTEEN_BIT = ("bf16", "fp16")
 
 
-def _wanted(path: str) -> bool:
-    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset:
-    DEFAULT_PATHS."""
+_gpu: dict = {}  # device index -> whether it is a GPU (asked once: a JSON call per layer otherwise)
+
+
+def _is_gpu(device) -> bool:
+    if device.index not in _gpu:
+        info = json.loads(device.lib.json_call("aethercl_device_info", device.index))
+        _gpu[device.index] = info.get("type") == "gpu"
+    return _gpu[device.index]
+
+
+def _by_default(device, path: str) -> bool:
+    if path == "attention":
+        from . import runtime
+        current = runtime._current
+        precision = current.matmul_precision if current is not None and current.open else "fp32"
+        return precision in SIXTEEN_BIT and _is_gpu(device)
+    return path in DEFAULT_PATHS
+
+
+def _wanted(device, path: str) -> bool:
+    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset: DEFAULT_PATHS,
+    and attention in the 16-bit matmul precisions on a GPU."""
     value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
     if not value:
-        return path in DEFAULT_PATHS
+        return _by_default(device, path)
     if value in ("0", "1"):
         return value == "1"
     chosen = {item.strip() for item in value.split(",") if item.strip()}
@@ -47,7 +70,7 @@ def _wanted(path: str) -> bool:
 
 
 def _enabled(device, path: str, *functions: str) -> bool:
-    return _wanted(path) and all(device.lib.has(name) for name in functions)
+    return _wanted(device, path) and all(device.lib.has(name) for name in functions)
 
 
 def attention_enabled(device) -> bool:

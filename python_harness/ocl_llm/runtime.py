@@ -27,6 +27,7 @@ class Runtime:
         self.buffers: "weakref.WeakSet[Any]" = weakref.WeakSet()   # live GPUBuffers
         self.constants: Dict[Tuple[int, float], Any] = {}            # (numel, value) -> GPUBuffer
         self.masks: Dict[int, Any] = {}                              # seq_len -> GPUBuffer
+        self.matmul_precision = "fp32"                               # set_matmul_precision's
 
     @property
     def index(self) -> int:
@@ -102,6 +103,7 @@ def set_matmul_precision(precision: str) -> None:
     runtime = current_runtime()
     runtime.device.lib.check("aethercl_set_matmul_precision", runtime.index,
                              COMPUTE_MODES[precision])
+    runtime.matmul_precision = precision
 
 
 def release_all() -> int:

@@ -6,6 +6,7 @@ Tolerance: the fused forms round the same float32 values in another order (the b
 the GEMM's accumulator store, the softmax computed online over key tiles), so results differ by
 float32 rounding that three Adam steps carry on: losses agree to rtol 1e-5, each parameter to 1e-4
 of its largest magnitude (observed: 6e-6 for the fused Linear on PoCL)."""
+import json
 import sys
 from pathlib import Path
 
@@ -46,9 +47,21 @@ def train_three_steps(device, monkeypatch, paths: str, precision: str = "fp32"):
 
 def test_the_library_offers_the_fused_paths(device, monkeypatch):
     """Where the fused functions are exported they are taken as OCL_LLM_FUSED says (this build
-    has them): by default the GEMM epilogue only, every path with 1, a chosen list, none with 0."""
+    has them): by default the GEMM epilogue and the scores GEMM, attention too in the 16-bit
+    precisions on a GPU; every path with 1, a chosen list, none with 0."""
     monkeypatch.delenv("OCL_LLM_FUSED", raising=False)
     assert fused.linear_enabled(device) and fused.scores_enabled(device)
+    assert not fused.attention_enabled(device)
+    ocl_initialize(device.index, verbose=False)
+    try:
+        for precision in ("bf16", "fp16", "tf32"):
+            set_matmul_precision(precision)
+            info = json.loads(device.lib.json_call("aethercl_device_info", device.index))
+            gpu = info["type"] == "gpu"
+            assert fused.attention_enabled(device) == (gpu and precision != "tf32"), precision
+    finally:
+        set_matmul_precision("fp32")
+        ocl_shutdown(shutdown_driver=False)
     assert not fused.attention_enabled(device)
     monkeypatch.setenv("OCL_LLM_FUSED", "1")
     assert fused.linear_enabled(device) and fused.attention_enabled(device)
