@@ -2,8 +2,8 @@
 as one flash-style kernel each way (aethercl_attention_forward/backward, no seq x seq matrix in
 device memory) and Linear with its bias and GELU applied in the GEMM's own store
 (aethercl_gemm_fused, the pre-activation kept for the backward). ocl_llm.model uses them where the
-library has them (attention by default only in 16-bit precisions on a GPU: OCL_LLM_FUSED below); OCL_LLM_FUSED=0 keeps the
-op-by-op forms (the documented seed calls)."""
+library has them (attention by default only in 16-bit precisions on a GPU: OCL_LLM_FUSED below);
+OCL_LLM_FUSED=0 keeps the op-by-op forms (the documented seed calls)."""
 from __future__ import annotations
 
 import ctypes
@@ -54,8 +54,8 @@ def _by_default(device, path: str) -> bool:
 
 
 def _wanted(device, path: str) -> bool:
-    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset: DEFAULT_PATHS,
-    and attention in the 16-bit matmul precisions on a GPU."""
+    """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset:
+    DEFAULT_PATHS, and attention in the 16-bit matmul precisions on a GPU."""
     value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
     if not value:
         return _by_default(device, path)
