@@ -18,6 +18,8 @@
 // D_i = dout_i . o_i comes from attention.cl's attention_row_dot. Local tiles hold 16-bit values in
 // rows of ATTM_D + 8 (16-byte rows, ldmatrix without bank conflicts); rows past the sequence and
 // columns past head_dim hold zeros. Sums run in a fixed order: results are the same bits run to run.
+// Exponentials are base 2 (scores and lse times log2 e, native_exp2: ex2.approx, relative error
+// about 2^-22, far below the 16-bit rounding of P).
 
 #include "attention_common.cl"
 #include "warp_mma16.cl"
@@ -47,11 +49,56 @@
   __local ushort* att_tiles = (__local ushort*)att_units;
 #endif
 
-// Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits.
+#define ATTM_UNITS (ATTM_D / 8)  // 16-byte units (8 columns) of a local row
+#define ATTM_NATIVE (WM_KIND == 2 ? ATT_BF16 : ATT_F16)  // storage the products take as it is
+
+// Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits. Where head_dim
+// is a multiple of 8 (rows of whole 32-byte float32 or 16-byte 16-bit units, as every row starts
+// a multiple of head_dim into its buffer) each work-item moves `rows` x ATTM_UNITS / ATTM_THREADS
+// units, all of its loads issued before the first conversion; else one element at a time.
 inline void attm_load_tile(__local ushort* tile, const uint rows, __global const uchar* src,
                            int dtype, int layout, uint b, uint h, uint r0, uint heads, uint seq,
                            uint dim) {
-  for (uint e = get_local_id(0); e < rows * ATTM_D; e += ATTM_THREADS) {
+  const uint lid = get_local_id(0);
+  if ((dim & 7u) == 0 && (dtype == ATT_F32 || dtype == ATTM_NATIVE)) {
+#define ATTM_PER_ITEM (rows * ATTM_UNITS / ATTM_THREADS)
+    uint4 units[ATTM_D * ATTM_ROWS / 8 / ATTM_THREADS];
+    if (dtype == ATT_F32) {
+      float8 raw[ATTM_D * ATTM_ROWS / 8 / ATTM_THREADS];
+#pragma unroll
+      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+        const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+        raw[i] = (float8)(0.0f);
+        if (r0 + r < seq && c < dim) {
+          raw[i] = *(__global const float8*)((__global const float*)src +
+                                             att_row(layout, b, h, r0 + r, heads, seq, dim) + c);
+        }
+      }
+#pragma unroll
+      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+        units[i] = (uint4)(wm_pack(raw[i].s0, raw[i].s1), wm_pack(raw[i].s2, raw[i].s3),
+                           wm_pack(raw[i].s4, raw[i].s5), wm_pack(raw[i].s6, raw[i].s7));
+      }
+    } else {
+#pragma unroll
+      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+        const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+        units[i] = (uint4)(0u);
+        if (r0 + r < seq && c < dim) {
+          units[i] = *(__global const uint4*)((__global const ushort*)src +
+                                              att_row(layout, b, h, r0 + r, heads, seq, dim) + c);
+        }
+      }
+    }
+#pragma unroll
+    for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+      const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+      *(__local uint4*)(tile + r * ATTM_P + c) = units[i];
+    }
+#undef ATTM_PER_ITEM
+    return;
+  }
+  for (uint e = lid; e < rows * ATTM_D; e += ATTM_THREADS) {
     const uint r = e / ATTM_D, c = e % ATTM_D;
     float value = 0.0f;
     if (r0 + r < seq && c < dim) {
@@ -155,7 +202,8 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   float acc[ATTM_DTILES][4];
   for (uint dn = 0; dn < ATTM_DTILES; ++dn)
     for (uint e = 0; e < 4; ++e) acc[dn][e] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // in base 2: scores times log2(e)
+  const float scale_log2 = scale * M_LOG2E_F;
 
   for (uint j0 = 0; j0 < group_end; j0 += ATTM_ROWS) {
     attm_load_tile(ks, ATTM_ROWS, k, dtype, layout, b, h, j0, heads, seq_k, dim);
@@ -167,7 +215,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     for (uint j = 0; j < ATTM_ROWS / 8; ++j)
       for (uint e = 0; e < 4; ++e) {
         const uint key = j0 + j * 8u + 2u * t + (e & 1u);
-        s[j][e] = key < end[e >> 1] ? s[j][e] * scale : -INFINITY;
+        s[j][e] = key < end[e >> 1] ? s[j][e] * scale_log2 : -INFINITY;
         tile_max[e >> 1] = fmax(tile_max[e >> 1], s[j][e]);
       }
     float base[2], correction[2];
@@ -175,7 +223,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
       ATTM_ROW_MAX(tile_max[r])
       const float m_new = fmax(m[r], tile_max[r]);
       base[r] = m_new == -INFINITY ? 0.0f : m_new;  // no visible key yet: every p is 0
-      correction[r] = exp(m[r] - base[r]);          // 0 while m was -inf
+      correction[r] = native_exp2(m[r] - base[r]);  // 0 while m was -inf
       m[r] = m_new;
       l[r] *= correction[r];
     }
@@ -183,7 +231,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
       for (uint e = 0; e < 4; ++e) acc[dn][e] *= correction[e >> 1];
     for (uint j = 0; j < ATTM_ROWS / 8; ++j)
       for (uint e = 0; e < 4; ++e) {
-        s[j][e] = exp(s[j][e] - base[e >> 1]);
+        s[j][e] = native_exp2(s[j][e] - base[e >> 1]);
         l[e >> 1] += s[j][e];
       }
     uint pa[ATTM_ROWS / 16][4];
@@ -199,7 +247,9 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   attm_store_rows(o, acc, inverse, rows[0], t, dtype, layout, b, h, heads, seq_q, dim);
   if (has_lse && t == 0) {
     for (uint r = 0; r < 2; ++r) {
-      if (rows[r] < seq_q) lse[(ulong)bh * seq_q + rows[r]] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;
+      if (rows[r] < seq_q) {
+        lse[(ulong)bh * seq_q + rows[r]] = l[r] > 0.0f ? (m[r] + log2(l[r])) * M_LN2_F : -INFINITY;
+      }
     }
   }
 }
@@ -230,9 +280,10 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   const uint rows[2] = {i0 + warp * 16u + g, i0 + warp * 16u + g + 8u};
   uint end[2];
   float row_lse[2], row_delta[2];
+  const float scale_log2 = scale * M_LOG2E_F;
   for (uint r = 0; r < 2; ++r) {
     const bool active = rows[r] < seq_q;
-    row_lse[r] = active ? lse[(ulong)bh * seq_q + rows[r]] : -INFINITY;
+    row_lse[r] = active ? lse[(ulong)bh * seq_q + rows[r]] * M_LOG2E_F : -INFINITY;  // base 2
     row_delta[r] = active ? delta[(ulong)bh * seq_q + rows[r]] : 0.0f;
     // A row without visible keys (lse = -inf) has no probabilities: dq = 0.
     end[r] = active && row_lse[r] != -INFINITY ? att_key_end(rows[r], seq_q, seq_k, causal) : 0;
@@ -254,7 +305,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
       for (uint e = 0; e < 4; ++e) {
         const uint key = j0 + j * 8u + 2u * t + (e & 1u);
         const uint r = e >> 1;
-        const float p = key < end[r] ? exp(s[j][e] * scale - row_lse[r]) : 0.0f;
+        const float p = key < end[r] ? native_exp2(s[j][e] * scale_log2 - row_lse[r]) : 0.0f;
         s[j][e] = p * (dp[j][e] - row_delta[r]);
       }
     uint dsa[ATTM_ROWS / 16][4];
@@ -296,13 +347,18 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   for (uint dn = 0; dn < ATTM_DTILES; ++dn)
     for (uint e = 0; e < 4; ++e) dk_acc[dn][e] = dv_acc[dn][e] = 0.0f;
   const uint group_begin = att_query_begin(j0, seq_q, seq_k, causal);
+  const float scale_log2 = scale * M_LOG2E_F;
+  uint first_query[2];  // the first query row that sees each of this lane's keys (seq_q: none)
+  for (uint r = 0; r < 2; ++r) {
+    first_query[r] = keys[r] < seq_k ? att_query_begin(keys[r], seq_q, seq_k, causal) : seq_q;
+  }
 
   for (uint i0 = group_begin; i0 < seq_q; i0 += ATTM_BQ) {
     attm_load_tile(qs, ATTM_BQ, q, dtype, layout, b, h, i0, heads, seq_q, dim);
     attm_load_tile(dos, ATTM_BQ, dout, dtype, layout, b, h, i0, heads, seq_q, dim);
     for (uint r = lid; r < ATTM_BQ; r += ATTM_THREADS) {
       const bool active = i0 + r < seq_q;
-      lse_s[r] = active ? lse[(ulong)bh * seq_q + i0 + r] : -INFINITY;
+      lse_s[r] = active ? lse[(ulong)bh * seq_q + i0 + r] * M_LOG2E_F : -INFINITY;  // base 2
       delta_s[r] = active ? delta[(ulong)bh * seq_q + i0 + r] : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -311,12 +367,10 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     ATTM_ROWS_PRODUCT(dpt, vf, do_base, ATTM_BQ)
     for (uint j = 0; j < ATTM_BQ / 8; ++j)
       for (uint e = 0; e < 4; ++e) {
-        const uint ii = j * 8u + 2u * t + (e & 1u), query = i0 + ii;
-        const uint key = keys[e >> 1];
+        const uint ii = j * 8u + 2u * t + (e & 1u);
         // Rows past seq_q and rows without visible keys have lse = -inf: no probability.
-        const bool visible = key < seq_k && lse_s[ii] != -INFINITY &&
-                             key < att_key_end(query, seq_q, seq_k, causal);
-        const float p = visible ? exp(st[j][e] * scale - lse_s[ii]) : 0.0f;
+        const bool visible = i0 + ii >= first_query[e >> 1] && lse_s[ii] != -INFINITY;
+        const float p = visible ? native_exp2(st[j][e] * scale_log2 - lse_s[ii]) : 0.0f;
         st[j][e] = p;
         dpt[j][e] = p * (dpt[j][e] - delta_s[ii]);
       }

@@ -4,10 +4,11 @@ them), against PyTorch's scaled_dot_product_attention on the same GPU when torch
 in this interpreter (its flash kernel for bf16 / fp16; the same layout, [batch, seq, heads, dim]).
 
 Usage: python3 tools/bench/attention.py [--gpu 0] [--modes fp32 bf16] [--shapes 16x8x256x64 ...]
-          [--causal 1] [--json FILE]
+          [--causal 1] [--float32-storage] [--json FILE]
 
 Shapes are batch x heads x seq x head_dim (self-attention, seq_q = seq_k); storage is float32 for
-FP32 rows and the mode's 16-bit format otherwise, as a mixed-precision step stores activations.
+FP32 rows and the mode's 16-bit format otherwise, as a mixed-precision step stores activations
+(--float32-storage: float32 for ours in every mode, as ocl_llm's activations are).
 Times: after a warm-up (kernel builds, probes), the median of 5 batches of back-to-back calls
 between synchronisations; ratios are PyTorch's time over ours (above 1: ours is faster)."""
 from __future__ import annotations
@@ -44,9 +45,11 @@ def median_time(run, sync, inner: int) -> float:
     return float(np.median(times))
 
 
-def ours(lib, gpu, shape, mode, causal):
+def ours(lib, gpu, shape, mode, causal, float32_storage=False):
     b, h, s, d = shape
     compute, dtype = MODES[mode]
+    if float32_storage:
+        dtype = F32
     elem = 4 if dtype == F32 else 2
     count = b * h * s * d
     rng = np.random.default_rng(0)
@@ -108,6 +111,9 @@ def main() -> None:
     p.add_argument("--modes", nargs="+", default=["fp32", "bf16"], choices=sorted(MODES))
     p.add_argument("--shapes", nargs="+", default=SHAPES)
     p.add_argument("--causal", type=int, default=1, choices=(0, 1))
+    p.add_argument("--float32-storage", action="store_true",
+                   help="ours reads and writes float32 tensors in every mode (as ocl_llm's "
+                        "activations are); PyTorch keeps the mode's dtype")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     lib = Library()
@@ -118,7 +124,7 @@ def main() -> None:
     for text in args.shapes:
         shape = tuple(int(x) for x in text.split("x"))
         for mode in args.modes:
-            mine = ours(lib, args.gpu, shape, mode, args.causal)
+            mine = ours(lib, args.gpu, shape, mode, args.causal, args.float32_storage)
             ref = torch_reference(shape, mode, args.causal)
             row = {"shape": text, "mode": mode, "ours": mine, "torch": ref}
             rows.append(row)
