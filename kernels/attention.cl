@@ -6,7 +6,7 @@
 // Work decomposition (one 1-D NDRange; group g covers (batch*head) g / tiles, tile g % tiles):
 //   attention_forward     one item per query row; K and V tiles of ATT_BK keys in local memory;
 //                         online softmax (running max m, running sum l, unnormalised o).
-//   attention_row_dot     D_i = sum_d dout[i, d] * o[i, d] (float32), one item per query row.
+//   attention_row_dot     D_i = sum_d dout[i, d] * o[i, d] (float32), a few items per query row.
 //   attention_dkdv        one item per key row; Q and dOut tiles of ATT_BK queries in local memory;
 //                         P recomputed from q, k and lse; dv += P dout, dk += dS q.
 //   attention_dq          one item per query row; K and V tiles in local memory; dq += dS k.
@@ -112,17 +112,34 @@ __kernel void attention_forward(__global const uchar* q, __global const uchar* k
 }
 
 // delta[bh * seq_q + i] = sum_d dout[i, d] o[i, d]; rows = batch * heads * seq_q (grid-stride).
+// `lanes` work-items per row (a power of two dividing the group, at most 256 items) read its
+// columns lanes apart, so that neighbouring items read neighbouring elements; the row's first
+// lane sums the partial sums in lane order.
 __kernel void attention_row_dot(__global const uchar* o, __global const uchar* dout,
                                 __global float* delta, ulong rows, uint heads, uint seq_q,
-                                uint dim, int layout, int dtype) {
-  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
-    const uint bh = (uint)(r / seq_q), i = (uint)(r % seq_q);
-    const ulong base = att_row(layout, bh / heads, bh % heads, i, heads, seq_q, dim);
+                                uint dim, int layout, int dtype, uint lanes) {
+  __local float partial[256];
+  const uint lid = get_local_id(0), lane = lid % lanes;
+  const ulong rows_per_group = get_local_size(0) / lanes;
+  for (ulong first = get_group_id(0) * rows_per_group; first < rows;
+       first += get_num_groups(0) * rows_per_group) {
+    const ulong r = first + lid / lanes;
     float sum = 0.0f;
-    for (uint d = 0; d < dim; ++d) {
-      sum = fma(att_load(dout, base + d, dtype), att_load(o, base + d, dtype), sum);
+    if (r < rows) {
+      const uint bh = (uint)(r / seq_q), i = (uint)(r % seq_q);
+      const ulong base = att_row(layout, bh / heads, bh % heads, i, heads, seq_q, dim);
+      for (uint d = lane; d < dim; d += lanes) {
+        sum = fma(att_load(dout, base + d, dtype), att_load(o, base + d, dtype), sum);
+      }
     }
-    delta[r] = sum;
+    partial[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && r < rows) {
+      float total = 0.0f;
+      for (uint l = 0; l < lanes; ++l) total += partial[lid + l];
+      delta[r] = total;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
 

@@ -124,10 +124,13 @@ void attention_backward(DeviceCall& call, const aethercl_attention_desc* desc) {
   Scratch delta(call, train::bytes_of(s.rows + 1, sizeof(float)),
                 "the attention backward's row dot products");
   if (s.rows > 0) {
+    // Up to 8 items per row (the kernel's partial sums hold 256 items: linear groups' most).
     Kernel& row_dot = family_kernel(call, kFamily, "attention_row_dot", options);
-    call.launch(row_dot, linear_geometry(device, row_dot, s.rows), o, dout, delta.mem(),
-                cl_ulong{s.rows}, u32(s.heads), u32(s.seq_q), u32(s.head_dim), cl_int{s.layout},
-                cl_int{s.dtype});
+    LaunchGeometry geometry = linear_geometry(device, row_dot, s.rows * 8);
+    cl_uint lanes = 8;
+    while (geometry.local[0] % lanes != 0) lanes /= 2;
+    call.launch(row_dot, geometry, o, dout, delta.mem(), cl_ulong{s.rows}, u32(s.heads),
+                u32(s.seq_q), u32(s.head_dim), cl_int{s.layout}, cl_int{s.dtype}, lanes);
   }
   if (const auto mma = attention_mma_options(call, s)) {
     attention_mma_backward(call, s, *mma, q, k, v, lse, delta.mem(), dout, dq, dk, dv);
