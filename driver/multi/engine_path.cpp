@@ -10,6 +10,7 @@
 #include "vendor/device_match.h"
 #include "vendor/engine_comm.h"
 #include "vendor/engines.h"
+#include "vendor/shared_buffer.h"
 
 #include <aethercl/driver.h>
 
@@ -71,18 +72,24 @@ int nccl_dtype(int dtype) {
 
 namespace {
 
-void enqueue_copies(const std::vector<StageCopy>& copies, cl_command_queue queue, cl_mem staging,
-                    bool into_staging, std::vector<cl::Event>& events) {
+// Each copy between a user buffer and the staging, cut where the staging's OpenCL pieces meet.
+void enqueue_copies(const std::vector<StageCopy>& copies, cl_command_queue queue,
+                    const vendor::SharedBuffer& staging, bool into_staging,
+                    std::vector<cl::Event>& events) {
   for (const StageCopy& copy : copies) {
-    cl_event event = nullptr;
-    cl_int status = into_staging
-        ? clEnqueueCopyBuffer(queue, copy.user, staging, copy.user_offset, copy.staging_offset,
-                              copy.bytes, 0, nullptr, &event)
-        : clEnqueueCopyBuffer(queue, staging, copy.user, copy.staging_offset, copy.user_offset,
-                              copy.bytes, 0, nullptr, &event);
-    cl::check(status, into_staging ? "clEnqueueCopyBuffer (into the engine's staging)"
-                                   : "clEnqueueCopyBuffer (out of the engine's staging)");
-    events.emplace_back(event);
+    std::uint64_t user_offset = copy.user_offset;
+    for (const auto& piece : staging.pieces(copy.staging_offset, copy.bytes)) {
+      cl_event event = nullptr;
+      cl_int status = into_staging
+          ? clEnqueueCopyBuffer(queue, copy.user, piece.mem, user_offset, piece.offset,
+                                piece.bytes, 0, nullptr, &event)
+          : clEnqueueCopyBuffer(queue, piece.mem, copy.user, piece.offset, user_offset,
+                                piece.bytes, 0, nullptr, &event);
+      cl::check(status, into_staging ? "clEnqueueCopyBuffer (into the engine's staging)"
+                                     : "clEnqueueCopyBuffer (out of the engine's staging)");
+      events.emplace_back(event);
+      user_offset += piece.bytes;
+    }
   }
 }
 
@@ -93,15 +100,15 @@ bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
   vendor::EngineComm& engine = *comm.engine();
   bool copying_back = false;
   try {
-    std::vector<cl_mem> staging;
+    std::vector<const vendor::SharedBuffer*> staging;
     for (int r = 0; r < engine.size(); ++r) {
-      staging.push_back(engine.staging(r, staging_bytes).mem());
+      staging.push_back(&engine.staging(r, staging_bytes));
       engine.wait_pending(r);  // the previous call's copies out of this staging
     }
     // The two APIs are ordered by host waits: the copies in have finished before NCCL starts.
     std::vector<cl::Event> copied_in;
     for (int r = 0; r < engine.size(); ++r) {
-      enqueue_copies(ranks[r].in, ranks[r].stream->queue(), staging[r], true, copied_in);
+      enqueue_copies(ranks[r].in, ranks[r].stream->queue(), *staging[r], true, copied_in);
     }
     for (cl::Event& event : copied_in) {
       cl_event handle = event.get();
@@ -117,7 +124,7 @@ bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
     copying_back = true;
     for (int r = 0; r < engine.size(); ++r) {
       std::vector<cl::Event> copied_out;
-      enqueue_copies(ranks[r].out, ranks[r].stream->queue(), staging[r], false, copied_out);
+      enqueue_copies(ranks[r].out, ranks[r].stream->queue(), *staging[r], false, copied_out);
       for (cl::Event& event : copied_out) engine.add_pending_read(r, std::move(event));
       clFlush(ranks[r].stream->queue());
     }

@@ -217,15 +217,19 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
   }
   const vendor::CudaDriver& cuda = *engines.cuda;
   try {
-    std::uint64_t chunk = std::min(size, kPeerChunk);
+    // A chunk is at most the first OpenCL piece of each staging (vendor/shared_buffer.h).
+    std::uint64_t chunk = std::min({size, kPeerChunk, vendor::import_piece_bytes()});
     vendor::SharedBuffer& out = source->staging(chunk);
     vendor::SharedBuffer& in = target->staging(chunk);
+    const vendor::SharedBuffer::Piece out_piece = out.pieces(0, chunk).front();
+    const vendor::SharedBuffer::Piece in_piece = in.pieces(0, chunk).front();
+    chunk = std::min({chunk, out_piece.bytes, in_piece.bytes});
     source->wait_pending();
     target->wait_pending();
     vendor::CurrentContext current(cuda);
     for (std::uint64_t done = 0; done < size; done += chunk) {
       std::uint64_t bytes = std::min(chunk, size - done);
-      cl::Event copied = copy_buffer(from_stream.queue(), src, src_offset + done, out.mem(), 0,
+      cl::Event copied = copy_buffer(from_stream.queue(), src, src_offset + done, out_piece.mem, 0,
                                      bytes, "clEnqueueCopyBuffer (into the peer staging)");
       wait(copied, "clWaitForEvents (copy into the peer staging)");
       current.set(source->context());
@@ -235,7 +239,7 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
                          "cuMemcpyPeerAsync", "peer copy");
       vendor::cuda_check(cuda, cuda.cuStreamSynchronize(source->stream()), "cuStreamSynchronize",
                          "peer copy");
-      cl::Event landed = copy_buffer(to_stream.queue(), in.mem(), 0, dst, dst_offset + done,
+      cl::Event landed = copy_buffer(to_stream.queue(), in_piece.mem, 0, dst, dst_offset + done,
                                      bytes, "clEnqueueCopyBuffer (out of the peer staging)");
       if (done + bytes < size) {
         wait(landed, "clWaitForEvents (copy out of the peer staging)");

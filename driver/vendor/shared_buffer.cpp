@@ -1,10 +1,17 @@
 // VMM allocations exported to OpenCL.
 #include "vendor/shared_buffer.h"
 
+#include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
 
+#include <algorithm>
+
 namespace aethercl::vendor {
+
+std::uint64_t import_piece_bytes() {
+  return env::count(env::kEngineImportBytes, 1, 1ull << 40).value_or(256ull << 20);
+}
 
 SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vector<int>& peers,
                            cl_context context, cl_device_id device, std::uint64_t bytes)
@@ -20,16 +27,22 @@ SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vecto
                                                         kMemGranularityMinimum),
                "cuMemGetAllocationGranularity", "collective staging");
     if (granularity == 0) granularity = 1;
-    std::uint64_t wanted = bytes == 0 ? 1 : bytes;
+    const std::uint64_t wanted = bytes == 0 ? 1 : bytes;
     bytes_ = (wanted + granularity - 1) / granularity * granularity;
-    cuda_check(cuda, cuda.cuMemCreate(&handle_, bytes_, &prop, 0), "cuMemCreate",
-               "collective staging");
-    created_ = true;
+    const std::uint64_t piece =
+        std::max<std::uint64_t>(granularity, import_piece_bytes() / granularity * granularity);
     cuda_check(cuda, cuda.cuMemAddressReserve(&pointer_, bytes_, 0, 0, 0), "cuMemAddressReserve",
                "collective staging");
-    cuda_check(cuda, cuda.cuMemMap(pointer_, bytes_, 0, handle_, 0), "cuMemMap",
-               "collective staging");
-    mapped_ = true;
+    for (std::uint64_t offset = 0; offset < bytes_; offset += piece) {
+      Allocation& allocation = allocations_.emplace_back();
+      allocation.offset = offset;
+      allocation.bytes = std::min(piece, bytes_ - offset);
+      cuda_check(cuda, cuda.cuMemCreate(&allocation.handle, allocation.bytes, &prop, 0),
+                 "cuMemCreate", "collective staging");
+      cuda_check(cuda, cuda.cuMemMap(pointer_ + offset, allocation.bytes, 0, allocation.handle, 0),
+                 "cuMemMap", "collective staging");
+      allocation.mapped = true;
+    }
     CUmemAccessDesc access{};
     access.location.type = kMemLocationTypeDevice;
     access.location.id = ordinal;
@@ -45,10 +58,13 @@ SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vecto
                     ordinal, cuda_error_text(cuda, status));
       }
     }
-    int fd = -1;
-    cuda_check(cuda, cuda.cuMemExportToShareableHandle(&fd, handle_, kMemHandleTypePosixFd, 0),
-               "cuMemExportToShareableHandle", "collective staging");
-    imported_ = ImportedBuffer(cuda, context, device, fd, bytes_);
+    for (Allocation& allocation : allocations_) {
+      int fd = -1;
+      cuda_check(cuda, cuda.cuMemExportToShareableHandle(&fd, allocation.handle,
+                                                         kMemHandleTypePosixFd, 0),
+                 "cuMemExportToShareableHandle", "collective staging");
+      allocation.imported = ImportedBuffer(cuda, context, device, fd, allocation.bytes);
+    }
   } catch (...) {
     release();
     throw;
@@ -57,12 +73,26 @@ SharedBuffer::SharedBuffer(const CudaDriver& cuda, int ordinal, const std::vecto
 
 SharedBuffer::~SharedBuffer() { release(); }
 
+std::vector<SharedBuffer::Piece> SharedBuffer::pieces(std::uint64_t offset,
+                                                      std::uint64_t bytes) const {
+  std::vector<Piece> found;
+  for (const Allocation& allocation : allocations_) {
+    const std::uint64_t begin = std::max(offset, allocation.offset);
+    const std::uint64_t end = std::min(offset + bytes, allocation.offset + allocation.bytes);
+    if (begin < end) found.push_back({allocation.imported.mem(), begin - allocation.offset,
+                                      end - begin});
+  }
+  return found;
+}
+
 void SharedBuffer::release() noexcept {
-  imported_ = ImportedBuffer();
-  if (mapped_) cuda_.cuMemUnmap(pointer_, bytes_);
+  for (Allocation& allocation : allocations_) {
+    allocation.imported = ImportedBuffer();  // the buffer goes before the memory it wraps
+    if (allocation.mapped) cuda_.cuMemUnmap(pointer_ + allocation.offset, allocation.bytes);
+    if (allocation.handle != 0) cuda_.cuMemRelease(allocation.handle);
+  }
+  allocations_.clear();
   if (pointer_ != 0) cuda_.cuMemAddressFree(pointer_, bytes_);
-  if (created_) cuda_.cuMemRelease(handle_);
-  mapped_ = created_ = false;
   pointer_ = 0;
 }
 

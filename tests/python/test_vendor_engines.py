@@ -215,6 +215,31 @@ def test_collectives_run_on_the_fake_engine_and_match_float64(tmp_path, exact_ru
     assert bytes(copied[:5]) == b"\xff" * 5 and bytes(copied[5:]) == bytes(source[3:3 + 5001])
 
 
+def test_staging_larger_than_one_import_is_several_pieces(tmp_path, exact_run):
+    """AETHERCL_ENGINE_IMPORT_BYTES (NVIDIA's OpenCL crashes importing 512 MiB at once) cuts the
+    staging into pieces, each imported into OpenCL on its own and mapped back to back for NCCL: at
+    one page per piece every collective above spans several, copies in and out are cut where
+    pieces meet (at offsets that are not the pieces'), the peer copy goes a piece at a time, and
+    the results are those of the staging in one piece."""
+    page = os.sysconf("SC_PAGESIZE")
+    records, arrays, warnings, _, trace = run_child(
+        tmp_path, COLLECTIVE_STEPS, {**engine_env(), "AETHERCL_ENGINE_IMPORT_BYTES": str(page)})
+    assert all(r["status"] == 1 for r in records), records
+    assert warnings == []
+    nccl_and_peer = [line for line in trace if line.startswith(("nccl", "cuMemcpyPeer"))]
+    peer_chunks = -(-5001 // page)
+    assert nccl_and_peer == ["ncclCommInitAll"] + expected_trace(COLLECTIVE_STEPS)[:-1] + \
+        ["cuMemcpyPeerAsync"] * peer_chunks + ["ncclCommDestroy", "ncclCommDestroy"]
+    # The largest staging (all_gather of 4099 float32 per rank: 32 KiB) is eight pieces or more.
+    assert trace.count("cuMemCreate") >= 2 * 8, trace.count("cuMemCreate")
+    for index, step in enumerate(COLLECTIVE_STEPS):
+        if step["op"] in NCCL_CALLS and step.get("red") != MAX:
+            check_against_float64(arrays, index, step)
+        elif step["op"] != "comm":
+            for key in (k for k in arrays if k.startswith(f"s{index}_")):
+                assert bytes(arrays[key]) == bytes(exact_run[key]), key
+
+
 def bf16_round(values):
     bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
     rounded = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint32)
