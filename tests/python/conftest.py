@@ -19,7 +19,7 @@ def pytest_configure(config):
         "markers", "matrix(strength=2): a parameter matrix whose cases are sampled (every value, "
         "and with strength 2 every pair of values of two parameters, kept) unless "
         "AETHERCL_TEST_FULL=1 (tools/aethercl test --full); AETHERCL_TEST_STRENGTH=1 lowers every "
-        "matrix to strength 1")
+        "matrix to strength 1, 0 to one case")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
         cases = [{name: repr(value) for name, value in item.callspec.params.items()}
                  for item in group]
         strength = group[0].get_closest_marker("matrix").kwargs.get("strength", 2)
-        kept = set(pairwise_cover(cases, min(strength, cap or strength)))
+        kept = set(pairwise_cover(cases, strength if cap is None else min(strength, cap)))
         dropped += [item for index, item in enumerate(group) if index not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

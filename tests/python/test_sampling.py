@@ -35,6 +35,11 @@ def test_strength_one_keeps_no_more_cases_than_the_largest_parameter_has_values(
     assert len(pairwise_cover(cases, 1)) == 5
 
 
+def test_strength_zero_keeps_one_case():
+    cases = matrix(a=range(5), b=range(3), c=range(2))
+    assert pairwise_cover(cases, 0) == [0]
+
+
 def test_the_choice_is_deterministic():
     cases = matrix(a=range(4), b=range(4), c=range(3))
     assert pairwise_cover(cases) == pairwise_cover([dict(case) for case in cases])
@@ -51,6 +56,8 @@ def test_strength_cap_reads_the_environment_strictly(monkeypatch):
     assert strength_cap() is None
     monkeypatch.setenv("AETHERCL_TEST_STRENGTH", "1")
     assert strength_cap() == 1
+    monkeypatch.setenv("AETHERCL_TEST_STRENGTH", "0")
+    assert strength_cap() == 0
     monkeypatch.setenv("AETHERCL_TEST_STRENGTH", "3")
     with pytest.raises(ValueError, match="AETHERCL_TEST_STRENGTH"):
         strength_cap()

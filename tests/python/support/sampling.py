@@ -12,12 +12,13 @@ def full_matrix_requested():
 def strength_cap():
     """AETHERCL_TEST_STRENGTH=1 keeps every value once instead of every pair (the sanitizer
     build's runs: they look for host-side memory errors, which the kernel variants a matrix
-    multiplies do not add); None: the markers' own strengths."""
+    multiplies do not add); 0 keeps one case of each matrix (the sanitizer build's runs of the
+    GEMM suites, whose matrices are kernel variants); None: the markers' own strengths."""
     value = os.environ.get("AETHERCL_TEST_STRENGTH", "").strip()
     if not value:
         return None
-    if value not in ("1", "2"):
-        raise ValueError(f"AETHERCL_TEST_STRENGTH must be 1 or 2, not {value!r}")
+    if value not in ("0", "1", "2"):
+        raise ValueError(f"AETHERCL_TEST_STRENGTH must be 0, 1 or 2, not {value!r}")
     return int(value)
 
 
