@@ -179,7 +179,7 @@ void Device::destroy_stream(Stream& stream) {
 }
 
 void Device::free_block(PoolBlock block, const std::vector<std::uint64_t>& used_on) {
-  if (holds_.keep(block, used_on)) return;  // a graph names it: freed with the graph
+  if (keep_for_graphs(block, used_on)) return;  // a graph names it: freed with the graph
   std::vector<cl::Event> events;
   auto wait_for_stream = [&](std::uint64_t id) {
     if (Stream* stream = find_stream(id)) {

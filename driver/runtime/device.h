@@ -104,8 +104,9 @@ class Device {
   std::size_t stream_count() const { return streams_.size(); }
 
   // ---- memory ------------------------------------------------------------------------------
-  // A block homed on stream (runtime/memory_pool.h).
-  PoolBlock allocate(Stream& stream, std::uint64_t size) { return pool_->acquire(size, stream.id()); }
+  // A block homed on stream (runtime/memory_pool.h). While stream captures a graph, a block the
+  // capture allocated and freed again may serve (runtime/graph.h).
+  PoolBlock allocate(Stream& stream, std::uint64_t size);
   // Returns a block to the pool; used_on lists the streams other than its home that used it, on
   // which events are recorded so the block is reused only after that work.
   void free_block(PoolBlock block, const std::vector<std::uint64_t>& used_on);
@@ -238,6 +239,9 @@ class Device {
   std::unique_ptr<ProgramCache> programs_;
   KernelLog kernel_log_;
   GraphHolds holds_;  // memory that graphs keep allocated
+  // holds_.keep, offering the block to the capture that allocated it where only that capture's
+  // graph names it and only its stream used it.
+  bool keep_for_graphs(const PoolBlock& block, const std::vector<std::uint64_t>& used_on);
   std::unique_ptr<BoundsCheck> bounds_;  // null unless AETHERCL_CHECK_BOUNDS is on
   // Queues handed to callers by interop (queue_for_interop): kept until the device goes, since a
   // queue a stream replaces (tracing) may still be in the caller's hands.

@@ -8,6 +8,8 @@
 #include "runtime/graph_command_buffer.h"
 #include "support/log.h"
 
+#include <algorithm>
+
 namespace aethercl {
 namespace {
 
@@ -44,6 +46,7 @@ std::shared_ptr<Graph> Device::end_capture(Stream& stream) {
   }
   std::shared_ptr<Graph> graph = stream.capture_graph();
   stream.set_capture(nullptr);
+  graph->end_recording();
   return graph;
 }
 
@@ -171,13 +174,39 @@ void Device::abandon_captures() {
     if (stream->capture() == nullptr) continue;
     std::shared_ptr<Graph> graph = stream->capture_graph();
     stream->set_capture(nullptr);
+    graph->end_recording();
     destroy_graph(*graph);
   }
 }
 
 void Device::release_scratch(PoolBlock block) {
-  if (holds_.keep(block, {})) return;
+  if (keep_for_graphs(block, {})) return;
   pool_->release(block);
+}
+
+PoolBlock Device::allocate(Stream& stream, std::uint64_t size) {
+  Graph* graph = stream.capture();
+  if (graph == nullptr) return pool_->acquire(size, stream.id());
+  if (std::optional<PoolBlock> reused = graph->take_reusable(size)) {
+    holds_.take(reused->mem);
+    return *reused;
+  }
+  PoolBlock block = pool_->acquire(size, stream.id());
+  graph->note_allocation(block.mem);
+  return block;
+}
+
+bool Device::keep_for_graphs(const PoolBlock& block, const std::vector<std::uint64_t>& used_on) {
+  if (!holds_.keep(block, used_on)) return false;
+  Stream* home = find_stream(block.stream);
+  Graph* graph = home != nullptr ? home->capture() : nullptr;
+  const bool home_only = std::all_of(used_on.begin(), used_on.end(),
+                                     [&](std::uint64_t id) { return id == block.stream; });
+  if (graph != nullptr && home_only && graph->allocated_while_recording(block.mem) &&
+      holds_.graphs(block.mem) == 1 && graph->references().count(block.mem) != 0) {
+    graph->offer(block);
+  }
+  return true;
 }
 
 }  // namespace aethercl

@@ -13,6 +13,25 @@ void Graph::reference(cl_mem mem, GraphHolds& holds) {
   if (mem != nullptr && references_.insert(mem).second) holds.reference(mem);
 }
 
+std::optional<PoolBlock> Graph::take_reusable(std::uint64_t size) {
+  auto best = reusable_.end();
+  for (auto it = reusable_.begin(); it != reusable_.end(); ++it) {
+    if (it->capacity >= size && it->capacity / 2 <= size &&
+        (best == reusable_.end() || it->capacity < best->capacity)) {
+      best = it;
+    }
+  }
+  if (best == reusable_.end()) return std::nullopt;
+  PoolBlock block = *best;
+  reusable_.erase(best);
+  return block;
+}
+
+void Graph::end_recording() {
+  allocated_.clear();
+  reusable_.clear();
+}
+
 void Graph::record(Command&& command, GraphHolds& holds) {
   command.queue = nullptr;
   if (command.kind == Command::Kind::kLaunch) {

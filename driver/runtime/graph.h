@@ -7,13 +7,17 @@
 // and its wait event; host bytes of staged writes are copied into the graph (snapshots), pinned
 // host memory is named by address. The cl_mem values the commands name are registered with the
 // device's GraphHolds as they are recorded, so memory freed during or after the capture stays
-// allocated until the graph is destroyed.
+// allocated until the graph is destroyed. Memory the capture itself allocated on its stream and
+// freed again serves the capture's later allocations (replays run the commands in capture order,
+// so the later user writes it after the earlier one's last use).
 #pragma once
 
 #include "runtime/command.h"
+#include "runtime/memory_pool.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -40,6 +44,15 @@ class Graph {
   // Pinned host memory a recorded transfer names by address: kept allocated while the graph
   // can replay, even after aethercl_host_free (which then only invalidates the pointer).
   void keep_host_memory(std::shared_ptr<void> allocation);
+  // Reuse inside the capture: blocks allocated on the capture stream while it records, those
+  // of them freed again (offered by the device when only this graph names them), and the
+  // smallest offered block of capacity size .. 2 size for a later allocation. end_recording()
+  // forgets both at the end of the capture.
+  void note_allocation(cl_mem mem) { allocated_.insert(mem); }
+  bool allocated_while_recording(cl_mem mem) const { return allocated_.count(mem) != 0; }
+  void offer(const PoolBlock& block) { reusable_.push_back(block); }
+  std::optional<PoolBlock> take_reusable(std::uint64_t size);
+  void end_recording();
   // Recorded commands so far; truncate(n) drops the later ones (a call that failed part-way).
   std::size_t nodes() const { return commands_.size(); }
   void truncate(std::size_t nodes);
@@ -71,6 +84,8 @@ class Graph {
   std::vector<Command> commands_;
   std::uint64_t kernels_ = 0;
   std::unordered_set<cl_mem> references_;
+  std::unordered_set<cl_mem> allocated_;  // while recording
+  std::vector<PoolBlock> reusable_;       // while recording
   std::vector<std::unique_ptr<unsigned char[]>> snapshots_;
   std::vector<std::shared_ptr<void>> host_memory_;
   std::uint64_t last_stream_;

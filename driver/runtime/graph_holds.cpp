@@ -30,4 +30,14 @@ std::uint64_t GraphHolds::kept_bytes(cl_mem mem) const {
   return it != entries_.end() && it->second.kept ? it->second.kept->block.capacity : 0;
 }
 
+std::uint32_t GraphHolds::graphs(cl_mem mem) const {
+  auto it = entries_.find(mem);
+  return it != entries_.end() ? it->second.graphs : 0;
+}
+
+void GraphHolds::take(cl_mem mem) {
+  auto it = entries_.find(mem);
+  if (it != entries_.end()) it->second.kept.reset();
+}
+
 }  // namespace aethercl

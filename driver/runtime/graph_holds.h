@@ -32,6 +32,10 @@ class GraphHolds {
   bool keep(const PoolBlock& block, const std::vector<std::uint64_t>& used_on);
   // Capacity of mem's block when it is kept for graphs (freed by its user), else 0.
   std::uint64_t kept_bytes(cl_mem mem) const;
+  // How many graphs name mem.
+  std::uint32_t graphs(cl_mem mem) const;
+  // A kept block handed to a new user (a capture's later allocation): no longer kept, still named.
+  void take(cl_mem mem);
 
  private:
   struct Entry {

@@ -1358,7 +1358,10 @@ AETHERCL_API void* aethercl_cl_mem(int gpu_index, void* buffer);
  * graph is destroyed; freeing it (during or after the capture) invalidates the handle or pointer
  * at once as usual, and the memory is released with the graph. Scratch memory of captured ops belongs to the graph (each captured op
  * has its own, reused by every replay); replays of one graph never overlap, so they cannot race on
- * it. */
+ * it. Memory allocated on the capturing stream during the capture (buffers, scratch) and freed
+ * again during it serves the capture's later allocations of about its size (up to twice): a
+ * captured training step holds about the memory of one eager step, since replays run the
+ * commands in capture order. Memory allocated before the capture is never reused this way. */
 AETHERCL_API int aethercl_graph_capture_begin(int gpu_index, void* stream);
 
 /* Ends the capture of stream and returns the graph as a token, or NULL (and a message) when the

@@ -681,6 +681,63 @@ def test_buffers_freed_during_and_after_capture_stay_valid_for_replays(lib, devi
         lib.free_gpu_memory(index, handle)
 
 
+def test_memory_the_capture_allocated_and_freed_serves_its_later_allocations(lib, device, rng,
+                                                                              replay_path):
+    """A buffer allocated and freed during the capture hands its block to the capture's next
+    allocation of the same size (as a training step's intermediates and the ops' scratch do), so
+    a captured step holds one block where it would hold one per intermediate; a buffer allocated
+    before the capture and freed during it is not reused (the next replay reads it again). The
+    replays equal the eager calls."""
+    index = device.index
+    size = 5 * 4096 + 12  # a size class no other test uses
+    count = size // 4
+    x = rng.standard_normal(count).astype(np.float32)
+    before = lib.check_handle("allocate_gpu_memory", index, size)  # the input, written once
+    outs = [lib.check_handle("allocate_gpu_memory", index, size) for _ in range(3)]
+    _upload(lib, index, before, x)
+    assert lib.aethercl_graph_capture_begin(index, None) == 1
+    mems = []
+    source = before
+    for out in outs:
+        temp = lib.check_handle("allocate_gpu_memory", index, size)
+        mems.append(lib.aethercl_cl_mem(index, temp))
+        assert lib.execute_gelu_on_gpu(index, source, temp, count) == 1
+        assert lib.execute_add_on_gpu(index, temp, source, out, count) == 1
+        lib.free_gpu_memory(index, temp)
+        source = out
+    lib.free_gpu_memory(index, before)  # read by the first op of every replay: never reused
+    late = lib.check_handle("allocate_gpu_memory", index, size)
+    assert lib.execute_gelu_on_gpu(index, outs[-1], late, count) == 1
+    graph = lib.aethercl_graph_capture_end(index, None)
+    assert mems[0] == mems[1] == mems[2], mems  # one block served the three intermediates
+    assert lib.aethercl_cl_mem(index, late) == mems[0]  # and then a buffer that outlives it
+    assert lib.aethercl_cl_mem(index, late) != 0
+    # Held for the graph alone: the input (freed during the capture); the intermediates' block
+    # belongs to `late` now.
+    assert size <= _info(lib, graph)["bytes_held"] < 2 * size, _info(lib, graph)
+    for _ in range(2):
+        assert lib.aethercl_graph_launch(graph, None) == 1
+        replayed = [_download(lib, index, h, count) for h in outs + [late]]
+    # Eager, on fresh buffers.
+    a = lib.check_handle("allocate_gpu_memory", index, size)
+    _upload(lib, index, a, x)
+    source, eager = a, []
+    for _ in outs:
+        t = lib.check_handle("allocate_gpu_memory", index, size)
+        o = lib.check_handle("allocate_gpu_memory", index, size)
+        assert lib.execute_gelu_on_gpu(index, source, t, count) == 1
+        assert lib.execute_add_on_gpu(index, t, source, o, count) == 1
+        eager.append(o)
+        source = o
+    last = lib.check_handle("allocate_gpu_memory", index, size)
+    assert lib.execute_gelu_on_gpu(index, source, last, count) == 1
+    for got, handle in zip(replayed, eager + [last]):
+        assert np.array_equal(_bits(got), _bits(_download(lib, index, handle, count)))
+    assert lib.aethercl_graph_destroy(graph) == 1
+    for handle in outs + [late, a, last] + eager:
+        lib.free_gpu_memory(index, handle)
+
+
 def test_a_freed_buffer_is_not_reused_while_a_graph_names_it(lib, device, rng):
     """The pool hands a freed block of the same size class to the next allocation on the same
     stream at once; while a graph names the block that must not happen."""
