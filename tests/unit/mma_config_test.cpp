@@ -153,3 +153,30 @@ TEST_CASE("3xTF32 of 65-128 rows takes one 128-row mma.sync tile") {
   p.batch = 2;  // batches keep the earlier choice
   CHECK(config_of(MmaKind::k3xTF32, true) != tall);
 }
+
+TEST_CASE("16-bit warpgroup products of fewer 128 x 128 tiles than two per unit take 64-row tiles") {
+  const auto config_of = [](std::uint64_t m, std::uint64_t n, std::uint64_t k, MmaKind kind) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    return mma_config(p, kind, kH100Units, true, MmaMode::kHardware);
+  };
+  for (MmaKind kind : {MmaKind::kBF16, MmaKind::kFP16}) {
+    CAPTURE(static_cast<int>(kind));
+    // A GPT's 4096 x 512 products: 128 tiles of 128 x 128 on 132 units.
+    const MmaConfig narrow = config_of(4096, 512, 2048, kind);
+    CHECK(narrow.wgmma == 1);
+    CHECK(narrow.bulk == 0);
+    CHECK(narrow.bm == 64);
+    CHECK(narrow.threads() == 128);
+    // 512 tiles fill the device twice: 128-row tiles, as before.
+    const MmaConfig wide = config_of(4096, 2048, 512, kind);
+    CHECK(wide.wgmma == 1);
+    CHECK(wide.bm == 128);
+    // Products that repay the bulk kernel's packing keep its configuration.
+    CHECK(config_of(4096, 4096, 4096, kind).bulk == 1);
+  }
+  // TF32 packs both operands either way: the bulk kernel, whatever the tile count.
+  CHECK(config_of(4096, 512, 2048, MmaKind::kTF32).bm == 128);
+}
