@@ -189,6 +189,23 @@ def test_float32_operands_rounded_in_registers(lib, device, rng, fp32_precision,
     assert "gemm_mma_product" in names, names
 
 
+# By default the products a warpgroup kernel takes keep the narrowing copies that feed it
+# (measured faster on an H200 than mma.sync rounding in registers: docs/PERFORMANCE.md); under
+# emulate-wgmma every 16-bit product takes the warpgroup form.
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+def test_warpgroup_products_keep_the_narrowing_copies(lib, device, rng, fp32_precision,
+                                                       monkeypatch, tmp_path, mode):
+    monkeypatch.delenv("AETHERCL_GEMM_NARROWING", raising=False)
+    monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate-wgmma")
+    product = lambda: run_gemm(  # noqa: E731
+        lib, device, rng, mode=mode, ab=g.F32, trans_a=0, trans_b=1, m=70, n=37, k=45,
+        layout="single", alpha=0.5, pad=2, offsets=(4, 2, 1))
+    product()
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", product)
+    assert "gemm_pack_narrow_pair" in names and "gemm_mma_product" in names, names
+
+
 # With AETHERCL_GEMM_NARROWING=copies, float32 operands in BF16 or FP16 mode
 # (gemm/narrow_operands.h) are copied into that 16-bit format
 # as A m x k and B n x k, both in one launch (gemm_pack_narrow_pair; rows of any length, offsets,
