@@ -422,11 +422,9 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
     const vendor::Nccl& nccl = call.engine()->nccl();
-    if (run_on_engine(call.comm(), std::move(plan), bytes, element_size, "ncclAllReduce",
-                  [&](int, void* nccl_comm, void* stream, void* staging, EnginePiece piece) {
-                    void* base = static_cast<unsigned char*>(staging) + piece.offset;
-                    return nccl.ncclAllReduce(base, base, piece.bytes / element_size, nccl_type,
-                                              nccl_op,
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
+                  [&](int, void* nccl_comm, void* stream, void* staging) {
+                    return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
                   })) return;
@@ -490,8 +488,8 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
     const vendor::Nccl& nccl = call.engine()->nccl();
     // In place: rank r's result lands in its own block of the staging.
-    if (run_on_engine(call.comm(), std::move(plan), send_bytes, 0, "ncclReduceScatter",
-                  [&](int r, void* nccl_comm, void* stream, void* staging, EnginePiece) {
+    if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
+                  [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
                     return nccl.ncclReduceScatter(base, base + recv_bytes * r, count, nccl_type,
                                                   nccl_op,
@@ -536,8 +534,8 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();
     // In place: rank r's contribution already sits in its own block of the staging.
-    if (run_on_engine(call.comm(), std::move(plan), recv_bytes, 0, "ncclAllGather",
-                  [&](int r, void* nccl_comm, void* stream, void* staging, EnginePiece) {
+    if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
+                  [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
                     return nccl.ncclAllGather(base + send_bytes * r, base, count, nccl_type,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
@@ -578,11 +576,10 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
     }
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();
-    if (run_on_engine(call.comm(), std::move(plan), bytes, element_size, "ncclBroadcast",
-                  [&](int, void* nccl_comm, void* stream, void* staging, EnginePiece piece) {
-                    void* base = static_cast<unsigned char*>(staging) + piece.offset;
-                    return nccl.ncclBroadcast(base, base, piece.bytes / element_size, nccl_type,
-                                              root, static_cast<vendor::ncclComm_t>(nccl_comm),
+    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
+                  [&](int, void* nccl_comm, void* stream, void* staging) {
+                    return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
+                                              static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
                   })) return;
   }

@@ -4,7 +4,6 @@
 #include "multi/peer_path.h"
 
 #include "cl/cl_error.h"
-#include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
 #include "vendor/cl_import.h"
@@ -15,7 +14,6 @@
 
 #include <aethercl/driver.h>
 
-#include <algorithm>
 #include <cstdint>
 
 namespace aethercl::multi {
@@ -95,55 +93,10 @@ void enqueue_copies(const std::vector<StageCopy>& copies, cl_command_queue queue
   }
 }
 
-// The parts of copies that fall in piece of the staging.
-std::vector<StageCopy> within(const std::vector<StageCopy>& copies, const EnginePiece& piece) {
-  std::vector<StageCopy> cut;
-  for (const StageCopy& copy : copies) {
-    const std::uint64_t begin = std::max(copy.staging_offset, piece.offset);
-    const std::uint64_t end =
-        std::min(copy.staging_offset + copy.bytes, piece.offset + piece.bytes);
-    if (begin < end) {
-      cut.push_back({copy.user, copy.user_offset + (begin - copy.staging_offset), begin,
-                     end - begin});
-    }
-  }
-  return cut;
-}
-
-void wait_all(std::vector<cl::Event>& events) {
-  for (cl::Event& event : events) {
-    cl_event handle = event.get();
-    cl::check(clWaitForEvents(1, &handle), "clWaitForEvents (copies into the engine's staging)");
-  }
-}
-
-// Before the staging can go: copies still writing into it are waited for, errors aside.
-void wait_quietly(std::vector<cl::Event>& events) noexcept {
-  for (cl::Event& event : events) {
-    cl_event handle = event.get();
-    clWaitForEvents(1, &handle);
-  }
-}
-
 }  // namespace
 
-std::vector<EnginePiece> engine_pieces(std::uint64_t staging_bytes, std::uint64_t piece_unit) {
-  constexpr std::uint64_t kMostPieces = 8;
-  if (piece_unit == 0 || staging_bytes == 0) return {{0, staging_bytes}};
-  const std::uint64_t least =
-      env::count(env::kEnginePieceBytes, 1, 1ull << 40).value_or(32ull << 20);
-  std::uint64_t piece = std::max(least, (staging_bytes + kMostPieces - 1) / kMostPieces);
-  piece = (piece + piece_unit - 1) / piece_unit * piece_unit;
-  std::vector<EnginePiece> pieces;
-  for (std::uint64_t offset = 0; offset < staging_bytes; offset += piece) {
-    pieces.push_back({offset, std::min(piece, staging_bytes - offset)});
-  }
-  return pieces;
-}
-
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
-                   std::uint64_t staging_bytes, std::uint64_t piece_unit, const char* function,
-                   const EngineOp& op) {
+                   std::uint64_t staging_bytes, const char* function, const EngineOp& op) {
   vendor::EngineComm& engine = *comm.engine();
   bool copying_back = false;
   try {
@@ -152,34 +105,20 @@ bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
       staging.push_back(&engine.staging(r, staging_bytes));
       engine.wait_pending(r);  // the previous call's copies out of this staging
     }
-    // The two APIs are ordered by host waits: a piece's copies in have finished before NCCL
-    // starts on it; the next piece's copies run meanwhile.
-    const std::vector<EnginePiece> pieces = engine_pieces(staging_bytes, piece_unit);
-    auto copy_in = [&](const EnginePiece& piece, std::vector<cl::Event>& events) {
-      for (int r = 0; r < engine.size(); ++r) {
-        enqueue_copies(within(ranks[r].in, piece), ranks[r].stream->queue(), *staging[r], true,
-                       events);
-        clFlush(ranks[r].stream->queue());
-      }
-    };
+    // The two APIs are ordered by host waits: the copies in have finished before NCCL starts.
     std::vector<cl::Event> copied_in;
-    copy_in(pieces.front(), copied_in);
-    wait_all(copied_in);
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      std::vector<cl::Event> next;
-      try {
-        if (i + 1 < pieces.size()) copy_in(pieces[i + 1], next);
-        engine.collective(function, [&](int r, vendor::ncclComm_t nccl_comm,
-                                         vendor::CUstream stream, vendor::CUdeviceptr pointer) {
-          return op(r, nccl_comm, stream,
-                    reinterpret_cast<void*>(static_cast<std::uintptr_t>(pointer)), pieces[i]);
-        });
-      } catch (...) {
-        wait_quietly(next);
-        throw;
-      }
-      wait_all(next);
+    for (int r = 0; r < engine.size(); ++r) {
+      enqueue_copies(ranks[r].in, ranks[r].stream->queue(), *staging[r], true, copied_in);
     }
+    for (cl::Event& event : copied_in) {
+      cl_event handle = event.get();
+      cl::check(clWaitForEvents(1, &handle), "clWaitForEvents (copies into the engine's staging)");
+    }
+    engine.collective(function, [&](int r, vendor::ncclComm_t nccl_comm, vendor::CUstream stream,
+                                     vendor::CUdeviceptr pointer) {
+      return op(r, nccl_comm, stream,
+                reinterpret_cast<void*>(static_cast<std::uintptr_t>(pointer)));
+    });
     // NCCL has finished (streams synchronised): the copies back follow on the user's streams and
     // the next use of the staging waits for them.
     copying_back = true;

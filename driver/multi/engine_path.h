@@ -1,8 +1,7 @@
 // Collectives on the vendor engines (docs/ARCHITECTURE.md decision 26): the user's OpenCL buffers
 // are copied into the communicator's staging (memory both OpenCL and CUDA see), the host waits for
-// those copies, NCCL runs on the staging in one group over the ranks (a CUDA stream each; large
-// all-reduces and broadcasts in pieces, the next piece copied in meanwhile) and the host waits for
-// the streams, then OpenCL copies the results back on each rank's current stream.
+// those copies, NCCL runs on the staging in one group over the ranks (a CUDA stream each) and the
+// host waits for the streams, then OpenCL copies the results back on each rank's current stream.
 #pragma once
 
 #include "runtime/communicator.h"
@@ -43,22 +42,8 @@ struct RankStaging {
   std::vector<StageCopy> out;   // staging -> user after it
 };
 
-// Bytes [offset, offset + bytes) of every rank's staging.
-struct EnginePiece {
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-};
-
-// The NCCL call of one rank over one piece of its staging (the whole staging unless the
-// collective runs in pieces), given its communicator, stream and the staging's address.
-using EngineOp =
-    std::function<int(int rank, void* comm, void* stream, void* staging, EnginePiece piece)>;
-
-// The pieces a collective over staging_bytes runs in. piece_unit 0: one piece (the NCCL call
-// needs the whole staging: all-gather, reduce-scatter). Otherwise the call works element by
-// element (all-reduce, broadcast): pieces of whole units (the element size), each at least
-// AETHERCL_ENGINE_PIECE_BYTES (default 32 MiB), at most eight.
-std::vector<EnginePiece> engine_pieces(std::uint64_t staging_bytes, std::uint64_t piece_unit);
+// The NCCL call of one rank, given its communicator, stream and staging address.
+using EngineOp = std::function<int(int rank, void* comm, void* stream, void* staging)>;
 
 // Runs one collective on comm's engine (non-null); true when it ran. staging_bytes per rank.
 // function names the NCCL call for messages. On any failure the communicator drops its engine
@@ -66,11 +51,7 @@ std::vector<EnginePiece> engine_pieces(std::uint64_t staging_bytes, std::uint64_
 // the copies into the staging) returns false with the user's buffers as they were, for the
 // caller to run its OpenCL path, unless AETHERCL_PEER_PATH=engine requires the engine: then, as
 // for a failed copy back, the Error propagates.
-// In pieces (engine_pieces), the copies into the staging of piece i + 1 run while NCCL works on
-// piece i; the copies back start once every piece has run, so a failure still finds the user's
-// buffers untouched.
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
-                   std::uint64_t staging_bytes, std::uint64_t piece_unit, const char* function,
-                   const EngineOp& op);
+                   std::uint64_t staging_bytes, const char* function, const EngineOp& op);
 
 }  // namespace aethercl::multi

@@ -66,7 +66,6 @@ inline constexpr const char* kVendorEngines = "AETHERCL_VENDOR_ENGINES";  // 0: 
 inline constexpr const char* kLibCuda = "AETHERCL_LIBCUDA";          // libcuda.so.1 to dlopen
 inline constexpr const char* kLibNccl = "AETHERCL_LIBNCCL";          // libnccl.so.2 to dlopen
 inline constexpr const char* kEngineImportBytes = "AETHERCL_ENGINE_IMPORT_BYTES";  // staging piece
-inline constexpr const char* kEnginePieceBytes = "AETHERCL_ENGINE_PIECE_BYTES";  // NCCL piece
 inline constexpr const char* kSubmitThread = "AETHERCL_SUBMIT_THREAD";  // 0|1: submission thread
 inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|direct reads
 inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no register path

@@ -240,38 +240,6 @@ def test_staging_larger_than_one_import_is_several_pieces(tmp_path, exact_run):
                 assert bytes(arrays[key]) == bytes(exact_run[key]), key
 
 
-def test_large_all_reduces_and_broadcasts_run_in_pieces(tmp_path):
-    """AETHERCL_ENGINE_PIECE_BYTES at one page: an all-reduce or broadcast of more runs as one
-    NCCL call per piece and rank (at least a page each, at most eight pieces), the next piece
-    copied into the staging meanwhile; all-gather and reduce-scatter stay whole. The bytes equal
-    those of the same engine run in one piece."""
-    page = os.sysconf("SC_PAGESIZE")
-    whole = run_child(tmp_path, COLLECTIVE_STEPS, engine_env(), name="whole")
-    pieced = run_child(tmp_path, COLLECTIVE_STEPS,
-                       {**engine_env(), "AETHERCL_ENGINE_PIECE_BYTES": str(page)}, name="pieced")
-    for records, _, warnings, _, _ in (whole, pieced):
-        assert all(r["status"] == 1 for r in records), records
-        assert warnings == []
-    expected = ["ncclCommInitAll"]
-    for step in COLLECTIVE_STEPS:
-        if step["op"] in NCCL_CALLS and step.get("red") != MAX:
-            calls = 1
-            if step["op"] in ("all_reduce", "broadcast"):
-                size = {F32: 4, F16: 2, BF16: 2}[step["dtype"]]
-                total = step["count"] * size
-                piece = max(page, -(-total // 8))
-                piece = -(-piece // size) * size
-                calls = -(-total // piece)
-            expected += [NCCL_CALLS[step["op"]]] * (2 * calls)
-        elif step["op"] == "copy_peer":
-            expected.append("cuMemcpyPeerAsync")
-    expected += ["ncclCommDestroy", "ncclCommDestroy"]
-    trace = [line for line in pieced[4] if line.startswith(("nccl", "cuMemcpyPeer"))]
-    assert trace == expected
-    assert trace.count("ncclAllReduce") > expected_trace(COLLECTIVE_STEPS).count("ncclAllReduce")
-    assert outputs(pieced[1]) == outputs(whole[1])
-
-
 def bf16_round(values):
     bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
     rounded = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint32)
