@@ -4,15 +4,16 @@
 # of float32 operands rounded in registers, AETHERCL_GEMM_NARROWING; fused attention on tensor
 # cores), `bench attention`-style timings against PyTorch SDPA (tools/bench/attention.py), and
 # per-product times with the narrowing in registers and as copies (tools/gpu/mode_probe.py).
-# PART=2: `bench train` small in BF16 with attention unfused (OCL_LLM_FUSED=linear,scores, the
-# default) and fused (linear,attention), PyTorch beside the first, then the copies narrowing.
+# PART=2: `bench train` small in BF16 with attention unfused (OCL_LLM_FUSED=linear,scores) and
+# fused (linear,attention, now the default there), PyTorch beside the first, then the copies
+# narrowing.
 # LIMIT (seconds, default 585).
 . "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
 if [ "${PART:-1}" = 1 ]; then
   echo "=== suites ($(left)s left)"
   # Products of float32 operands in BF16/FP16 mode on the real kernels: test_gemm's modes, shapes
-  # and split-K with the default narrowing (registers), then the attention suites.
+  # and split-K with the default narrowing, then the attention suites.
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/python/test_gemm.py \
     -k "bf16 or fp16" > $OUT/suites_gemm.txt 2>&1
   echo "rc=$?"; grep -E "FAILED|ERROR|Error" $OUT/suites_gemm.txt | head -20; tail -2 $OUT/suites_gemm.txt
