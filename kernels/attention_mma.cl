@@ -50,6 +50,7 @@
 #endif
 
 #define ATTM_UNITS (ATTM_D / 8)  // 16-byte units (8 columns) of a local row
+#define ATTM_ITEM_UNITS(rows) ((rows) * ATTM_UNITS / ATTM_THREADS)  // per work-item and tile
 #define ATTM_NATIVE (WM_KIND == 2 ? ATT_BF16 : ATT_F16)  // storage the products take as it is
 
 // Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits. Where head_dim
@@ -61,12 +62,11 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
                            uint dim) {
   const uint lid = get_local_id(0);
   if ((dim & 7u) == 0 && (dtype == ATT_F32 || dtype == ATTM_NATIVE)) {
-#define ATTM_PER_ITEM (rows * ATTM_UNITS / ATTM_THREADS)
-    uint4 units[ATTM_D * ATTM_ROWS / 8 / ATTM_THREADS];
+    uint4 units[ATTM_ITEM_UNITS(ATTM_ROWS)];
     if (dtype == ATT_F32) {
-      float8 raw[ATTM_D * ATTM_ROWS / 8 / ATTM_THREADS];
+      float8 raw[ATTM_ITEM_UNITS(ATTM_ROWS)];
 #pragma unroll
-      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+      for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
         const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
         raw[i] = (float8)(0.0f);
         if (r0 + r < seq && c < dim) {
@@ -75,13 +75,13 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
         }
       }
 #pragma unroll
-      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+      for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
         units[i] = (uint4)(wm_pack(raw[i].s0, raw[i].s1), wm_pack(raw[i].s2, raw[i].s3),
                            wm_pack(raw[i].s4, raw[i].s5), wm_pack(raw[i].s6, raw[i].s7));
       }
     } else {
 #pragma unroll
-      for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+      for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
         const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
         units[i] = (uint4)(0u);
         if (r0 + r < seq && c < dim) {
@@ -91,11 +91,10 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
       }
     }
 #pragma unroll
-    for (uint i = 0; i < ATTM_PER_ITEM; ++i) {
+    for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
       const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
       *(__local uint4*)(tile + r * ATTM_P + c) = units[i];
     }
-#undef ATTM_PER_ITEM
     return;
   }
   for (uint e = lid; e < rows * ATTM_D; e += ATTM_THREADS) {
