@@ -240,6 +240,19 @@ def test_staging_larger_than_one_import_is_several_pieces(tmp_path, exact_run):
                 assert bytes(arrays[key]) == bytes(exact_run[key]), key
 
 
+def test_a_malformed_import_size_warns_and_keeps_the_default(tmp_path):
+    steps = [{"op": "comm"}, {"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM},
+             {"op": "all_reduce", "dtype": F32, "count": 4099, "red": SUM}]
+    records, arrays, warnings, _, trace = run_child(
+        tmp_path, steps, {**engine_env(), "AETHERCL_ENGINE_IMPORT_BYTES": "lots"})
+    assert all(r["status"] == 1 for r in records), records
+    assert len(warnings) == 1 and "AETHERCL_ENGINE_IMPORT_BYTES" in warnings[0], warnings
+    # One piece per staging (256 MiB holds them): a staging per rank, grown once for the second.
+    assert trace.count("cuMemCreate") == 4, trace
+    for index in (1, 2):
+        check_against_float64(arrays, index, steps[index])
+
+
 def bf16_round(values):
     bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
     rounded = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint32)
