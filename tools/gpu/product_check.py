@@ -1,8 +1,9 @@
 """Errors of float32-operand products in the 16-bit compute modes (aethercl_gemm) on given shapes
 against float64 products of the inputs rounded as the mode rounds: a correctness check of the
 tile configurations the device's own shapes take, for the lent GPU machine (tools/gpu/).
-Arguments "m,n,k,trans_a,trans_b ..."; MODES (default "bf16 fp16"). Exit status 1 when an error
-exceeds k * 2^-22 relative to sum |a||b| (float32 sums of exactly rounded products)."""
+Arguments "m,n,k,trans_a,trans_b ..."; MODES (default "bf16 fp16"). Rounding and bound are the
+GEMM suites' (tests/python/support/gemm_checks.py): exit status 1 when an error exceeds
+RTOL * sqrt(k) relative to sum |a||b|."""
 import ctypes
 import os
 import sys
@@ -10,17 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "python_harness"), str(ROOT / "tests" / "python")]
 from aethercl import Library  # noqa: E402
 from aethercl import gemm as g  # noqa: E402
-
-
-def rounded(x, mode):
-    if mode == "fp16":
-        return x.astype(np.float16).astype(np.float64)
-    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+from support.gemm_checks import RTOL, as_multiplied  # noqa: E402
 
 
 lib = Library()
@@ -39,13 +34,13 @@ for arg in sys.argv[1:]:
         lib.check("aethercl_gemm", 0, ctypes.byref(desc), None)
         out = np.empty(m * n, np.float32)
         lib.check("read_gpu_to_host_blocking", 0, c, 0, m * n * 4, out.ctypes.data)
-        ra = rounded(host_a, mode).reshape((k, m) if ta else (m, k))
-        rb = rounded(host_b, mode).reshape((n, k) if tb else (k, n))
+        ra = as_multiplied(host_a, mode).astype(np.float64).reshape((k, m) if ta else (m, k))
+        rb = as_multiplied(host_b, mode).astype(np.float64).reshape((n, k) if tb else (k, n))
         ra, rb = (ra.T if ta else ra), (rb.T if tb else rb)
         exact = ra @ rb
         scale = np.abs(ra) @ np.abs(rb)
         worst = float(np.max(np.abs(out.reshape(m, n) - exact) / scale))
-        ok = worst <= k * 2.0 ** -22
+        ok = worst <= RTOL * k ** 0.5
         failed |= not ok
         print(f"{m}x{n}x{k} t{ta}{tb} {mode}: max error / sum|a||b| = {worst:.2e} "
               f"({'ok' if ok else 'TOO LARGE'})", flush=True)
