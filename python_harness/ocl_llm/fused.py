@@ -7,7 +7,6 @@ OCL_LLM_FUSED=0 keeps the op-by-op forms (the documented seed calls)."""
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 from typing import Optional
 
@@ -34,31 +33,21 @@ DEFAULT_PATHS = ("linear", "scores")
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
-_gpu: dict = {}  # device index -> whether it is a GPU (asked once: a JSON call per layer otherwise)
-
-
-def _is_gpu(device) -> bool:
-    if device.index not in _gpu:
-        info = json.loads(device.lib.json_call("aethercl_device_info", device.index))
-        _gpu[device.index] = info.get("type") == "gpu"
-    return _gpu[device.index]
-
-
-def _by_default(device, path: str) -> bool:
+def _by_default(path: str) -> bool:
     if path == "attention":
         from . import runtime
         current = runtime._current
-        precision = current.matmul_precision if current is not None and current.open else "fp32"
-        return precision in SIXTEEN_BIT and _is_gpu(device)
+        return (current is not None and current.open and
+                current.matmul_precision in SIXTEEN_BIT and current.is_gpu)
     return path in DEFAULT_PATHS
 
 
-def _wanted(device, path: str) -> bool:
+def _wanted(path: str) -> bool:
     """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset:
     DEFAULT_PATHS, and attention in the 16-bit matmul precisions on a GPU."""
     value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
     if not value:
-        return _by_default(device, path)
+        return _by_default(path)
     if value in ("0", "1"):
         return value == "1"
     chosen = {item.strip() for item in value.split(",") if item.strip()}
@@ -70,7 +59,7 @@ def _wanted(device, path: str) -> bool:
 
 
 def _enabled(device, path: str, *functions: str) -> bool:
-    return _wanted(device, path) and all(device.lib.has(name) for name in functions)
+    return _wanted(path) and all(device.lib.has(name) for name in functions)
 
 
 def attention_enabled(device) -> bool:

@@ -8,6 +8,7 @@ off a Runtime object, and tensors remember the runtime of their buffer, so sever
 device) can live side by side."""
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
@@ -32,6 +33,11 @@ class Runtime:
     @property
     def index(self) -> int:
         return self.device.index
+
+    @functools.cached_property
+    def is_gpu(self) -> bool:
+        """Whether the device is a GPU (asked once: the fused paths ask at every layer)."""
+        return self.device.info().get("type") == "gpu"
 
     def release_all(self) -> int:
         """Frees every live frontend buffer of this runtime (constants included); returns how many
