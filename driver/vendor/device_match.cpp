@@ -10,6 +10,12 @@
 namespace aethercl::vendor {
 namespace {
 
+// Values of cl_khr_device_uuid and cl_nv_device_attribute_query (not in every cl_ext.h).
+constexpr cl_device_info kDeviceUuid = 0x106A;
+constexpr cl_device_info kPciBusNv = 0x4008;
+constexpr cl_device_info kPciSlotNv = 0x4009;
+constexpr cl_device_info kPciDomainNv = 0x400A;
+
 std::string extensions_of(cl_device_id device) {
   std::size_t size = 0;
   if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, nullptr, &size) != CL_SUCCESS) return {};
@@ -32,13 +38,6 @@ bool has_extension(const std::string& extensions, const char* name) {
   }
   return false;
 }
-
-
-// Values of cl_khr_device_uuid and cl_nv_device_attribute_query (not in every cl_ext.h).
-constexpr cl_device_info kDeviceUuid = 0x106A;
-constexpr cl_device_info kPciBusNv = 0x4008;
-constexpr cl_device_info kPciSlotNv = 0x4009;
-constexpr cl_device_info kPciDomainNv = 0x400A;
 
 cl_uint uint_info(cl_device_id device, cl_device_info what, bool& ok) {
   cl_uint value = 0;
@@ -94,8 +93,7 @@ std::optional<int> by_pci(const CudaDriver& cuda, cl_device_id device, int count
 }  // namespace
 
 bool device_has_extension(cl_device_id device, const char* name) {
-  const std::string extensions = extensions_of(device);
-  return has_extension(extensions, name);
+  return has_extension(extensions_of(device), name);
 }
 
 std::optional<int> cuda_ordinal_of(const CudaDriver& cuda, cl_device_id device, int visible_index) {

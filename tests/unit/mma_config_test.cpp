@@ -154,7 +154,7 @@ TEST_CASE("3xTF32 of 65-128 rows takes one 128-row mma.sync tile") {
   CHECK(config_of(MmaKind::k3xTF32, true) != tall);
 }
 
-TEST_CASE("16-bit warpgroup products of fewer 128 x 128 tiles than two per unit take 64-row tiles") {
+TEST_CASE("16-bit warpgroup products of under two 128 x 128 tiles per unit take 64-row tiles") {
   const auto config_of = [](std::uint64_t m, std::uint64_t n, std::uint64_t k, MmaKind kind) {
     GemmProblem p;
     p.m = m;
