@@ -53,6 +53,10 @@
 #define ATTM_ITEM_UNITS(rows) ((rows) * ATTM_UNITS / ATTM_THREADS)  // per work-item and tile
 #define ATTM_NATIVE (WM_KIND == 2 ? ATT_BF16 : ATT_F16)  // storage the products take as it is
 
+// The tile row and first column of work-item lid's i-th unit.
+inline uint attm_unit_row(uint lid, uint i) { return (lid + i * ATTM_THREADS) / ATTM_UNITS; }
+inline uint attm_unit_col(uint lid, uint i) { return (lid + i * ATTM_THREADS) % ATTM_UNITS * 8u; }
+
 // Rows [r0, r0 + rows) of one head of src (seq rows) into tile, rounded to 16 bits. Where head_dim
 // is a multiple of 8 (rows of whole 32-byte float32 or 16-byte 16-bit units, as every row starts
 // a multiple of head_dim into its buffer) each work-item moves `rows` x ATTM_UNITS / ATTM_THREADS
@@ -67,7 +71,7 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
       float8 raw[ATTM_ITEM_UNITS(ATTM_ROWS)];
 #pragma unroll
       for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
-        const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+        const uint r = attm_unit_row(lid, i), c = attm_unit_col(lid, i);
         raw[i] = (float8)(0.0f);
         if (r0 + r < seq && c < dim) {
           raw[i] = *(__global const float8*)((__global const float*)src +
@@ -82,7 +86,7 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
     } else {
 #pragma unroll
       for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
-        const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+        const uint r = attm_unit_row(lid, i), c = attm_unit_col(lid, i);
         units[i] = (uint4)(0u);
         if (r0 + r < seq && c < dim) {
           units[i] = *(__global const uint4*)((__global const ushort*)src +
@@ -92,7 +96,7 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
     }
 #pragma unroll
     for (uint i = 0; i < ATTM_ITEM_UNITS(rows); ++i) {
-      const uint unit = lid + i * ATTM_THREADS, r = unit / ATTM_UNITS, c = unit % ATTM_UNITS * 8u;
+      const uint r = attm_unit_row(lid, i), c = attm_unit_col(lid, i);
       *(__local uint4*)(tile + r * ATTM_P + c) = units[i];
     }
     return;
