@@ -66,6 +66,25 @@ inline ulong operand_offset(ulong i, int mode, ulong period, ulong4 out_shape, u
     }                                                                                        \
   }
 
+// The forward where a, b and c have the same shape: four elements per work-item (quad q is
+// elements 4q .. 4q + 3), the n % 4 past the last quad one per item.
+#define BINARY_FORWARD_SAME(NAME, EXPR)                                                      \
+  inline float NAME##_of(float a, float b) { return (EXPR); }                                \
+  __kernel void binary_##NAME##_same(__global const OS_TYPE(BIN_A)* a_in,                   \
+                                     __global const OS_TYPE(BIN_B)* b_in,                   \
+                                     __global OS_TYPE(BIN_C)* c, ulong n) {                 \
+    const ulong quads = n / 4;                                                               \
+    for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {                   \
+      const float4 a = OS_LOAD4(BIN_A, a_in, q);                                             \
+      const float4 b = OS_LOAD4(BIN_B, b_in, q);                                             \
+      OS_STORE4(BIN_C, c, q, (float4)(NAME##_of(a.s0, b.s0), NAME##_of(a.s1, b.s1),          \
+                                      NAME##_of(a.s2, b.s2), NAME##_of(a.s3, b.s3)));        \
+    }                                                                                        \
+    for (ulong i = quads * 4 + get_global_id(0); i < n; i += get_global_size(0)) {           \
+      OS_STORE(BIN_C, c, i, NAME##_of(OS_LOAD(BIN_A, a_in, i), OS_LOAD(BIN_B, b_in, i)));     \
+    }                                                                                        \
+  }
+
 // Gradient of one operand X (the other is Y). x_shape: X's padded shape; out_stride: output
 // strides; y_stride: Y's strides over output coordinates (0 where Y is broadcast); red_size: the
 // output size along the dimensions X is broadcast in (1 elsewhere), red_count their product.
@@ -114,6 +133,7 @@ inline ulong operand_offset(ulong i, int mode, ulong period, ulong4 out_shape, u
 
 #define BINARY(NAME, FORWARD, GRAD_A, GRAD_B)             \
   BINARY_FORWARD(NAME, FORWARD)                           \
+  BINARY_FORWARD_SAME(NAME, FORWARD)                      \
   BINARY_GRAD(NAME, a, 1, GRAD_A, BIN_A, BIN_B, BIN_DA) \
   BINARY_GRAD(NAME, b, 0, GRAD_B, BIN_B, BIN_A, BIN_DB)
 

@@ -153,3 +153,38 @@ __kernel void convert_elements(__global const uchar* src, int src_dtype, __globa
     store(dst, dst_dtype, i, load(src, src_dtype, i));
   }
 }
+
+// float32 <-> bfloat16, the conversions mixed-precision training makes every step, four elements
+// per work-item with bit operations: the same bits as convert_elements (round to nearest even,
+// overflow to +-inf, NaN as the quiet NaN of its sign).
+inline int4 is_nan_bits(uint4 u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+
+inline ushort4 bf16_from_f32_bits(uint4 u) {
+  const uint4 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return convert_ushort4(select(rounded, ((u >> 16) & 0x8000u) | 0x7fc0u, is_nan_bits(u)));
+}
+
+inline uint4 f32_bits_from_bf16(ushort4 bits) {
+  const uint4 u = convert_uint4(bits) << 16;
+  return select(u, (u & 0x80000000u) | 0x7fc00000u, is_nan_bits(u));
+}
+
+__kernel void convert_f32_to_bf16(__global const uint* src, __global ushort* dst, ulong n) {
+  const ulong quads = n / 4;
+  for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {
+    vstore4(bf16_from_f32_bits(vload4(q, src)), q, dst);
+  }
+  for (ulong i = quads * 4 + get_global_id(0); i < n; i += get_global_size(0)) {
+    dst[i] = bf16_from_f32_bits((uint4)(src[i])).x;
+  }
+}
+
+__kernel void convert_bf16_to_f32(__global const ushort* src, __global uint* dst, ulong n) {
+  const ulong quads = n / 4;
+  for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {
+    vstore4(f32_bits_from_bf16(vload4(q, src)), q, dst);
+  }
+  for (ulong i = quads * 4 + get_global_id(0); i < n; i += get_global_size(0)) {
+    dst[i] = f32_bits_from_bf16((ushort4)(src[i])).x;
+  }
+}

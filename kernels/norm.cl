@@ -121,6 +121,92 @@ __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global con
   }
 }
 
+// Register forms for rows of cols % 4 == 0 and cols <= 16 * local size (the host's choice): each
+// item holds the quads lid, lid + local size, ... (NORM_QUADS at most) of its row, read once as
+// vectors (coalesced; 8 bytes per quad for 16-bit operands), and writes each result once.
+#define NORM_QUADS 4
+#define FOR_EACH_QUAD(i, q, quads)                                           \
+  for (int i = 0; i < NORM_QUADS; ++i)                                       \
+    for (ulong q = get_local_id(0) + (ulong)i * get_local_size(0); q < (quads); q = (quads))
+
+inline acc_t quad_sum(float4 v) { return (acc_t)v.x + (acc_t)v.y + (acc_t)v.z + (acc_t)v.w; }
+
+// mean (0 for RMS) and rstd of the row whose quads this item holds in v.
+void quad_row_stats(const float4* v, ulong cols, float eps, int rms, __local acc_t* scratch,
+                    acc_t* mean_out, acc_t* rstd_out) {
+  const ulong quads = cols / 4;
+  acc_t partial = 0;
+  FOR_EACH_QUAD(i, q, quads) partial += quad_sum(v[i]);
+  const acc_t total = group_sum(scratch, partial);
+  const acc_t mean = rms ? (acc_t)0 : total / (acc_t)cols;
+  acc_t partial_sq = 0;
+  FOR_EACH_QUAD(i, q, quads) {
+    const float4 d = v[i] - (float)mean;
+    partial_sq += quad_sum(d * d);
+  }
+  const acc_t variance = group_sum(scratch, partial_sq) / (acc_t)cols;
+  *mean_out = mean;
+  *rstd_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
+}
+
+__kernel void norm_forward_quads(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
+                                 __global const float* beta, __global OS_TYPE(NORM_Y)* y,
+                                 ulong rows, ulong cols, float eps, int rms, int has_gamma,
+                                 int has_beta, __local acc_t* scratch) {
+  const ulong quads = cols / 4;
+  FOR_EACH_ROW(row, rows) {
+    __global const OS_TYPE(NORM_X)* xr = x + row * cols;
+    float4 v[NORM_QUADS];
+    FOR_EACH_QUAD(i, q, quads) v[i] = OS_LOAD4(NORM_X, xr, q);
+    acc_t mean, rstd;
+    quad_row_stats(v, cols, eps, rms, scratch, &mean, &rstd);
+    FOR_EACH_QUAD(i, q, quads) {
+      float4 out = (v[i] - (float)mean) * (float)rstd;
+      if (has_gamma) out *= vload4(q, gamma);
+      if (has_beta) out += vload4(q, beta);
+      OS_STORE4(NORM_Y, y + row * cols, q, out);
+    }
+  }
+}
+
+// norm_backward_rows for rows held in registers: x and dy are read once.
+__kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
+                                       __global const float* gamma,
+                                       __global const OS_TYPE(NORM_DY)* dy,
+                                       __global OS_TYPE(NORM_DX)* dx, __global float* stats,
+                                       ulong rows, ulong cols, float eps, int rms, int has_gamma,
+                                       int has_dx, __local acc_t* scratch) {
+  const ulong quads = cols / 4;
+  FOR_EACH_ROW(row, rows) {
+    float4 v[NORM_QUADS], g[NORM_QUADS];
+    FOR_EACH_QUAD(i, q, quads) {
+      v[i] = OS_LOAD4(NORM_X, x + row * cols, q);
+      g[i] = OS_LOAD4(NORM_DY, dy + row * cols, q);
+      if (has_gamma) g[i] *= vload4(q, gamma);
+    }
+    acc_t mean, rstd;
+    quad_row_stats(v, cols, eps, rms, scratch, &mean, &rstd);
+    if (get_local_id(0) == 0) {
+      stats[2 * row] = (float)mean;
+      stats[2 * row + 1] = (float)rstd;
+    }
+    acc_t partial_g = 0, partial_gx = 0;
+    FOR_EACH_QUAD(i, q, quads) {
+      v[i] = (v[i] - (float)mean) * (float)rstd;  // xhat from here on
+      partial_g += quad_sum(g[i]);
+      partial_gx += quad_sum(g[i] * v[i]);
+    }
+    const acc_t sum_g = group_sum(scratch, partial_g);
+    const float mean_g = rms ? 0.0f : (float)(sum_g / (acc_t)cols);
+    const float mean_gx = (float)(group_sum(scratch, partial_gx) / (acc_t)cols);
+    FOR_EACH_QUAD(i, q, quads) {
+      if (has_dx) {
+        OS_STORE4(NORM_DX, dx + row * cols, q, (float)rstd * (g[i] - mean_g - v[i] * mean_gx));
+      }
+    }
+  }
+}
+
 // dgamma[j] = sum_r dy[r, j] xhat[r, j]; dbeta[j] = sum_r dy[r, j].
 __kernel void norm_backward_params(__global const OS_TYPE(NORM_X)* x,
                                    __global const OS_TYPE(NORM_DY)* dy,

@@ -34,4 +34,23 @@ inline void os_store_1(__global ushort* p, ulong i, float value) {
 }
 inline void os_store_2(__global ushort* p, ulong i, float value) { p[i] = nf_to_bf16(value); }
 
+// Elements 4q .. 4q + 3 of p (format S) as a float4; OS_STORE4 writes value there. Elementwise
+// kernels move four elements per work-item with these (16-bit operands read 8 bytes at once).
+#define OS_LOAD4(S, p, q) OS_CAT(os_load4_, S)((p), (q))
+#define OS_STORE4(S, p, q, value) OS_CAT(os_store4_, S)((p), (q), (value))
+
+inline float4 os_load4_0(__global const float* p, ulong q) { return vload4(q, p); }
+inline float4 os_load4_1(__global const ushort* p, ulong q) {
+  return vload_half4(q, (__global const half*)p);
+}
+inline float4 os_load4_2(__global const ushort* p, ulong q) { return nf_from_bf164(vload4(q, p)); }
+
+inline void os_store4_0(__global float* p, ulong q, float4 value) { vstore4(value, q, p); }
+inline void os_store4_1(__global ushort* p, ulong q, float4 value) {
+  vstore_half4_rte(value, q, (__global half*)p);
+}
+inline void os_store4_2(__global ushort* p, ulong q, float4 value) {
+  vstore4(nf_to_bf164(value), q, p);
+}
+
 #endif  // AETHERCL_OPERAND_STORAGE

@@ -1,6 +1,16 @@
 // Reductions and broadcasts: column sums over rows, and adds of a periodic (broadcast) operand.
 // Indices are 64-bit; the reduction works with any work-group size and has a fixed summation
-// order for a given launch geometry (deterministic run to run).
+// order for a given launch geometry (deterministic run to run). The column sums read `in` in
+// format RED_IN and write `out` in format RED_OUT (operand_storage.cl; float32 when not set);
+// their partial sums stay float32.
+
+#include "operand_storage.cl"
+#ifndef RED_IN
+#define RED_IN 0
+#endif
+#ifndef RED_OUT
+#define RED_OUT 0
+#endif
 
 // Error-free addition (Knuth's TwoSum), four lanes at once: *hi + *lo accumulates value with the
 // rounding error of every float addition kept in *lo. While a lane's running sum is not finite
@@ -21,6 +31,19 @@ inline float4 load_columns(__global const float* row, ulong n0, ulong cols, int 
   if (n0 + 2 < cols) v.z = row[n0 + 2];
   return v;
 }
+
+// load_columns of the column-sum input, in its format RED_IN.
+#if RED_IN == 0
+#define load_input_columns load_columns
+#else
+inline float4 load_input_columns(__global const ushort* row, ulong n0, ulong cols, int aligned) {
+  float4 v = (float4)(OS_LOAD(RED_IN, row, n0), 0.0f, 0.0f, 0.0f);
+  if (n0 + 1 < cols) v.y = OS_LOAD(RED_IN, row, n0 + 1);
+  if (n0 + 2 < cols) v.z = OS_LOAD(RED_IN, row, n0 + 2);
+  if (n0 + 3 < cols) v.w = OS_LOAD(RED_IN, row, n0 + 3);
+  return v;
+}
+#endif
 
 // Folds the ly (hi, lo) pairs of each of the cx lanes x through local memory (lane lid = y * cx
 // + x) by a fixed tree; the folded pair of lane x is left in partial_hi[x], partial_lo[x]. Every
@@ -54,7 +77,18 @@ inline void store_columns(__global float* at, float4 v, ulong n0, ulong cols) {
   if (n0 + 3 < cols) at[3] = v.w;
 }
 
-// out[n] = sum over r < rows of in[r * cols + n], in column tiles (execute_reduce_sum_gpu).
+// store_columns of the column sums, scaled, in out's format RED_OUT.
+inline void store_sums(__global OS_TYPE(RED_OUT)* out, float4 v, float scale, ulong n0,
+                       ulong cols) {
+  v *= scale;
+  OS_STORE(RED_OUT, out, n0, v.x);
+  if (n0 + 1 < cols) OS_STORE(RED_OUT, out, n0 + 1, v.y);
+  if (n0 + 2 < cols) OS_STORE(RED_OUT, out, n0 + 2, v.z);
+  if (n0 + 3 < cols) OS_STORE(RED_OUT, out, n0 + 3, v.w);
+}
+
+// out[n] = scale * the sum over r < rows of in[r * cols + n], in column tiles
+// (execute_reduce_sum_gpu with scale 1, aethercl_binary_backward's sums over leading dimensions).
 // A work-group of cx * ly lanes owns the 4 * cx adjacent columns of tile get_group_id(0) over the
 // rows of chunk get_group_id(1): [chunk * span, min(rows, chunk * span + span)). Lane (x, y) holds
 // columns 4x .. 4x + 3 of the tile as one float4 (a row's tile is read as cx consecutive 16-byte
@@ -65,9 +99,10 @@ inline void store_columns(__global float* at, float4 v, ulong n0, ulong cols) {
 // reduce_sum_columns_fold adds the chunks. The order depends only on the shape and the launch
 // geometry, so results are repeatable. aligned: cols % 4 == 0 (every row's tile starts on 16
 // bytes; in is a whole buffer), so whole float4 loads; otherwise vload4 and a scalar tail.
-__kernel void reduce_sum_columns_tile(__global const float* in, __global float* out,
-                                      __global float* parts, ulong rows, ulong cols, ulong span,
-                                      uint cx, int aligned, __local float4* partial_hi,
+__kernel void reduce_sum_columns_tile(__global const OS_TYPE(RED_IN)* in,
+                                      __global OS_TYPE(RED_OUT)* out, __global float* parts,
+                                      ulong rows, ulong cols, ulong span, uint cx, int aligned,
+                                      float scale, __local float4* partial_hi,
                                       __local float4* partial_lo) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
@@ -79,23 +114,23 @@ __kernel void reduce_sum_columns_tile(__global const float* in, __global float* 
   if (n0 < cols) {
     ulong r = chunk * span + y;
     for (; r + 3 * (ulong)ly < end; r += 4 * (ulong)ly) {
-      const float4 v0 = load_columns(in + r * cols, n0, cols, aligned);
-      const float4 v1 = load_columns(in + (r + ly) * cols, n0, cols, aligned);
-      const float4 v2 = load_columns(in + (r + 2 * ly) * cols, n0, cols, aligned);
-      const float4 v3 = load_columns(in + (r + 3 * ly) * cols, n0, cols, aligned);
+      const float4 v0 = load_input_columns(in + r * cols, n0, cols, aligned);
+      const float4 v1 = load_input_columns(in + (r + ly) * cols, n0, cols, aligned);
+      const float4 v2 = load_input_columns(in + (r + 2 * ly) * cols, n0, cols, aligned);
+      const float4 v3 = load_input_columns(in + (r + 3 * ly) * cols, n0, cols, aligned);
       two_sum_add4(&hi, &lo, v0);
       two_sum_add4(&hi, &lo, v1);
       two_sum_add4(&hi, &lo, v2);
       two_sum_add4(&hi, &lo, v3);
     }
     for (; r < end; r += ly) {
-      two_sum_add4(&hi, &lo, load_columns(in + r * cols, n0, cols, aligned));
+      two_sum_add4(&hi, &lo, load_input_columns(in + r * cols, n0, cols, aligned));
     }
   }
   fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
   if (y > 0 || n0 >= cols) return;
   if (chunks == 1) {
-    store_columns(out + n0, partial_hi[lid] + partial_lo[lid], n0, cols);
+    store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
   } else {
     store_columns(parts + chunk * cols + n0, partial_hi[lid], n0, cols);
     store_columns(parts + (chunks + chunk) * cols + n0, partial_lo[lid], n0, cols);
@@ -105,8 +140,9 @@ __kernel void reduce_sum_columns_tile(__global const float* in, __global float* 
 // out[n] = the sum of the chunks' pairs of column n (the second pass of reduce_sum_columns_tile):
 // lane (x, y) of a cx * ly group adds chunks y, y + ly, ... of columns 4x .. 4x + 3 of tile
 // get_group_id(0) in ascending order, then the same tree folds the ly pairs.
-__kernel void reduce_sum_columns_fold(__global const float* parts, __global float* out,
-                                      ulong cols, ulong chunks, uint cx, int aligned,
+__kernel void reduce_sum_columns_fold(__global const float* parts,
+                                      __global OS_TYPE(RED_OUT)* out, ulong cols, ulong chunks,
+                                      uint cx, int aligned, float scale,
                                       __local float4* partial_hi, __local float4* partial_lo) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
@@ -119,7 +155,7 @@ __kernel void reduce_sum_columns_fold(__global const float* parts, __global floa
     }
   }
   fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
-  if (lid < cx && n0 < cols) store_columns(out + n0, partial_hi[lid] + partial_lo[lid], n0, cols);
+  if (lid < cx && n0 < cols) store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
 }
 
 // c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).

@@ -1,6 +1,6 @@
 // Elementwise unary ops and their derivatives (aethercl_unary / aethercl_unary_backward): one
 // grid-stride kernel per op, generated from the formulas below. y may alias x and dx may alias dy
-// (each item reads its element before writing it). Operand formats (operand_storage.cl): UN_X of
+// (each item reads its elements before writing them). Operand formats (operand_storage.cl): UN_X of
 // x, UN_Y of y, UN_DY of dy, UN_DX of dx; float32 when not set.
 
 #include "operand_storage.cl"
@@ -42,21 +42,39 @@ inline float gelu_tanh_grad(float x) {
 }
 
 // NaN inputs propagate (relu, clamps and leaky_relu keep x when a comparison is false).
-// UNARY(name, forward expression of x and alpha, derivative expression of x and alpha)
+// UNARY(name, forward expression of x and alpha, derivative expression of x and alpha). Each
+// work-item takes four consecutive elements (quad q: elements 4q .. 4q + 3, read and written as
+// vectors); the n % 4 elements past the last quad go one per item.
 #define UNARY(NAME, FORWARD, DERIVATIVE)                                                     \
+  inline float NAME##_forward(float x, float alpha) { return (FORWARD); }                    \
+  inline float NAME##_derivative(float x, float alpha) { return (DERIVATIVE); }              \
   __kernel void unary_##NAME(__global const OS_TYPE(UN_X)* in, __global OS_TYPE(UN_Y)* out,    \
                              ulong n, float alpha) {                                         \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                       \
-      const float x = OS_LOAD(UN_X, in, i);                                                  \
-      OS_STORE(UN_Y, out, i, (FORWARD));                                                     \
+    const ulong quads = n / 4;                                                               \
+    for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {                   \
+      const float4 x = OS_LOAD4(UN_X, in, q);                                                \
+      OS_STORE4(UN_Y, out, q,                                                                \
+                (float4)(NAME##_forward(x.s0, alpha), NAME##_forward(x.s1, alpha),           \
+                         NAME##_forward(x.s2, alpha), NAME##_forward(x.s3, alpha)));         \
+    }                                                                                        \
+    for (ulong i = quads * 4 + get_global_id(0); i < n; i += get_global_size(0)) {           \
+      OS_STORE(UN_Y, out, i, NAME##_forward(OS_LOAD(UN_X, in, i), alpha));                   \
     }                                                                                        \
   }                                                                                          \
   __kernel void unary_##NAME##_backward(__global const OS_TYPE(UN_X)* in,                    \
                                         __global const OS_TYPE(UN_DY)* dy,                   \
                                         __global OS_TYPE(UN_DX)* dx, ulong n, float alpha) { \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                       \
-      const float x = OS_LOAD(UN_X, in, i);                                                  \
-      OS_STORE(UN_DX, dx, i, OS_LOAD(UN_DY, dy, i) * (DERIVATIVE));                          \
+    const ulong quads = n / 4;                                                               \
+    for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {                   \
+      const float4 x = OS_LOAD4(UN_X, in, q);                                                \
+      const float4 slope =                                                                   \
+          (float4)(NAME##_derivative(x.s0, alpha), NAME##_derivative(x.s1, alpha),           \
+                   NAME##_derivative(x.s2, alpha), NAME##_derivative(x.s3, alpha));          \
+      OS_STORE4(UN_DX, dx, q, OS_LOAD4(UN_DY, dy, q) * slope);                               \
+    }                                                                                        \
+    for (ulong i = quads * 4 + get_global_id(0); i < n; i += get_global_size(0)) {           \
+      OS_STORE(UN_DX, dx, i, OS_LOAD(UN_DY, dy, i) * NAME##_derivative(OS_LOAD(UN_X, in, i), \
+                                                                       alpha));              \
     }                                                                                        \
   }
 

@@ -39,9 +39,14 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   require_distinct(in, "in", out, "out");
   if (count == 0) return;
 
-  const std::uint64_t rows = count / out_count;
+  column_sums(call, in_mem, out_mem, count / out_count, out_count, 1.0f, "");
+}
+
+void column_sums(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t rows,
+                 std::uint64_t out_count, float scale, const std::string& formats) {
   Device& device = call.device();
-  Kernel& tile = family_kernel(call, kFamily, "reduce_sum_columns_tile");
+  Kernel& tile = formats.empty() ? family_kernel(call, kFamily, "reduce_sum_columns_tile")
+                                 : family_kernel(call, kFamily, "reduce_sum_columns_tile", formats);
   ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
   std::optional<Scratch> parts;
   // The chunks' partial sums are an optional workspace: where they do not fit, one chunk of
@@ -60,15 +65,16 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
   call.launch(tile, LaunchGeometry::grid(2, global, group), in_mem, out_mem,
               parts ? parts->mem() : out_mem, static_cast<cl_ulong>(rows),
               static_cast<cl_ulong>(out_count), static_cast<cl_ulong>(plan.span),
-              static_cast<cl_uint>(plan.cx), aligned, pair_bytes, pair_bytes);
+              static_cast<cl_uint>(plan.cx), aligned, scale, pair_bytes, pair_bytes);
   if (!parts) return;
-  Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_fold");
+  Kernel& fold = formats.empty() ? family_kernel(call, kFamily, "reduce_sum_columns_fold")
+                                 : family_kernel(call, kFamily, "reduce_sum_columns_fold", formats);
   const ColumnTiles folding = fold_tiles(device, fold, plan, out_count);
   const LocalBytes fold_pair_bytes{folding.local() * 4 * sizeof(float)};
   call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(folding.tiles) * folding.local(),
                                            folding.local()),
               parts->mem(), out_mem, static_cast<cl_ulong>(out_count),
-              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), aligned,
+              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), aligned, scale,
               fold_pair_bytes, fold_pair_bytes);
 }
 

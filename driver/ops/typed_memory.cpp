@@ -76,6 +76,15 @@ void convert(DeviceCall& call, void* src, int src_dtype, void* dst, int dst_dtyp
          "src and dst are the same buffer: a conversion may not overlap its input");
   }
   if (count == 0) return;
+  if ((src_dtype == AETHERCL_F32 && dst_dtype == AETHERCL_BF16) ||
+      (src_dtype == AETHERCL_BF16 && dst_dtype == AETHERCL_F32)) {
+    Kernel& pair = family_kernel(call, "convert", src_dtype == AETHERCL_F32
+                                                      ? "convert_f32_to_bf16"
+                                                      : "convert_bf16_to_f32");
+    call.launch(pair, linear_geometry(device, pair, (count + 3) / 4), from, to,
+                static_cast<cl_ulong>(count));
+    return;
+  }
   Kernel& kernel = family_kernel(call, "convert", "convert_elements");
   call.launch(kernel, linear_geometry(device, kernel, count), from, static_cast<cl_int>(src_dtype),
               to, static_cast<cl_int>(dst_dtype), static_cast<cl_ulong>(count));

@@ -800,7 +800,9 @@ AETHERCL_API int aethercl_binary(int gpu_index, int op, const aethercl_broadcast
                                  void* stream);
 /* Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
  * (broadcast shape) times the partial derivative, summed over the dimensions that operand was
- * broadcast along (ascending order). desc->a and desc->b are the forward inputs (ADD and SUB do
+ * broadcast along, in a fixed order for a given shape and device (repeatable run to run; the sums
+ * of ADD and SUB over leading dimensions, such as a bias row's gradient, are compensated sums over
+ * column tiles, otherwise ascending). desc->a and desc->b are the forward inputs (ADD and SUB do
  * not read them and accept NULL); desc->c is ignored. da and db must not alias dc. */
 AETHERCL_API int aethercl_binary_backward(int gpu_index, int op,
                                           const aethercl_broadcast_desc* desc, void* dc,

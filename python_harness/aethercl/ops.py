@@ -911,7 +911,9 @@ def binary_backward(dev: DeviceLike, op: int, desc: StructPointer, dc: Pointer, 
                     db: Pointer, stream: Pointer) -> None:
     """Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
     (broadcast shape) times the partial derivative, summed over the dimensions that operand was
-    broadcast along (ascending order).
+    broadcast along, in a fixed order for a given shape and device (repeatable run to run; the sums
+    of ADD and SUB over leading dimensions, such as a bias row's gradient, are compensated sums over
+    column tiles, otherwise ascending).
 
     C: int aethercl_binary_backward(int gpu_index, int op, const aethercl_broadcast_desc* desc,
     void* dc, void* da, void* db, void* stream). Raises AetherCLError unless it returns 1."""

@@ -902,7 +902,9 @@ extern "C" {
     ) -> c_int;
     /// Gradients of c = a op b: da (shape_a) and db (shape_b), each optional, are the upstream dc
     /// (broadcast shape) times the partial derivative, summed over the dimensions that operand was
-    /// broadcast along (ascending order).
+    /// broadcast along, in a fixed order for a given shape and device (repeatable run to run; the
+    /// sums of ADD and SUB over leading dimensions, such as a bias row's gradient, are compensated
+    /// sums over column tiles, otherwise ascending).
     pub fn aethercl_binary_backward(
         gpu_index: c_int,
         op: c_int,

@@ -3,6 +3,7 @@
 #include "ops/train/binary.h"
 
 #include "ops/aliasing.h"
+#include "ops/reduce.h"
 #include "ops/train/common.h"
 #include "ops/train/operand_storage.h"
 
@@ -99,14 +100,40 @@ Addressing addressing_of(const Shape& shape, std::uint64_t count, const Layout& 
   return {2, 1, vec(broadcast_strides(shape, l.out))};
 }
 
+// For launch_grad: the gradient's sign when it is +-dc whatever the inputs (ADD, SUB), else 0, and
+// the formats of dc and the gradient.
+struct ColumnSumGrad {
+  float scale = 0.0f;
+  Storage dc = Storage::kF32, dx = Storage::kF32;
+};
+
+// Whether an operand of `shape` is broadcast along leading dimensions only (a bias row of a
+// matrix, ...): its gradient is then a sum of the output's rows.
+bool broadcast_along_leading_dimensions(const Shape& shape, const Layout& l) {
+  int first = 0;
+  while (first < 4 && shape[first] == 1) ++first;
+  for (int d = first; d < 4; ++d) {
+    if (shape[d] != l.out[d]) return false;
+  }
+  return true;
+}
+
 void launch_grad(DeviceCall& call, const FamilyVariant& family, const char* op, const char* side,
                  cl_mem x, cl_mem y, cl_mem dc, cl_mem dx, std::uint64_t count_x,
-                 const Shape& x_shape, const Shape& y_shape, const Layout& l) {
+                 const Shape& x_shape, const Shape& y_shape, const Layout& l,
+                 const ColumnSumGrad& sums) {
   Shape reduced{1, 1, 1, 1};
   std::uint64_t red_count = 1;
   for (int d = 0; d < 4; ++d) {
     if (x_shape[d] != l.out[d]) reduced[d] = l.out[d];
     red_count *= reduced[d];
+  }
+  // +-dc summed over leading dimensions: the column tiles of ops/reduce (a work-item per
+  // element of x would walk every row alone, at a few percent of bandwidth).
+  if (sums.scale != 0.0f && red_count > 1 && broadcast_along_leading_dimensions(x_shape, l)) {
+    column_sums(call, dc, dx, red_count, count_x, sums.scale,
+                storage_options({{"RED_IN", sums.dc}, {"RED_OUT", sums.dx}}));
+    return;
   }
   const std::string name = fmt::format("binary_{}_grad_{}", op, side);
   launch_linear(call, family, name.c_str(), count_x, x, y, dc, dx, ul(count_x), vec(x_shape),
@@ -147,10 +174,16 @@ void binary(DeviceCall& call, int op, const aethercl_broadcast_desc& desc) {
   if (l.count_out == 0) return;
   const Addressing at_a = addressing_of(l.a, l.count_a, l);
   const Addressing at_b = addressing_of(l.b, l.count_b, l);
+  const FamilyVariant family = family_of(a.storage, b.storage, c.storage, a.storage, b.storage);
+  if (at_a.mode == 0 && at_b.mode == 0) {  // no broadcast: four elements per work-item
+    const std::string kernel = fmt::format("binary_{}_same", name);
+    launch_linear(call, family, kernel.c_str(), (l.count_out + 3) / 4, a.view.mem, b.view.mem,
+                  c.view.mem, ul(l.count_out));
+    return;
+  }
   const std::string kernel = fmt::format("binary_{}", name);
-  launch_linear(call, family_of(a.storage, b.storage, c.storage, a.storage, b.storage),
-                kernel.c_str(), l.count_out, a.view.mem, b.view.mem, c.view.mem, ul(l.count_out),
-                vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode, at_b.period,
+  launch_linear(call, family, kernel.c_str(), l.count_out, a.view.mem, b.view.mem, c.view.mem,
+                ul(l.count_out), vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode, at_b.period,
                 at_b.strides);
 }
 
@@ -191,13 +224,17 @@ void binary_backward(DeviceCall& call, int op, const aethercl_broadcast_desc& de
   const FamilyVariant family =
       family_of(a_in.storage, b_in.storage, dc_op.storage, da_op ? da_op->storage : a_in.storage,
                 db_op ? db_op->storage : b_in.storage);
+  const float sign_a = reads_inputs ? 0.0f : 1.0f;
+  const float sign_b = reads_inputs ? 0.0f : (op == AETHERCL_BINARY_SUB ? -1.0f : 1.0f);
   if (da_op && l.count_a > 0) {
     launch_grad(call, family, name, "a", a_in.view.mem, b_in.view.mem, dc_op.view.mem,
-                da_op->view.mem, l.count_a, l.a, l.b, l);
+                da_op->view.mem, l.count_a, l.a, l.b, l,
+                {sign_a, dc_op.storage, da_op->storage});
   }
   if (db_op && l.count_b > 0) {
     launch_grad(call, family, name, "b", b_in.view.mem, a_in.view.mem, dc_op.view.mem,
-                db_op->view.mem, l.count_b, l.b, l.a, l);
+                db_op->view.mem, l.count_b, l.b, l.a, l,
+                {sign_b, dc_op.storage, db_op->storage});
   }
 }
 

@@ -37,6 +37,27 @@ FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
                                     {"NORM_DX", dx}})};
 }
 
+// Elements per item of kernels/norm.cl's register forms (NORM_QUADS quads).
+constexpr std::uint64_t kRegisterElements = 16;
+
+// Launches the row kernel `name`, or its register form `name`_quads where the row is whole quads
+// that the group holds in registers; args then the local scratch of one acc_t per item.
+template <typename... Args>
+void launch_rows(DeviceCall& call, const FamilyVariant& family, const std::string& name,
+                 const NormShape& s, const Args&... args) {
+  Device& device = call.device();
+  const std::size_t scratch = acc_bytes(device);
+  Kernel& quads = named_kernel(call, family, (name + "_quads").c_str());
+  RowGeometry geometry = row_geometry(device, quads, s.rows, s.cols, scratch, true);
+  Kernel* kernel = &quads;
+  if (s.cols % 4 != 0 || s.cols > geometry.local * kRegisterElements) {
+    kernel = &named_kernel(call, family, name.c_str());
+    geometry = row_geometry(device, *kernel, s.rows, s.cols, scratch);
+  }
+  call.launch(*kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,
+              LocalBytes{geometry.local * scratch});
+}
+
 }  // namespace
 
 void norm_forward(DeviceCall& call, const aethercl_norm_desc& d) {
@@ -49,13 +70,11 @@ void norm_forward(DeviceCall& call, const aethercl_norm_desc& d) {
   require_distinct(d.gamma, "desc.gamma", d.y, "desc.y");
   require_distinct(d.beta, "desc.beta", d.y, "desc.y");
   if (s.count == 0) return;
-  Device& device = call.device();
   cl_mem x_mem = x.view.mem;
-  launch_slices(call, family_of(x.storage, y.storage, y.storage, x.storage), "norm_forward",
-                s.rows, s.cols, acc_bytes(device), x_mem, gamma ? gamma->mem : x_mem,
-                beta ? beta->mem : x_mem, y.view.mem, ul(s.rows), ul(s.cols), d.eps,
-                static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS), static_cast<cl_int>(bool(gamma)),
-                static_cast<cl_int>(bool(beta)));
+  launch_rows(call, family_of(x.storage, y.storage, y.storage, x.storage), "norm_forward", s,
+              x_mem, gamma ? gamma->mem : x_mem, beta ? beta->mem : x_mem, y.view.mem,
+              ul(s.rows), ul(s.cols), d.eps, static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS),
+              static_cast<cl_int>(bool(gamma)), static_cast<cl_int>(bool(beta)));
 }
 
 void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
@@ -79,7 +98,6 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   require_distinct(d.dx, "desc.dx", d.dbeta, "desc.dbeta");
   require_distinct(d.dgamma, "desc.dgamma", d.dbeta, "desc.dbeta");
   if (!dx && !dgamma && !dbeta) return;
-  Device& device = call.device();
   if (s.count == 0) {
     // Parameter gradients over zero rows are zero; with zero columns there is nothing at all.
     if (s.cols > 0) {
@@ -93,10 +111,9 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   const cl_int rms = d.kind == AETHERCL_NORM_RMS;
   const Storage dx_storage = dx_op ? dx_op->storage : x_op.storage;
   const FamilyVariant family = family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_storage);
-  launch_slices(call, family, "norm_backward_rows", s.rows, s.cols, acc_bytes(device), x,
-                gamma ? gamma->mem : x, dy, dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows),
-                ul(s.cols), d.eps, rms, static_cast<cl_int>(bool(gamma)),
-                static_cast<cl_int>(bool(dx)));
+  launch_rows(call, family, "norm_backward_rows", s, x, gamma ? gamma->mem : x, dy,
+              dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows), ul(s.cols), d.eps, rms,
+              static_cast<cl_int>(bool(gamma)), static_cast<cl_int>(bool(dx)));
   if (dgamma || dbeta) {
     launch_linear(call, family, "norm_backward_params", s.cols, x, dy, stats.mem(),
                   dgamma ? dgamma->mem : stats.mem(), dbeta ? dbeta->mem : stats.mem(),

@@ -46,6 +46,9 @@ FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
   return {"unary", storage_options({{"UN_X", x}, {"UN_Y", y}, {"UN_DY", dy}, {"UN_DX", dx}})};
 }
 
+// Work-items of a launch over count elements: kernels/unary.cl takes four per item.
+std::uint64_t quads(std::uint64_t count) { return (count + 3) / 4; }
+
 }  // namespace
 
 void unary(DeviceCall& call, int op, void* x, void* y, std::size_t count, float alpha) {
@@ -54,7 +57,7 @@ void unary(DeviceCall& call, int op, void* x, void* y, std::size_t count, float 
   const Operand y_op = operand(call, y, "y", count);
   if (count == 0) return;
   launch_linear(call, family_of(x_op.storage, y_op.storage, y_op.storage, x_op.storage),
-                kernel.name, count, x_op.view.mem, y_op.view.mem, ul(count), alpha);
+                kernel.name, quads(count), x_op.view.mem, y_op.view.mem, ul(count), alpha);
 }
 
 void unary_backward(DeviceCall& call, int op, void* x, void* dy, void* dx, std::size_t count,
@@ -67,8 +70,8 @@ void unary_backward(DeviceCall& call, int op, void* x, void* dy, void* dx, std::
   const FamilyVariant family =
       family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_op.storage);
   const std::string name = std::string(kernel.name) + "_backward";
-  launch_linear(call, family, name.c_str(), count, x_op.view.mem, dy_op.view.mem, dx_op.view.mem,
-                ul(count), alpha);
+  launch_linear(call, family, name.c_str(), quads(count), x_op.view.mem, dy_op.view.mem,
+                dx_op.view.mem, ul(count), alpha);
 }
 
 }  // namespace aethercl::ops::train
