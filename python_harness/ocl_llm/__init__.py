@@ -4,10 +4,11 @@ the character tokenizer, checkpoints and the training job) on the AetherCL drive
 Modules, one concern each (a module only imports those above it):
   config      element types, DEFAULT_CONFIG, the bundled corpus
   runtime     Runtime (an initialised device and its frontend buffers), ocl_initialize/_shutdown,
-              set_matmul_precision
+              set_matmul_precision, set_activation_precision
   buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
   autograd    grad mode, FunctionContext and the backward contexts, topological order
   tensor      OclTensor and its operations, Parameter
+  mixed       16-bit activations: Linear, LayerNorm and the loss in bf16 / fp16 storage
   functional  functions on tensors with autograd over the version-3 training ops
   state       state dicts: host copies of named tensors, loaded back with differences named
   model       the documented transformer: its layers and SimpleModel
@@ -51,8 +52,9 @@ from .model import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAtten
                     PositionalEncoding, SimpleModel, TransformerBlock)
 from .optimizers import AdamOptimizer
 from .report import ProgressBar, plot_losses, print_summary
-from .runtime import (MATMUL_PRECISIONS, Runtime, current_device, current_runtime,
-                      ocl_initialize, ocl_shutdown, release_all, set_matmul_precision)
+from .runtime import (ACTIVATION_PRECISIONS, MATMUL_PRECISIONS, Runtime, current_device,
+                      current_runtime, ocl_initialize, ocl_shutdown, release_all,
+                      set_activation_precision, set_matmul_precision)
 from .tensor import OclTensor, Parameter
 from .text import TOKENIZER_CHARS, UNK_DISPLAY, TextData, TinyTokenizer, read_corpus
 from .train import evaluate, generate, train, train_step
@@ -62,7 +64,9 @@ __all__ = [
     "AetherCLError", "Device", "Library",
     # runtime and buffers
     "Runtime", "ocl_initialize", "ocl_shutdown", "release_all", "current_runtime",
-    "current_device", "set_matmul_precision", "MATMUL_PRECISIONS", "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
+    "current_device", "set_matmul_precision", "MATMUL_PRECISIONS",
+    "set_activation_precision", "ACTIVATION_PRECISIONS",
+    "GPUBuffer", "constant_buffer", "causal_mask", "MASK_VALUE",
     # tensors and autograd
     "OclTensor", "FunctionContext", "NoGradContext", "is_grad_enabled", "topological_order",
     "gradcheck",

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from aethercl import AetherCLError, Buffer, inspect
+from aethercl import AetherCLError, Buffer, dtypes, inspect
 
 from .config import FP_TYPE
 from .runtime import NOT_INITIALIZED, Runtime, current_runtime
@@ -28,7 +28,9 @@ class GPUBuffer(Buffer):
         self.size = int(size_in_bytes)
         self.tag = tag
         try:
-            super().__init__(runtime.device, max(self.size, 1), dtype=dtype)
+            # 16-bit floats are tagged: the typed ops take an operand's format from its tag.
+            super().__init__(runtime.device, max(self.size, 1), dtype=dtype,
+                             tag_dtype=dtypes.element_type(dtype).itemsize == 2)
         except AetherCLError as error:
             raise MemoryError(f"allocate_gpu_memory({self.size}) for '{tag}': {error}") from error
         runtime.buffers.add(self)

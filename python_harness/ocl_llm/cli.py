@@ -50,6 +50,10 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
                    help="compute mode of the matrix products: fp32 exact, or inputs rounded to "
                         "TF32 / split into 3 TF32 products / rounded to bf16 / fp16 (tensor cores "
                         "where the device has them); weights and activations stay float32")
+    p.add_argument("--precision", default=None, choices=("fp32", "bf16", "fp16"),
+                   help="mixed precision in one switch: the matrix products and the activations "
+                        "and their gradients in this format, float32 master weights, optimizer "
+                        "state, residual stream and loss (overrides --matmul_precision)")
     p.add_argument("--inspect", type=int, default=None, metavar="PORT",
                    help="serve the inspector page on PORT (0: any free port) while training; "
                         "its URL with the access token is printed at start")
@@ -76,6 +80,8 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
                   sample_length=args.sample_length,
                   checkpoint_filename=args.checkpoint_filename,
                   matmul_precision=args.matmul_precision)
+    if args.precision is not None:
+        config.update(matmul_precision=args.precision, activations=args.precision)
     for name in ("embed_dim", "num_layers", "num_heads", "d_ff", "max_len", "batch_size"):
         config[name] = getattr(args, name)
     return config

@@ -27,6 +27,8 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "time_limit_s": None,
     # numerics: the compute mode of the matrix products (ocl_llm.runtime.set_matmul_precision)
     "matmul_precision": "fp32",
+    # storage of activations and their gradients (ocl_llm.runtime.set_activation_precision)
+    "activations": "fp32",
 }
 
 

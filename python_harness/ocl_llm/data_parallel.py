@@ -23,7 +23,8 @@ from .buffer import GPUBuffer
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optimizers import AdamOptimizer
-from .runtime import Runtime, current_runtime, ocl_initialize, set_current_runtime
+from .runtime import (Runtime, current_runtime, ocl_initialize, set_current_runtime,
+                      set_matmul_precision)
 
 
 class DataParallel:
@@ -44,6 +45,9 @@ class DataParallel:
         self.optimizers = [optimizer or self._make_optimizer(self.models[0], self.config)]
         for index in gpu_ids[1:]:
             ocl_initialize(index, verbose=False)
+            # Each replica computes as the primary does: its products' mode, its activations.
+            set_matmul_precision(primary.matmul_precision)
+            current_runtime().activation_dtype = primary.activation_dtype
             self.runtimes.append(current_runtime())
             replica = SimpleModel(self.config)
             self.models.append(replica)

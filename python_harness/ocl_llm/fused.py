@@ -10,7 +10,9 @@ import ctypes
 import os
 from typing import Optional
 
-from aethercl import ops
+import numpy as np
+
+from aethercl import dtypes, ops
 from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc
 from aethercl.streams import resolve
 
@@ -93,7 +95,7 @@ def _attention_desc(q, k, v, o, lse, heads: int, causal: bool, dout=None, dq=Non
     desc.layout = 1  # [batch, seq, heads, head_dim]: the projections' own layout, no transposes
     desc.causal = int(causal)
     desc.scale = 0.0
-    desc.dtype = F32
+    desc.dtype = dtypes.code_of(q.dtype)
     desc.compute = COMPUTE_DEFAULT
     for name, tensor in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("dout", dout),
                          ("dq", dq), ("dk", dk), ("dv", dv)):
@@ -115,11 +117,13 @@ class AttentionContext(FunctionContext):
 
 def attention(q: OclTensor, k: OclTensor, v: OclTensor, heads: int, causal: bool) -> OclTensor:
     """softmax(q k^T / sqrt(head_dim) + causal mask) v per head, for q, k, v of shape
-    (batch, seq, heads * head_dim); the result has q's shape."""
+    (batch, seq, heads * head_dim); the result has q's shape and format (k and v are converted to
+    it), the row statistics stay float32."""
+    k, v = k.to(q.dtype), v.to(q.dtype)
     B, S, _ = q.shape
     ctx = AttentionContext(q, k, v)
     out = q._result(q.shape, ctx)
-    lse = q.new_empty((B, heads, S))
+    lse = q.new_empty((B, heads, S), np.float32)
     desc = _attention_desc(q, k, v, out, lse, heads, causal)
     device = q.device
     device.lib.check("aethercl_attention_forward", device.index, ctypes.byref(desc),

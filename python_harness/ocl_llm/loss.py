@@ -11,7 +11,8 @@ from aethercl import ops
 from .autograd import is_grad_enabled
 from .buffer import GPUBuffer, constant_buffer
 from .config import FP_TYPE, IDX_TYPE
-from .tensor import OclTensor
+from .mixed import cross_entropy_rows
+from .tensor import OclTensor, is_16bit
 
 
 def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
@@ -59,6 +60,11 @@ def loss_and_backward_on_device(logits: OclTensor, target_buffer: GPUBuffer,
     loss_rows and, with weights (row_weights on the device), the gradient (probabilities minus
     one-hot) scaled per row by a K=1 matmul against a ones row and back-propagated. Nothing moves
     between host and device, so a graph can record it (ocl_llm.graph_step)."""
+    if is_16bit(logits.dtype):
+        scaled = cross_entropy_rows(logits, target_buffer, loss_rows, weights)
+        if scaled is not None:
+            logits.backward(scaled)
+        return
     B, S, V = logits.shape
     rows = B * S
     dev, runtime = logits.device, logits.runtime

@@ -11,12 +11,12 @@ import numpy as np
 
 from aethercl import ops
 
-from . import fused
+from . import fused, mixed
 from .autograd import EmbeddingBackwardContext
 from .buffer import GPUBuffer, causal_mask
 from .config import FP_TYPE, IDX_TYPE
 from .state import load_into, state_of
-from .tensor import OclTensor, Parameter
+from .tensor import OclTensor, Parameter, is_16bit
 
 
 class Linear:
@@ -31,7 +31,11 @@ class Linear:
         self.b = Parameter(np.zeros((1, out_features), FP_TYPE), name=name + ".b") if bias else None
 
     def __call__(self, x: OclTensor, gelu: bool = False) -> OclTensor:
-        """x W + b, then GELU when asked; one fused GEMM where the library has it."""
+        """x W + b, then GELU when asked; one fused GEMM where the library has it. With 16-bit
+        activations (or a 16-bit x), in 16 bits against a 16-bit copy of W (ocl_llm.mixed)."""
+        dtype = mixed.activation_dtype(x.runtime) or (x.dtype if is_16bit(x.dtype) else None)
+        if dtype is not None:
+            return mixed.linear(x, self.W, self.b, gelu, dtype)
         if self.b is not None and fused.linear_enabled(x.device):
             return fused.linear(x, self.W, self.b, gelu=gelu)
         y = x.matmul(self.W)
@@ -107,12 +111,16 @@ class GeLUActivation:
 
 
 class LayerNorm:
-    """Normalisation without affine parameters (as the documented model)."""
+    """Normalisation without affine parameters (as the documented model); with 16-bit
+    activations it writes 16 bits from the float32 residual stream."""
 
     def __init__(self, eps: float = 1e-5):
         self.eps = eps
 
     def __call__(self, x: OclTensor) -> OclTensor:
+        dtype = mixed.activation_dtype(x.runtime)
+        if dtype is not None:
+            return mixed.layer_norm(x, self.eps, dtype)
         return x.layer_norm(self.eps)
 
 

@@ -12,7 +12,9 @@ import functools
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
-from aethercl import Device, Library
+import numpy as np
+
+from aethercl import Device, Library, dtypes
 
 NOT_INITIALIZED = "the driver is not initialised; call ocl_initialize() first"
 
@@ -29,6 +31,7 @@ class Runtime:
         self.constants: Dict[Tuple[int, float], Any] = {}            # (numel, value) -> GPUBuffer
         self.masks: Dict[int, Any] = {}                              # seq_len -> GPUBuffer
         self.matmul_precision = "fp32"                               # set_matmul_precision's
+        self.activation_dtype: Any = None     # set_activation_precision's; None is float32
 
     @property
     def index(self) -> int:
@@ -110,6 +113,39 @@ def set_matmul_precision(precision: str) -> None:
     runtime.device.lib.check("aethercl_set_matmul_precision", runtime.index,
                              COMPUTE_MODES[precision])
     runtime.matmul_precision = precision
+
+
+ACTIVATION_PRECISIONS = ("fp32", "bf16", "fp16")
+# What the 16-bit activations call (ocl_llm.mixed): typed operands need the version-3 training ops
+# and the version-4 fused GEMM.
+_ACTIVATION_FUNCTIONS = ("aethercl_gemm", "aethercl_gemm_fused", "aethercl_convert",
+                         "aethercl_buffer_set_dtype", "aethercl_binary", "aethercl_binary_backward",
+                         "aethercl_unary_backward", "aethercl_norm_forward",
+                         "aethercl_norm_backward", "aethercl_cross_entropy")
+
+
+def set_activation_precision(precision: str) -> None:
+    """The storage of the transformer's activations and their gradients on the current device,
+    as PyTorch's autocast keeps them: "fp32" (the default), "bf16" or "fp16". In 16 bits the
+    matrix products, attention, GELU and the loss read and write 16-bit tensors, LayerNorm
+    normalises the float32 residual stream into 16 bits, and each Linear multiplies by a 16-bit
+    copy of its float32 weight made in the forward pass; weights, their gradients, optimizer
+    state, the residual stream, norm statistics and the loss stay float32 (ocl_llm.mixed).
+    Set the matching matmul precision too (set_matmul_precision) for tensor cores to run the
+    16-bit products in their own format. fp16 has no loss scaling yet: gradients below 2^-24
+    flush to zero. Refused (RuntimeError) on a library without the functions it needs."""
+    if precision not in ACTIVATION_PRECISIONS:
+        raise ValueError(f"activation precision {precision!r} is not one of "
+                         f"{', '.join(ACTIVATION_PRECISIONS)}")
+    runtime = current_runtime()
+    if precision == "fp32":
+        runtime.activation_dtype = None
+        return
+    missing = [name for name in _ACTIVATION_FUNCTIONS if not runtime.device.lib.has(name)]
+    if missing:
+        raise RuntimeError(f"16-bit activations need {', '.join(missing)}, which this library "
+                           f"does not have")
+    runtime.activation_dtype = dtypes.bfloat16 if precision == "bf16" else np.dtype(np.float16)
 
 
 def release_all() -> int:

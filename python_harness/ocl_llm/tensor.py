@@ -1,13 +1,14 @@
-"""OclTensor: a float32 (or int32) tensor in a GPUBuffer with reverse-mode autograd. Every
-operation runs on the device of its input through aethercl.ops; results and gradients are created
-on the same runtime."""
+"""OclTensor: a float32 (or int32, or 16-bit float: ocl_llm.mixed) tensor in a GPUBuffer with
+reverse-mode autograd. Every operation runs on the device of its input through aethercl.ops;
+results and gradients are created on the same runtime, gradients in their tensor's dtype."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
 import numpy as np
 
-from aethercl import Device, ops
+from aethercl import Device, dtypes, ops
+from aethercl import train as train_ops
 from aethercl.streams import resolve
 
 from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
@@ -37,20 +38,27 @@ class OclTensor:
                  _gpu_buffer: Optional[GPUBuffer] = None, _shape=None, dtype=FP_TYPE,
                  runtime: Optional[Runtime] = None):
         host = None
+        dtype = dtypes.normalize(dtype)
+        sixteen = is_16bit(dtype)
         if data is not None:
-            host = np.ascontiguousarray(data, dtype=dtype)
+            host = np.ascontiguousarray(data, dtype=np.float32 if sixteen else dtype)
             shape = host.shape
         else:
             shape = tuple(int(s) for s in _shape)
         self.shape: Tuple[int, ...] = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype
         self.numel = numel(self.shape)
         self.nbytes = self.numel * self.dtype.itemsize
         if _gpu_buffer is None:
             _gpu_buffer = GPUBuffer(self.nbytes, tag="tensor", dtype=self.dtype, runtime=runtime)
         self.data: GPUBuffer = _gpu_buffer
         if host is not None and host.nbytes:
-            self.data.write(host)
+            if sixteen:   # rounded on the device, to nearest even
+                wide = OclTensor(host, runtime=self.runtime)
+                convert_into(wide, self)
+                wide.free_memory()
+            else:
+                self.data.write(host)
         self.requires_grad = bool(requires_grad) and grad_mode.enabled
         self.grad: Optional[OclTensor] = None
         self._ctx: Optional[FunctionContext] = None
@@ -63,23 +71,24 @@ class OclTensor:
                          runtime=runtime)
 
     @staticmethod
-    def zeros(shape, requires_grad: bool = False,
-              runtime: Optional[Runtime] = None) -> "OclTensor":
+    def zeros(shape, requires_grad: bool = False, runtime: Optional[Runtime] = None,
+              dtype=FP_TYPE) -> "OclTensor":
         """Zeros filled on the device (aethercl_memset on the current stream: no upload, so it
         can be recorded into a graph)."""
-        out = OclTensor.empty(shape, requires_grad=requires_grad, runtime=runtime)
+        out = OclTensor.empty(shape, requires_grad=requires_grad, dtype=dtype, runtime=runtime)
         if out.nbytes:
             lib = out.device.lib
             lib.check("aethercl_memset", out.device.index, out.data.ptr, 0, out.nbytes, 0,
                       resolve(lib, out.device.index))
         return out
 
-    def new_empty(self, shape) -> "OclTensor":
-        """An uninitialised float32 tensor on this tensor's runtime."""
-        return OclTensor.empty(shape, runtime=self.runtime)
+    def new_empty(self, shape, dtype=None) -> "OclTensor":
+        """An uninitialised tensor of this tensor's dtype (or dtype) on its runtime."""
+        return OclTensor.empty(shape, dtype=self.dtype if dtype is None else dtype,
+                               runtime=self.runtime)
 
     def new_zeros(self, shape) -> "OclTensor":
-        return OclTensor.zeros(shape, runtime=self.runtime)
+        return OclTensor.zeros(shape, runtime=self.runtime, dtype=self.dtype)
 
     def new_tensor(self, host: np.ndarray) -> "OclTensor":
         """A float32 tensor holding `host`, on this tensor's runtime."""
@@ -124,6 +133,10 @@ class OclTensor:
     def _accumulate_grad(self, incoming: "OclTensor") -> None:
         if incoming.numel != self.numel:
             raise ValueError(f"gradient of {incoming.shape} for a tensor of {self.shape}")
+        if incoming.dtype != self.dtype:   # a float32 gradient reaching a 16-bit tensor, ...
+            converted = self.new_empty(incoming.shape)
+            convert_into(incoming, converted)
+            incoming = converted
         if self.grad is None:
             # Gradient buffers are never written after creation, so adopting one is safe.
             self.grad = incoming if incoming.shape == self.shape else incoming._view(self.shape)
@@ -131,7 +144,11 @@ class OclTensor:
                 self.grad = self.grad._view(self.shape)
             return
         total = self.new_empty(self.shape)
-        ops.add(self.device, self.grad.data.ptr, incoming.data.ptr, total.data.ptr, self.numel)
+        if is_16bit(self.dtype):
+            add_typed(self.grad, incoming, total)
+        else:
+            ops.add(self.device, self.grad.data.ptr, incoming.data.ptr, total.data.ptr,
+                    self.numel)
         self.grad = total
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
@@ -159,6 +176,11 @@ class OclTensor:
 
     # --- host access ----------------------------------------------------------------------------
     def to_host(self) -> np.ndarray:
+        """The values as a NumPy array (16-bit tensors widened to float32, exactly)."""
+        if self.dtype is dtypes.bfloat16:
+            return dtypes.bf16_bits_to_float32(self.data.read(self.shape, np.uint16))
+        if is_16bit(self.dtype):
+            return self.data.read(self.shape, self.dtype).astype(np.float32)
         return self.data.read(self.shape, self.dtype)
 
     def detach(self) -> "OclTensor":
@@ -168,7 +190,8 @@ class OclTensor:
         copy = OclTensor(None, _gpu_buffer=self.data.clone(), _shape=self.shape, dtype=self.dtype)
         copy.requires_grad = self.requires_grad
         if self.grad is not None:
-            copy.grad = OclTensor(None, _gpu_buffer=self.grad.data.clone(), _shape=self.shape)
+            copy.grad = OclTensor(None, _gpu_buffer=self.grad.data.clone(), _shape=self.shape,
+                                  dtype=self.grad.dtype)
         return copy
 
     def free_memory(self) -> None:
@@ -177,15 +200,30 @@ class OclTensor:
         self._ctx = None
 
     # --- helpers for ops ------------------------------------------------------------------------
-    def _result(self, shape, ctx: Optional[FunctionContext]) -> "OclTensor":
-        out = self.new_empty(shape)
+    def _result(self, shape, ctx: Optional[FunctionContext], dtype=None) -> "OclTensor":
+        out = self.new_empty(shape, dtype)
         if ctx is not None and grad_mode.enabled and any(p.requires_grad for p in ctx.parents):
             out.requires_grad = True
             out._ctx = ctx
         return out
 
     # --- operations -----------------------------------------------------------------------------
+    def to(self, dtype) -> "OclTensor":
+        """This tensor in another float format (aethercl_convert, rounding to nearest even);
+        itself when it has that format already. Gradients flow back converted."""
+        dtype = dtypes.normalize(dtype)
+        if dtype == self.dtype:
+            return self
+        out = self._result(self.shape, ConvertBackwardContext(self), dtype)
+        convert_into(self, out)
+        return out
+
+    def float(self) -> "OclTensor":
+        return self.to(np.float32)
+
     def matmul(self, other: "OclTensor") -> "OclTensor":
+        if is_16bit(self.dtype) or is_16bit(other.dtype):
+            return self.float().matmul(other.float())
         a, b = self, other
         if a.ndim in (2, 3) and b.ndim == 2:
             if a.shape[-1] != b.shape[0]:
@@ -219,6 +257,8 @@ class OclTensor:
                               _gpu_buffer=constant_buffer(self.runtime, self.numel, float(other)))
         if not isinstance(other, OclTensor):
             raise TypeError(f"cannot add {type(other).__name__} to an OclTensor")
+        if is_16bit(self.dtype) or is_16bit(other.dtype):
+            return self._add_typed(other)
         if other.shape == self.shape:
             ctx = AddBackwardContext(self, other)
             out = self._result(self.shape, ctx)
@@ -238,8 +278,21 @@ class OclTensor:
 
     __add__ = add
 
+    def _add_typed(self, other: "OclTensor") -> "OclTensor":
+        """self + other where either is 16-bit (aethercl_binary reads each in its format): the
+        result is float32 unless both have the same 16-bit format, as PyTorch promotes."""
+        if other.shape != self.shape:
+            return self.float().add(other.float())
+        dtype = self.dtype if self.dtype == other.dtype else np.dtype(np.float32)
+        ctx = AddBackwardContext(self, other)
+        out = self._result(self.shape, ctx, dtype)
+        add_typed(self, other, out)
+        return out
+
     def _add_broadcast_pe(self, table: GPUBuffer) -> "OclTensor":
         """self (..., S, E) + table[s, e] (a constant holding at least S*E floats)."""
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float()._add_broadcast_pe(table)
         S, E = self.shape[-2], self.shape[-1]
         B = numel(self.shape[:-2])
         ctx = AddBroadcastPEBackwardContext(self)
@@ -250,6 +303,8 @@ class OclTensor:
     def mul(self, other: "OclTensor") -> "OclTensor":
         if not isinstance(other, OclTensor):
             return self.mul_scalar(float(other))
+        if is_16bit(self.dtype) or is_16bit(other.dtype):
+            return self.float().mul(other.float())
         if other.shape != self.shape:
             raise ValueError(f"mul needs equal shapes, got {self.shape} * {other.shape}")
         ctx = MulBackwardContext(self, other)
@@ -260,6 +315,8 @@ class OclTensor:
     __mul__ = mul
 
     def mul_scalar(self, scalar: float) -> "OclTensor":
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float().mul_scalar(scalar)
         constant = constant_buffer(self.runtime, self.numel, scalar)
         ctx = ScalarMulBackwardContext(self)
         ctx.save_for_backward(constant, float(scalar))
@@ -271,12 +328,16 @@ class OclTensor:
         return self.mul_scalar(1.0 / float(scalar))
 
     def gelu(self) -> "OclTensor":
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float().gelu()
         ctx = GeluBackwardContext(self)
         out = self._result(self.shape, ctx)
         ops.gelu(self.device, self.data.ptr, out.data.ptr, self.numel)
         return out
 
     def softmax(self, dim: int = -1) -> "OclTensor":
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float().softmax(dim)
         if dim not in (-1, self.ndim - 1):
             raise ValueError("softmax runs over the last axis only")
         cols = self.shape[-1]
@@ -288,6 +349,8 @@ class OclTensor:
         return out
 
     def layer_norm(self, eps: float = 1e-5) -> "OclTensor":
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float().layer_norm(eps)
         cols = self.shape[-1]
         rows = self.numel // cols
         ctx = LayerNormBackwardContext(self)
@@ -297,6 +360,8 @@ class OclTensor:
         return out
 
     def transpose(self, dim0: int, dim1: int) -> "OclTensor":
+        if is_16bit(self.dtype):   # the float32 kernels below read float32 only
+            return self.float().transpose(dim0, dim1)
         nd = self.ndim
         d0, d1 = sorted((dim0 % nd, dim1 % nd))
         if d0 == d1:
@@ -359,3 +424,32 @@ class Parameter(OclTensor):
         self.requires_grad = bool(requires_grad)
         self.name = name
         self.data.rename(name)
+
+
+def is_16bit(dtype) -> bool:
+    """Whether dtype is a 16-bit float format (bfloat16 or float16)."""
+    return dtype is dtypes.bfloat16 or dtype == np.dtype(np.float16)
+
+
+def convert_into(src: OclTensor, dst: OclTensor) -> None:
+    """dst = src converted element by element to dst's format (aethercl_convert)."""
+    device = src.device
+    device.lib.check("aethercl_convert", device.index, src.data.ptr, dtypes.code_of(src.dtype),
+                     dst.data.ptr, dtypes.code_of(dst.dtype), src.numel,
+                     resolve(device.lib, device.index))
+
+
+def add_typed(a: OclTensor, b: OclTensor, out: OclTensor) -> None:
+    """out = a + b for equal shapes, each in its own format (aethercl_binary)."""
+    desc = train_ops.broadcast_desc((a.numel,), (b.numel,), a.data.ptr, b.data.ptr, out.data.ptr)
+    train_ops.binary(a.device, "add", desc)
+
+
+class ConvertBackwardContext(FunctionContext):
+    """y = x in another format: dx = dy converted back to x's format."""
+
+    def backward(self, g):
+        (x,) = self.parents
+        dx = x.new_empty(x.shape)
+        convert_into(g, dx)
+        return (dx,)

@@ -20,7 +20,8 @@ from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optimizers import AdamOptimizer, AdamW
 from .report import ProgressBar, plot_losses
-from .runtime import current_device, ocl_initialize, ocl_shutdown, set_matmul_precision
+from .runtime import (current_device, ocl_initialize, ocl_shutdown, set_activation_precision,
+                      set_matmul_precision)
 from .tensor import OclTensor
 from .text import TextData, TinyTokenizer, read_corpus
 
@@ -105,6 +106,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
     timing = contextlib.ExitStack()
     try:
         set_matmul_precision(config.get("matmul_precision", "fp32"))
+        set_activation_precision(config.get("activations", "fp32"))
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
                                     "best_val_loss": None, "history": {"train": [], "val": []}}
         if load_checkpoint_path and Path(load_checkpoint_path).is_file():
@@ -112,7 +114,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                 load_checkpoint_path)
             keep = ("max_steps", "num_epochs", "eval_every", "eval_batches", "sample_length",
                     "temperature", "data_file", "checkpoint_filename", "time_limit_s",
-                    "matmul_precision")
+                    "matmul_precision", "activations")
             config = dict(saved_config, **{k: config[k] for k in keep if k in config})
             print(f"[ocl] resumed {load_checkpoint_path} at step {progress['global_step']} "
                   f"(epoch {progress['epoch']}, Adam t={optimizer.t})", file=out)

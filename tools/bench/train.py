@@ -37,7 +37,9 @@ import train_report  # noqa: E402
 from train_common import (BATCH_POOL, CNN_DEFAULTS, GPT_PRESETS, cnn_batches,  # noqa: E402
                           gpt_batches, items_per_step)
 
-PRECISIONS = ("fp32", "tf32", "bf16")
+# bf16-mixed: bf16 products and 16-bit activations (ocl_llm's --precision bf16; ours only, the
+# GPT only): what PyTorch's bf16 autocast keeps in 16 bits.
+PRECISIONS = ("fp32", "tf32", "bf16", "bf16-mixed")
 TORCH_VARIANTS = [("eager", "fp32"), ("eager", "tf32"), ("eager", "bf16"),
                   ("sdpa_fused", "fp32"), ("sdpa_fused", "bf16"), ("compile", "bf16")]
 PROBE = ("import json, torch, numpy; print(json.dumps({'torch': torch.__version__, "

@@ -100,7 +100,8 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
     row's "profile"; the Chrome trace goes to trace_dir). graph_modes: False (train_step), True
     (the step captured once and replayed, ocl_llm.graph_step; gpt only), or both."""
     from aethercl import AetherCLError
-    from ocl_llm.runtime import ocl_initialize, release_all, set_matmul_precision
+    from ocl_llm.runtime import (ocl_initialize, release_all, set_activation_precision,
+                                 set_matmul_precision)
     device = ocl_initialize(gpu_id, verbose=False)
     info = device.info()
     rows, weights = [], None
@@ -109,7 +110,12 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
         row = {"side": "ours", "variant": "aethercl_graph" if graph else "aethercl",
                "precision": precision}
         try:
-            set_matmul_precision(precision)
+            products = precision.partition("-mixed")[0]
+            activations = products if precision.endswith("-mixed") else "fp32"
+            if activations != "fp32" and model_kind != "gpt":
+                raise ValueError("16-bit activations are built for the transformer only")
+            set_matmul_precision(products)
+            set_activation_precision(activations)
             release_all()
             device.empty_cache()
             device.reset_peak_memory_stats()
@@ -133,6 +139,7 @@ def run(model_kind: str, sizes: Dict[str, int], precisions: List[str], gpu_id: i
             row["skipped"] = f"{type(error).__name__}: {error}"
         rows.append(row)
     set_matmul_precision("fp32")
+    set_activation_precision("fp32")
     release_all()
     device.empty_cache()   # the PyTorch side may run on this device next
     return {"device": info, "weights": weights, "rows": rows}

@@ -35,16 +35,16 @@ def _mib(value) -> str:
 
 
 def throughput_table(model: str, rows: List[dict], unit: str, best: Optional[dict]) -> str:
-    head = (f"  {'variant':<36} {'prec':<5} {'step ms':>9} {unit + '/s':>13} "
+    head = (f"  {'variant':<36} {'prec':<10} {'step ms':>9} {unit + '/s':>13} "
             f"{'vs best torch':>13} {'peak memory':>12}")
     lines = [head, "  " + "-" * (len(head) - 2)]
     for r in rows:
         name = label(r, model)
         if "median_ms" not in r:
-            lines.append(f"  {name:<36} {r['precision']:<5} skipped: {r.get('skipped', '?')}")
+            lines.append(f"  {name:<36} {r['precision']:<10} skipped: {r.get('skipped', '?')}")
             continue
         ratio = f"{r['ratio_vs_best_torch']:.2f}x" if r.get("ratio_vs_best_torch") else "-"
-        lines.append(f"  {name:<36} {r['precision']:<5} {r['median_ms']:>9.2f} "
+        lines.append(f"  {name:<36} {r['precision']:<10} {r['median_ms']:>9.2f} "
                      f"{r['items_per_s']:>13,.0f} {ratio:>13} {_mib(r.get('peak_bytes')):>12}")
     if best:
         lines.append(f"  best PyTorch: {label(best, model)} {best['precision']} "
@@ -62,7 +62,7 @@ def loss_check(model: str, rows: List[dict]) -> Dict[str, object]:
                checked[0])
     ref_fall = ref["check_losses"][0] - ref["check_losses"][-1]
     steps = len(ref["check_losses"])
-    lines = [f"  {'variant':<36} {'prec':<5} {'loss first':>10} {'loss last':>10} {'fall':>8} "
+    lines = [f"  {'variant':<36} {'prec':<10} {'loss first':>10} {'loss last':>10} {'fall':>8} "
              f"{'vs ref':>7}  (fixed batch, {steps} steps; ref: {label(ref, model)} "
              f"{ref['precision']})"]
     out = []
@@ -73,7 +73,7 @@ def loss_check(model: str, rows: List[dict]) -> Dict[str, object]:
         ok = math.isfinite(ratio) and 1 / 3 <= ratio <= 3
         out.append({"side": r["side"], "variant": r["variant"], "precision": r["precision"],
                     "first": first, "last": last, "fall": fall, "fall_vs_ref": ratio, "ok": ok})
-        lines.append(f"  {label(r, model):<36} {r['precision']:<5} {first:>10.4f} {last:>10.4f} "
+        lines.append(f"  {label(r, model):<36} {r['precision']:<10} {first:>10.4f} {last:>10.4f} "
                      f"{fall:>8.4f} {ratio:>6.2f}x  {'ok' if ok else 'CHECK: not the same order'}")
     return {"rows": out, "text": "\n".join(lines),
             "all_ok": all(o["ok"] for o in out)}

@@ -1,0 +1,161 @@
+"""16-bit activations (ocl_llm.runtime.set_activation_precision), as PyTorch's autocast keeps
+them: Linear multiplies a 16-bit input by a 16-bit copy of its float32 weight, made in the forward
+pass (so a captured step makes it too), and writes a 16-bit output with the bias and GELU applied
+in the product's store; its backward writes dx in 16 bits and dW, db in float32 straight from the
+16-bit operands (no 16-bit weight gradient is rounded). LayerNorm normalises the float32 residual
+stream into 16 bits and returns a float32 dx. Every result is computed in float32 and rounded once.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+from aethercl import dtypes
+from aethercl import train as train_ops
+from aethercl.gemm import COMPUTE_DEFAULT, gemm_desc
+from aethercl.streams import resolve
+from aethercl.structs import GemmEpilogue
+
+from .autograd import FunctionContext
+from .runtime import Runtime
+from .tensor import OclTensor, convert_into
+
+# aethercl_gemm_epilogue.kind
+EPILOGUE_BIAS, EPILOGUE_BIAS_GELU, EPILOGUE_GELU = 1, 3, 6
+
+
+def activation_dtype(runtime: Runtime):
+    """The 16-bit format activations are kept in on this runtime, or None for float32."""
+    return runtime.activation_dtype
+
+
+def _stream(device) -> Optional[int]:
+    return resolve(device.lib, device.index, None)
+
+
+def _product(device, a: OclTensor, b: OclTensor, c: OclTensor, m: int, n: int, k: int,
+             trans_a: int = 0, trans_b: int = 0, epilogue=None) -> None:
+    """C (m x n) = op(A) op(B), each operand in its own format (A and B share one)."""
+    desc = gemm_desc(a.data.ptr, b.data.ptr, c.data.ptr, m, n, k, trans_a=trans_a,
+                     trans_b=trans_b, dtype_a=dtypes.code_of(a.dtype),
+                     dtype_c=dtypes.code_of(c.dtype), compute=COMPUTE_DEFAULT)
+    if epilogue is None:
+        device.lib.check("aethercl_gemm", device.index, ctypes.byref(desc), _stream(device))
+    else:
+        device.lib.check("aethercl_gemm_fused", device.index, ctypes.byref(desc),
+                         ctypes.byref(epilogue), _stream(device))
+
+
+def weight_copy(W: OclTensor, dtype) -> OclTensor:
+    """W in dtype, outside autograd (the caller routes W's gradient itself)."""
+    copy = W.new_empty(W.shape, dtype)
+    convert_into(W, copy)
+    return copy
+
+
+class LinearContext(FunctionContext):
+    """y = act(x W + b) with x, y 16-bit and W, b float32 masters: dpre = g or GELU's slope at
+    pre times g (16-bit), dx = dpre W16^T (16-bit), dW = x^T dpre and db = column sums of dpre
+    (float32)."""
+
+    def backward(self, g):
+        x, W = self.parents[0], self.parents[1]
+        b = self.parents[2] if len(self.parents) > 2 else None
+        W16, pre, rows = self.saved_data
+        device = g.device
+        K, N = W.shape
+        if pre is not None:
+            dpre = g.new_empty(g.shape)
+            train_ops.unary_backward(device, "gelu", pre.data.ptr, g.data.ptr, dpre.data.ptr,
+                                     g.numel)
+        else:
+            dpre = g
+        dx = dW = db = None
+        if self.needs(0):
+            dx = x.new_empty(x.shape)
+            _product(device, dpre, W16, dx, rows, K, N, trans_b=1)
+        if self.needs(1):
+            dW = W.new_empty(W.shape)
+            _product(device, x, dpre, dW, K, N, rows, trans_a=1)
+        if b is not None and self.needs(2):
+            db = b.new_empty(b.shape)
+            desc = train_ops.broadcast_desc((rows, N), (1, N))
+            train_ops.binary_backward(device, "add", desc, dpre.data.ptr, None, db.data.ptr)
+        return (dx, dW, db) if b is not None else (dx, dW)
+
+
+def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype) -> OclTensor:
+    """act(x W + b) in dtype for x (..., in) (converted to dtype first if it is not), W (in, out)
+    and b (1, out) float32 (or None); GELU (erf form) when asked."""
+    x = x.to(dtype)
+    K, N = W.shape
+    rows = x.numel // K
+    W16 = weight_copy(W, dtype)
+    ctx = LinearContext(x, W, b) if b is not None else LinearContext(x, W)
+    out = x._result(x.shape[:-1] + (N,), ctx)
+    pre = out.new_empty(out.shape) if gelu else None
+    epilogue = None
+    if b is not None or gelu:
+        epilogue = GemmEpilogue()
+        epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
+        if b is not None:
+            epilogue.kind = EPILOGUE_BIAS_GELU if gelu else EPILOGUE_BIAS
+            epilogue.bias, epilogue.offset_bias = b.data.ptr, 0
+            epilogue.dtype_bias = dtypes.code_of(b.dtype)
+        else:
+            epilogue.kind = EPILOGUE_GELU
+        epilogue.pre, epilogue.offset_pre = (pre.data.ptr if pre is not None else None), 0
+    _product(x.device, x, W16, out, rows, N, K, epilogue=epilogue)
+    ctx.save_for_backward(W16, pre, rows)
+    return out
+
+
+class NormContext(FunctionContext):
+    """LayerNorm without affine parameters: dx (x's format) from dy (y's), statistics recomputed
+    from x."""
+
+    def backward(self, g):
+        (x,) = self.parents
+        rows, cols, eps = self.saved_data
+        dx = x.new_empty(x.shape)
+        desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=eps, x=x.data.ptr,
+                                    dy=g.data.ptr, dx=dx.data.ptr)
+        train_ops.norm_backward(g.device, desc)
+        return (dx,)
+
+
+def layer_norm(x: OclTensor, eps: float, dtype) -> OclTensor:
+    """(x - mean) / sqrt(var + eps) over the last axis, written in dtype; x in any format."""
+    cols = x.shape[-1]
+    rows = x.numel // cols
+    ctx = NormContext(x)
+    ctx.save_for_backward(rows, cols, float(eps))
+    out = x._result(x.shape, ctx, dtype)
+    desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=float(eps), x=x.data.ptr,
+                                y=out.data.ptr)
+    train_ops.norm_forward(x.device, desc)
+    return out
+
+
+def cross_entropy_rows(logits: OclTensor, targets, loss_rows, weights: Optional[OclTensor]):
+    """Each row's cross entropy into loss_rows (float32) and, with weights ((1, rows, 1) float32,
+    the per-row scale), the gradient weights * (softmax - onehot) in the logits' format: one fused
+    kernel for the loss and unscaled gradient, one broadcast multiply."""
+    B, S, V = logits.shape
+    rows = B * S
+    device = logits.device
+    grad = logits.new_empty(logits.shape) if weights is not None else None
+    desc = train_ops.T.CrossEntropyDesc(rows=rows, classes=V, ignore_index=-1,
+                                        label_smoothing=0.0, reduction=train_ops.T.NO_REDUCTION,
+                                        logits=logits.data.ptr, targets=targets.ptr,
+                                        loss=loss_rows.ptr,
+                                        grad=grad.data.ptr if grad is not None else None)
+    train_ops.cross_entropy(device, desc)
+    if grad is None:
+        return None
+    scaled = logits.new_empty(logits.shape)
+    mul = train_ops.broadcast_desc((rows, V), (rows, 1), grad.data.ptr, weights.data.ptr,
+                                   scaled.data.ptr)
+    train_ops.binary(device, "mul", mul)
+    return scaled
+
