@@ -56,6 +56,18 @@ inline float gemm_epi_act(float x) {
 #endif
 }
 
+// v plus the bias of column col (kinds 1-4), the value before the activation.
+inline float gemm_epi_pre_value(float v, ulong col, __global const uchar* bias, ulong off_bias,
+                                int bias_dtype) {
+#if GEMM_EPILOGUE <= 4
+  v += gemm_epi_bias(bias, off_bias + col, bias_dtype);
+#endif
+  return v;
+}
+// For kernels that store the pre-activation themselves (gemm_mma.cl's 16-byte units).
+#define GEMM_EPI_PRE_VALUE(v, col) gemm_epi_pre_value((v), (ulong)(col), epi_bias, epi_off_bias, \
+                                                      epi_bias_dtype)
+
 inline float gemm_epilogue(float v, ulong col, ulong at, __global const uchar* bias,
                            ulong off_bias, int bias_dtype, __global gemm_c_t* pre, int has_pre) {
 #if GEMM_EPILOGUE <= 4

@@ -243,8 +243,12 @@ std::string mma_build_options(const Device& device, const GemmProblem& p, MmaKin
   // 16-bit C through local memory in whole 16-byte units (MMA_C_STAGED): measured faster than pair
   // stores; float32 C, whose pair stores fill whole sectors already, measured slower staged
   // (docs/PERFORMANCE.md).
+  // The stored pre-activation goes out in the same units, so it must start on 16 bytes too.
+  const bool pre_aligned =
+      p.epilogue.pre.mem == nullptr || (p.epilogue.pre_offset * c_bytes) % 16 == 0;
   const bool c_staged = c_bytes == 2 && (ldc * c_bytes) % 16 == 0 &&
-                        (p.c.offset * c_bytes) % 16 == 0 && (c_stride * c_bytes) % 16 == 0;
+                        (p.c.offset * c_bytes) % 16 == 0 && (c_stride * c_bytes) % 16 == 0 &&
+                        pre_aligned;
   // Emulation (a testing mode that checks layouts, never speed) is built unoptimised on CPUs:
   // LLVM's optimisation of the emulated warp instructions took about 90 % of a cold PoCL build,
   // 70 s of 75 s per variant on a busy 2-core machine. NVIDIA's compiler refuses these builds.
