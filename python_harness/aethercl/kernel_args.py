@@ -9,6 +9,7 @@ a Python int as a 4-byte unsigned value; a vector parameter (float4) takes a seq
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -84,6 +85,7 @@ class ArgumentChecker:
         self.count = int(info["num_args"])
         self.params = list(info.get("args") or [])
         self.address_bits = address_bits
+        self._types: Dict[int, Any] = {}
 
     def _param(self, index: int) -> Dict[str, Any]:
         return self.params[index] if index < len(self.params) else {}
@@ -113,13 +115,29 @@ class ArgumentChecker:
             raise KernelArgumentError(f"{self._where(i)} is {_KIND_WORDS[expected]} "
                                       f"({type_name}), got {describe(value)}{hint}")
 
+    def _typed(self, index: int):
+        """numpy_type of parameter index, with the integer range of one-lane integer types (a
+        launch converts its scalars often: the lookups are cached)."""
+        cached = self._types.get(index)
+        if cached is None:
+            typed = numpy_type(self._param(index).get("type") or "", self.address_bits)
+            bounds = None
+            if typed is not None and typed[1] == 1 and np.issubdtype(np.dtype(typed[0]),
+                                                                     np.integer):
+                info = np.iinfo(typed[0])
+                bounds = (int(info.min), int(info.max), np.dtype(typed[0]).itemsize)
+            cached = self._types[index] = (typed, bounds)
+        return cached
+
     def scalar_bytes(self, index: int, value) -> bytes:
         if isinstance(value, (bytes, bytearray)):
             return bytes(value)
         if isinstance(value, np.generic):
             return value.tobytes()
+        typed, bounds = self._typed(index)
+        if bounds is not None and type(value) is int and bounds[0] <= value <= bounds[1]:
+            return value.to_bytes(bounds[2], sys.byteorder, signed=bounds[0] < 0)
         type_name = self._param(index).get("type")
-        typed = numpy_type(type_name or "", self.address_bits)
         if typed is None:
             raise KernelArgumentError(
                 f"{self._where(index)}: the kernel does not report its type ({type_name!r}), so "
