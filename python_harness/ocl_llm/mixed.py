@@ -1,7 +1,7 @@
 """16-bit activations (ocl_llm.runtime.set_activation_precision), as PyTorch's autocast keeps
-them: Linear multiplies a 16-bit input by a 16-bit copy of its float32 weight, made in the forward
-pass (so a captured step makes it too), and writes a 16-bit output with the bias and GELU applied
-in the product's store; its backward writes dx in 16 bits and dW, db in float32 straight from the
+them: Linear multiplies a 16-bit input by 16-bit copies of its float32 weight, made in the forward
+pass (so a captured step makes them too; ocl_llm.weight_copies), and writes a 16-bit output with
+the bias and GELU applied in the product's store; its backward writes dx in 16 bits and dW, db in float32 straight from the
 16-bit operands (no 16-bit weight gradient is rounded). LayerNorm normalises the float32 residual
 stream into 16 bits and returns a float32 dx. Every result is computed in float32 and rounded once.
 """
@@ -19,6 +19,7 @@ from aethercl.structs import GemmEpilogue
 from .autograd import FunctionContext
 from .runtime import Runtime
 from .tensor import OclTensor, convert_into
+from .weight_copies import weight_copies
 
 # aethercl_gemm_epilogue.kind
 EPILOGUE_BIAS, EPILOGUE_BIAS_GELU, EPILOGUE_GELU = 1, 3, 6
@@ -46,17 +47,10 @@ def _product(device, a: OclTensor, b: OclTensor, c: OclTensor, m: int, n: int, k
                          ctypes.byref(epilogue), _stream(device))
 
 
-def weight_copy(W: OclTensor, dtype) -> OclTensor:
-    """W in dtype, outside autograd (the caller routes W's gradient itself)."""
-    copy = W.new_empty(W.shape, dtype)
-    convert_into(W, copy)
-    return copy
-
-
 class LinearContext(FunctionContext):
     """y = act(x W + b) with x, y 16-bit and W, b float32 masters: dpre = g or GELU's slope at
-    pre times g (16-bit), dx = dpre W16^T (16-bit), dW = x^T dpre and db = column sums of dpre
-    (float32)."""
+    pre times g (16-bit), dx = dpre W16^T (16-bit, from W16 read transposed), dW = x^T dpre and
+    db = column sums of dpre (float32)."""
 
     def backward(self, g):
         x, W = self.parents[0], self.parents[1]
@@ -90,7 +84,7 @@ def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype
     x = x.to(dtype)
     K, N = W.shape
     rows = x.numel // K
-    W16 = weight_copy(W, dtype)
+    W16, W16T = weight_copies(W, dtype)
     ctx = LinearContext(x, W, b) if b is not None else LinearContext(x, W)
     out = x._result(x.shape[:-1] + (N,), ctx)
     pre = out.new_empty(out.shape) if gelu else None
@@ -105,7 +99,7 @@ def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype
         else:
             epilogue.kind = EPILOGUE_GELU
         epilogue.pre, epilogue.offset_pre = (pre.data.ptr if pre is not None else None), 0
-    _product(x.device, x, W16, out, rows, N, K, epilogue=epilogue)
+    _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=epilogue)
     ctx.save_for_backward(W16, pre, rows)
     return out
 

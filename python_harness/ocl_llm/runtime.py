@@ -32,6 +32,7 @@ class Runtime:
         self.masks: Dict[int, Any] = {}                              # seq_len -> GPUBuffer
         self.matmul_precision = "fp32"                               # set_matmul_precision's
         self.activation_dtype: Any = None     # set_activation_precision's; None is float32
+        self.programs: Dict[Any, Any] = {}    # the frontend's own kernels, built once
 
     @property
     def index(self) -> int:

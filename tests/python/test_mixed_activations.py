@@ -26,7 +26,8 @@ from ocl_llm.graph_step import CapturedStep  # noqa: E402
 from ocl_llm.loss import cross_entropy_loss_and_backward  # noqa: E402
 from ocl_llm.model import Linear, SimpleModel  # noqa: E402
 from ocl_llm.optimizers import AdamOptimizer  # noqa: E402
-from ocl_llm.tensor import OclTensor  # noqa: E402
+from ocl_llm.tensor import OclTensor, convert_into  # noqa: E402
+from ocl_llm.weight_copies import weight_copies  # noqa: E402
 
 erf = np.vectorize(math.erf)
 FORMATS = {"bf16": (bfloat16, 2.0 ** -8), "f16": (np.float16, 2.0 ** -11)}
@@ -63,6 +64,24 @@ def assert_within(got, want, bound, what):
     worst = np.unravel_index(np.argmax(excess), excess.shape)
     assert excess.max() <= 0, (f"{what}: {got[worst]} vs {want[worst]} at {worst} "
                                f"(bound {bound[worst]:.3g})")
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("shape", [(37, 45), (64, 32), (1, 70), (130, 66), (66, 131)])
+def test_weight_copies_round_as_convert_does(frontend, rng, name, shape):
+    """W16 and W16T are aethercl_convert's bits (nearest even; ties, overflow, inf and NaN
+    included) in both layouts."""
+    fmt, _ = FORMATS[name]
+    w = (rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, shape))).astype(np.float32)
+    flat = w.reshape(-1)
+    flat[:6] = [np.inf, -np.inf, np.nan, -np.nan, 3.4e38, 1 + 2.0 ** -8][:flat.size]
+    W = OclTensor(w)
+    w16, w16t = weight_copies(W, fmt)
+    want = OclTensor.empty(shape, dtype=fmt)
+    convert_into(W, want)
+    bits = want.data.read(shape, np.uint16)
+    np.testing.assert_array_equal(w16.data.read(shape, np.uint16), bits)
+    np.testing.assert_array_equal(w16t.data.read(shape[::-1], np.uint16), bits.T)
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
