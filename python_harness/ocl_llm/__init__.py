@@ -8,6 +8,7 @@ Modules, one concern each (a module only imports those above it):
   buffer      GPUBuffer (an aethercl.Buffer of the frontend), constant and mask caches
   autograd    grad mode, FunctionContext and the backward contexts, topological order
   tensor      OclTensor and its operations, Parameter
+  weight_copies  a weight's 16-bit copies for a 16-bit Linear (a kernel of the frontend's own)
   mixed       16-bit activations: Linear, LayerNorm and the loss in bf16 / fp16 storage
   functional  functions on tensors with autograd over the version-3 training ops
   state       state dicts: host copies of named tensors, loaded back with differences named
