@@ -16,6 +16,7 @@ Modules, one concern each (a module only imports those above it):
   layers      Module-style layers (Module, Sequential, Linear, Conv2d, ...)
   optimizers  AdamOptimizer (the transformer's), SGD, AdamW, clip_grad_norm
   loss        cross_entropy_loss_and_backward
+  loss_scale  LossScaler: dynamic loss scaling for fp16 gradients
   text        TinyTokenizer, read_corpus, TextData
   legacy      the checkpoint format before serialize, read as the current one
   serialize   save / load: JSON metadata beside .npz weights, SHA-256 per tensor (also of
@@ -49,6 +50,7 @@ from .cli import build_arg_parser, config_from_args, main, parse_gpus, start_ins
 from .data_parallel import DataParallel
 from .config import BUNDLED_CORPUS, DEFAULT_CONFIG, FP_TYPE, IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
+from .loss_scale import LossScaler
 from .model import (Embedding, GeLUActivation, LayerNorm, Linear, MultiHeadAttention,
                     PositionalEncoding, SimpleModel, TransformerBlock)
 from .optimizers import AdamOptimizer
@@ -80,7 +82,7 @@ __all__ = [
     # layers, model, optimiser, loss
     "Parameter", "Linear", "Embedding", "GeLUActivation", "LayerNorm", "PositionalEncoding",
     "MultiHeadAttention", "TransformerBlock", "SimpleModel", "AdamOptimizer",
-    "cross_entropy_loss_and_backward",
+    "cross_entropy_loss_and_backward", "LossScaler",
     # text, checkpoints, training
     "TinyTokenizer", "TOKENIZER_CHARS", "UNK_DISPLAY", "TextData", "read_corpus",
     "CHECKPOINT_FORMAT", "save_checkpoint", "read_checkpoint", "load_checkpoint", "save", "load",

@@ -8,8 +8,10 @@ per-op cost is paid once instead of every step.
 Each call writes the batch's token ids, targets and per-row loss weights into buffers the graph
 reads, replays it (gradients land in the same buffers every time), reads the loss and runs the
 optimizer eagerly (its step counter changes per step), skipping it for a non-finite loss as
-train_step does. Batches keep the shape of the first one; models with dropout are refused (the
-graph would replay one mask). Replay computes what the eager step computes, bit for bit."""
+train_step does (with a LossScaler, for fp16 activations, the scale goes into the batch's loss
+weights and the gradients are unscaled and checked before the optimizer). Batches keep the shape
+of the first one; models with dropout are refused (the graph would replay one mask). Replay
+computes what the eager step computes, bit for bit."""
 from __future__ import annotations
 
 import math
@@ -24,22 +26,23 @@ from .config import IDX_TYPE
 from .loss import loss_and_backward_on_device, row_weights
 from .model import SimpleModel, TokenIds
 from .tensor import OclTensor, Parameter
-from .train import train_step
+from .loss_scale import LossScaler
+from .train import apply_step, train_step
 
 
 class CapturedStep:
     """train_step(model, optimizer, inputs, targets) as a graph replay; see the module text."""
 
     def __init__(self, model: SimpleModel, optimizer, inputs: np.ndarray, targets: np.ndarray,
-                 pad_id: int = 0):
+                 pad_id: int = 0, scaler: Optional[LossScaler] = None):
         if model.config.get("dropout", 0.0):
             raise ValueError("a captured step would replay one dropout mask: use dropout 0 "
                              "or train_step")
-        self.model, self.optimizer, self.pad_id = model, optimizer, pad_id
+        self.model, self.optimizer, self.pad_id, self.scaler = model, optimizer, pad_id, scaler
         self.shape = tuple(np.shape(inputs))
         # One eager step first: kernels, constants and optimizer state are made outside the
         # capture (their uploads could not be recorded).
-        self.first_loss = train_step(model, optimizer, inputs, targets)
+        self.first_loss = train_step(model, optimizer, inputs, targets, scaler)
         runtime = model.embedding.weight_param.runtime
         rows = self.shape[0] * self.shape[1]
         self.ids = TokenIds(self.shape, runtime)
@@ -67,7 +70,7 @@ class CapturedStep:
         if count and math.isfinite(loss):
             for p, grad in zip(self.parameters, self.grads):
                 p.grad = grad
-            self.optimizer.step()
+            apply_step(self.parameters, self.optimizer, self.scaler)
         return loss
 
     def _write_batch(self, inputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -80,7 +83,8 @@ class CapturedStep:
         self.targets.write(flat)
         # No valid target: zero weights, so the replayed backward adds nothing (the eager step
         # skips it).
-        weights = row_weights(valid, int(valid.sum())) if valid.any() else \
+        scale = self.scaler.scale if self.scaler is not None else 1.0
+        weights = row_weights(valid, int(valid.sum()) / scale) if valid.any() else \
             np.zeros((1, valid.size, 1), np.float32)
         self.weights.data.write(weights)
         return valid

@@ -17,7 +17,7 @@ from .tensor import OclTensor, is_16bit
 
 def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
                                     pad_id: int = 0, denominator: Optional[float] = None,
-                                    deferred: bool = False):
+                                    deferred: bool = False, grad_scale: float = 1.0):
     """Mean cross entropy over the targets that are not padding, computed on the device with
     log_softmax + cross_entropy. If logits require grad, the gradient (probabilities minus one-hot)
     is zeroed on padding rows, divided by the number of valid targets and back-propagated; the
@@ -26,7 +26,8 @@ def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
     Data parallelism: `denominator` replaces the number of valid targets the gradient is divided
     by (a replica's shard divides by its share of the whole batch's count), and `deferred=True`
     enqueues everything without waiting and returns a PendingLoss whose sum() reads the summed
-    loss of the valid rows later (so the devices of all replicas run at once)."""
+    loss of the valid rows later (so the devices of all replicas run at once). `grad_scale`
+    multiplies the gradient, not the loss: dynamic loss scaling (ocl_llm.loss_scale)."""
     B, S, V = logits.shape
     rows = B * S
     targets = np.ascontiguousarray(target_ids, dtype=IDX_TYPE).reshape(rows)
@@ -39,7 +40,7 @@ def cross_entropy_loss_and_backward(logits: OclTensor, target_ids: np.ndarray,
     scale = denominator if denominator is not None else num_valid
     weights = None
     if logits.requires_grad and is_grad_enabled() and num_valid:
-        weights = logits.new_tensor(row_weights(valid, scale))
+        weights = logits.new_tensor(row_weights(valid, scale / grad_scale))
     loss_and_backward_on_device(logits, target_buffer, weights, loss_rows)
     target_buffer.free()
     pending = PendingLoss(loss_rows, valid)

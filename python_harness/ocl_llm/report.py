@@ -56,6 +56,9 @@ def print_summary(summary: Dict[str, Any], stream=None) -> None:
     print(f"[ocl] {summary['steps']} steps in {summary['seconds']:.1f} s "
           f"({summary['tokens_per_second']:.0f} tokens/s); validation loss {first:.4f} -> "
           f"{last:.4f} ({drop:.1f} % lower), best {summary['best_val_loss']:.4f}", file=out)
+    if summary.get("skipped_steps"):
+        print(f"[ocl] {summary['skipped_steps']} steps skipped: fp16 gradients overflowed "
+              f"(the loss scale was halved each time)", file=out)
     if summary.get("checkpoint"):
         print(f"[ocl] checkpoint: {summary['checkpoint']} (+ .json metadata)", file=out)
     if summary.get("plot"):

@@ -133,8 +133,9 @@ def set_activation_precision(precision: str) -> None:
     copy of its float32 weight made in the forward pass; weights, their gradients, optimizer
     state, the residual stream, norm statistics and the loss stay float32 (ocl_llm.mixed).
     Set the matching matmul precision too (set_matmul_precision) for tensor cores to run the
-    16-bit products in their own format. fp16 has no loss scaling yet: gradients below 2^-24
-    flush to zero. Refused (RuntimeError) on a library without the functions it needs."""
+    16-bit products in their own format. fp16 gradients need dynamic loss scaling
+    (ocl_llm.loss_scale.LossScaler). Refused (RuntimeError) on a library without the functions
+    it needs."""
     if precision not in ACTIVATION_PRECISIONS:
         raise ValueError(f"activation precision {precision!r} is not one of "
                          f"{', '.join(ACTIVATION_PRECISIONS)}")

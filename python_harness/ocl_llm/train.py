@@ -17,6 +17,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .data_parallel import DataParallel
 from .config import IDX_TYPE
 from .loss import cross_entropy_loss_and_backward
+from .loss_scale import LossScaler
 from .model import SimpleModel
 from .optimizers import AdamOptimizer, AdamW
 from .report import ProgressBar, plot_losses
@@ -36,15 +37,30 @@ def make_optimizer(model: SimpleModel, config: Dict[str, Any]):
 
 
 def train_step(model: SimpleModel, optimizer: AdamOptimizer, inputs: np.ndarray,
-               targets: np.ndarray) -> float:
-    """zero_grad, forward, GPU loss + backward, Adam step (skipped for a non-finite loss)."""
+               targets: np.ndarray, scaler: Optional[LossScaler] = None) -> float:
+    """zero_grad, forward, GPU loss + backward, Adam step (skipped for a non-finite loss). With a
+    scaler (fp16 activations), the gradient is scaled and unscaled, and a step whose gradients
+    overflowed is skipped (scaler.skipped counts them)."""
     optimizer.zero_grad()
     logits = model(inputs)
-    loss = cross_entropy_loss_and_backward(logits, targets)
+    grad_scale = scaler.scale if scaler is not None else 1.0
+    loss = cross_entropy_loss_and_backward(logits, targets, grad_scale=grad_scale)
     del logits
     if math.isfinite(loss):
-        optimizer.step()
+        apply_step(model.parameters(), optimizer, scaler)
     return loss
+
+
+def apply_step(parameters, optimizer, scaler: Optional[LossScaler]) -> None:
+    """optimizer.step(), after unscaling the gradients when a scaler is given (and only when
+    they are finite; the scaler then adapts)."""
+    if scaler is None:
+        optimizer.step()
+        return
+    finite = scaler.unscale(parameters)
+    if finite:
+        optimizer.step()
+    scaler.update(finite)
 
 
 def evaluate(model: SimpleModel, batches: Sequence[Tuple[np.ndarray, np.ndarray]]) -> float:
@@ -73,8 +89,7 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
         for _ in range(length):
             context = np.asarray(ids[-max_len:], IDX_TYPE)[None, :]
             logits = model(context)
-            S = context.shape[1]
-            last = logits.data.read((V,), offset=(S - 1) * V * 4).astype(np.float64)
+            last = logits.to_host()[0, -1].astype(np.float64)   # (in any activation format)
             del logits
             last[tokenizer.pad_id] = -np.inf
             if temperature <= 0:
@@ -107,6 +122,11 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
     try:
         set_matmul_precision(config.get("matmul_precision", "fp32"))
         set_activation_precision(config.get("activations", "fp32"))
+        # fp16 gradients need dynamic loss scaling; bf16 has float32's range.
+        scaler = LossScaler() if config.get("activations") == "fp16" else None
+        if scaler is not None and gpus:
+            raise ValueError("fp16 activations with several devices: loss scaling across "
+                             "replicas is not built; use --precision bf16")
         progress: Dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0,
                                     "best_val_loss": None, "history": {"train": [], "val": []}}
         if load_checkpoint_path and Path(load_checkpoint_path).is_file():
@@ -186,7 +206,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             if parallel is not None:
                 loss = parallel.step(inputs, targets)
             else:
-                loss = train_step(model, optimizer, inputs, targets)
+                loss = train_step(model, optimizer, inputs, targets, scaler)
             in_epoch += 1
             progress["global_step"] += 1
             progress["epoch"], progress["step_in_epoch"] = epoch, in_epoch
@@ -223,6 +243,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             "checkpoint": str(checkpoint_path) if checkpoint_path.is_file() else None,
             "config": config, "time_limited": time_limited, "history": history,
             "devices": list(gpus) if gpus else [gpu_id],
+            "skipped_steps": scaler.skipped if scaler is not None else 0,
         }
         if plot_path:
             summary["plot"] = str(plot_losses(history, plot_path) or "")

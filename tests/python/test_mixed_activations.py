@@ -245,3 +245,72 @@ def test_precision_settings_are_checked_and_reach_the_config(frontend):
     assert config["matmul_precision"] == "bf16" and config["activations"] == "bf16"
     plain = L.config_from_args(L.build_arg_parser().parse_args([]))
     assert plain["activations"] == "fp32"
+
+
+def test_loss_scaler_backs_off_grows_and_refuses_bad_settings():
+    for bad in (dict(init_scale=3.0), dict(init_scale=0.0), dict(growth_factor=1.0),
+                dict(backoff_factor=2.0), dict(growth_interval=0), dict(init_scale=float("inf"))):
+        with pytest.raises(ValueError):
+            L.LossScaler(**bad)
+    scaler = L.LossScaler(init_scale=2.0 ** 10, growth_interval=2)
+    scaler.update(False)
+    assert (scaler.scale, scaler.skipped, scaler.good_steps) == (2.0 ** 9, 1, 0)
+    scaler.update(True)
+    scaler.update(True)
+    assert (scaler.scale, scaler.skipped, scaler.good_steps) == (2.0 ** 10, 1, 0)
+
+
+def test_fp16_gradients_are_scaled_unscaled_and_overflows_skipped(frontend, rng):
+    """fp16 activations with a LossScaler: an overflowing scale (2^24: the logits' gradient alone
+    exceeds fp16's 65504) skips the step, leaves the weights as they were and halves the scale;
+    with a safe scale the unscaled float32 gradients follow float32's (u = 2^-11 per stored
+    value, twenty-odd roundings: within 2 % in norm). A captured step makes the same decisions
+    and the same weights as the eager one."""
+    ids = rng.integers(1, 53, (3, 16)).astype(np.int32)
+    targets = np.roll(ids, -1, 1)
+    _, _, _, grads32 = gpt_gradients("fp32", ids, targets)
+    L.set_activation_precision("fp16")
+    model = SimpleModel(GPT)
+    optimizer = AdamOptimizer(model.parameters(), lr=1e-3)
+    before = [p.to_host() for p in model.parameters()]
+    scaler = L.LossScaler(init_scale=2.0 ** 24)
+    loss = L.train_step(model, optimizer, ids, targets, scaler)
+    assert np.isfinite(loss) and scaler.skipped == 1 and scaler.scale == 2.0 ** 23
+    for p, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.to_host(), b)
+    scaler.scale = 2.0 ** 8
+    L.train_step(model, optimizer, ids, targets, scaler)
+    assert scaler.skipped == 1 and scaler.good_steps == 1
+    for p, g32 in zip(model.parameters(), grads32):
+        a, b = g32.to_host().astype(np.float64), p.grad.to_host().astype(np.float64)
+        assert np.linalg.norm(a - b) <= 0.02 * np.linalg.norm(a) + 1e-7, p.name
+    assert any(not np.array_equal(p.to_host(), b) for p, b in zip(model.parameters(), before))
+
+    eager, captured = SimpleModel(GPT), SimpleModel(GPT)
+    opt_e = AdamOptimizer(eager.parameters(), lr=1e-3)
+    opt_c = AdamOptimizer(captured.parameters(), lr=1e-3)
+    scale_e, scale_c = L.LossScaler(2.0 ** 22), L.LossScaler(2.0 ** 22)
+    step = None
+    for _ in range(3):
+        loss_e = L.train_step(eager, opt_e, ids, targets, scale_e)
+        if step is None:
+            step = CapturedStep(captured, opt_c, ids, targets, scaler=scale_c)
+            loss_c = step.first_loss
+        else:
+            loss_c = step(ids, targets)
+        assert loss_c == loss_e and scale_c.scale == scale_e.scale
+    assert scale_e.skipped == scale_c.skipped
+    for a, b in zip(eager.parameters(), captured.parameters()):
+        np.testing.assert_array_equal(a.to_host(), b.to_host())
+    step.close()
+    for m in (model, eager, captured):
+        m.free_memory()
+
+
+def test_sampling_reads_16_bit_logits(frontend):
+    L.set_activation_precision("bf16")
+    tokenizer = L.TinyTokenizer()
+    model = SimpleModel(dict(GPT, vocab_size=tokenizer.vocab_size))
+    text = L.generate(model, tokenizer, "to be", 7, temperature=0.5)
+    assert len(text) >= 7
+    model.free_memory()
