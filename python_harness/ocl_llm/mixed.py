@@ -1,9 +1,10 @@
 """16-bit activations (ocl_llm.runtime.set_activation_precision), as PyTorch's autocast keeps
 them: Linear multiplies a 16-bit input by 16-bit copies of its float32 weight, made in the forward
 pass (so a captured step makes them too; ocl_llm.weight_copies), and writes a 16-bit output with
-the bias and GELU applied in the product's store; its backward writes dx in 16 bits and dW, db in float32 straight from the
-16-bit operands (no 16-bit weight gradient is rounded). LayerNorm normalises the float32 residual
-stream into 16 bits and returns a float32 dx. Every result is computed in float32 and rounded once.
+the bias and GELU applied in the product's store; its backward writes dx in 16 bits and dW, db in
+float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded). LayerNorm
+normalises the float32 residual stream into 16 bits and returns a float32 dx. Every result is
+computed in float32 and rounded once.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from aethercl.structs import GemmEpilogue
 
 from .autograd import FunctionContext
 from .runtime import Runtime
-from .tensor import OclTensor, convert_into
+from .tensor import OclTensor
 from .weight_copies import weight_copies
 
 # aethercl_gemm_epilogue.kind
