@@ -183,8 +183,8 @@ void binary(DeviceCall& call, int op, const aethercl_broadcast_desc& desc) {
   }
   const std::string kernel = fmt::format("binary_{}", name);
   launch_linear(call, family, kernel.c_str(), l.count_out, a.view.mem, b.view.mem, c.view.mem,
-                ul(l.count_out), vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode, at_b.period,
-                at_b.strides);
+                ul(l.count_out), vec(l.out), at_a.mode, at_a.period, at_a.strides, at_b.mode,
+                at_b.period, at_b.strides);
 }
 
 void binary_backward(DeviceCall& call, int op, const aethercl_broadcast_desc& desc, void* dc,
