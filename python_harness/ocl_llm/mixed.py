@@ -13,18 +13,13 @@ from typing import Optional
 
 from aethercl import dtypes
 from aethercl import train as train_ops
-from aethercl.gemm import COMPUTE_DEFAULT, gemm_desc
+from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc, gemm_epilogue
 from aethercl.streams import resolve
-from aethercl.structs import GemmEpilogue
 
 from .autograd import FunctionContext
 from .runtime import Runtime
 from .tensor import OclTensor
 from .weight_copies import weight_copies
-
-# aethercl_gemm_epilogue.kind
-EPILOGUE_BIAS, EPILOGUE_BIAS_GELU, EPILOGUE_GELU = 1, 3, 6
-
 
 def activation_dtype(runtime: Runtime):
     """The 16-bit format activations are kept in on this runtime, or None for float32."""
@@ -91,15 +86,10 @@ def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype
     pre = out.new_empty(out.shape) if gelu else None
     epilogue = None
     if b is not None or gelu:
-        epilogue = GemmEpilogue()
-        epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
-        if b is not None:
-            epilogue.kind = EPILOGUE_BIAS_GELU if gelu else EPILOGUE_BIAS
-            epilogue.bias, epilogue.offset_bias = b.data.ptr, 0
-            epilogue.dtype_bias = dtypes.code_of(b.dtype)
-        else:
-            epilogue.kind = EPILOGUE_GELU
-        epilogue.pre, epilogue.offset_pre = (pre.data.ptr if pre is not None else None), 0
+        kind = ("bias_gelu" if gelu else "bias") if b is not None else "gelu"
+        epilogue = gemm_epilogue(kind, bias=b.data.ptr if b is not None else None,
+                                 dtype_bias=dtypes.code_of(b.dtype) if b is not None else F32,
+                                 pre=pre.data.ptr if pre is not None else None)
     _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=epilogue)
     ctx.save_for_backward(W16, pre, rows)
     return out
