@@ -13,15 +13,11 @@ from typing import Optional
 import numpy as np
 
 from aethercl import dtypes, ops
-from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc
+from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc, gemm_epilogue
 from aethercl.streams import resolve
 
 from .autograd import FunctionContext
 from .tensor import OclTensor
-
-# aethercl_gemm_epilogue.kind
-EPILOGUE_BIAS, EPILOGUE_BIAS_GELU = 1, 3
-
 
 # Which fused paths the model takes by default: the GEMM epilogue measured faster on an H200
 # (2026-11-28, bench train small). Attention: the tensor-core flash kernels (BF16/FP16 compute on a
@@ -163,17 +159,13 @@ class LinearContext(FunctionContext):
 def linear(x: OclTensor, W: OclTensor, b: OclTensor, gelu: bool = False) -> OclTensor:
     """x (..., in) times W (in, out) plus b (1, out), then GELU (erf form) when asked: one GEMM
     whose store adds the bias and applies the activation."""
-    from aethercl.structs import GemmEpilogue
     K, N = W.shape
     rows = x.numel // K
     ctx = LinearContext(x, W, b)
     out = x._result(x.shape[:-1] + (N,), ctx)
     pre = out.new_empty(out.shape) if gelu else None
-    epilogue = GemmEpilogue()
-    epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
-    epilogue.kind = EPILOGUE_BIAS_GELU if gelu else EPILOGUE_BIAS
-    epilogue.bias, epilogue.offset_bias, epilogue.dtype_bias = b.data.ptr, 0, F32
-    epilogue.pre, epilogue.offset_pre = (pre.data.ptr if pre is not None else None), 0
+    epilogue = gemm_epilogue("bias_gelu" if gelu else "bias", bias=b.data.ptr, dtype_bias=F32,
+                             pre=pre.data.ptr if pre is not None else None)
     desc = gemm_desc(x.data.ptr, W.data.ptr, out.data.ptr, rows, N, K)
     device = x.device
     device.lib.check("aethercl_gemm_fused", device.index, ctypes.byref(desc),
