@@ -74,6 +74,8 @@ __kernel void attention_forward(__global const uchar* q, __global const uchar* k
   const uint last = min(i0 + wg, seq_q) - 1;  // the group's last row, which sees the most keys
   const uint group_end = att_key_end(last, seq_q, seq_k, causal);
   const uint my_end = active ? att_key_end(i, seq_q, seq_k, causal) : 0;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
 
   float qr[ATT_D], acc[ATT_D], s[ATT_BK];
   att_load_row(qr, q, active ? att_row(layout, b, h, i, heads, seq_q, dim) : 0, active ? dim : 0,
@@ -106,7 +108,7 @@ __kernel void attention_forward(__global const uchar* q, __global const uchar* k
   }
   if (!active) return;
   // No visible key: o = 0 and lse = -inf (l stays 0).
-  const ulong base = att_row(layout, b, h, i, heads, seq_q, dim);
+  const ulong base = att_row(att_out_layout(layout), b, h, i, heads, seq_q, dim);
   for (uint d = 0; d < dim; ++d) att_store(o, base + d, dtype, l > 0.0f ? acc[d] / l : 0.0f);
   if (has_lse) lse[(ulong)bh * seq_q + i] = l > 0.0f ? m + log(l) : -INFINITY;
 }
@@ -127,7 +129,8 @@ __kernel void attention_row_dot(__global const uchar* o, __global const uchar* d
     float sum = 0.0f;
     if (r < rows) {
       const uint bh = (uint)(r / seq_q), i = (uint)(r % seq_q);
-      const ulong base = att_row(layout, bh / heads, bh % heads, i, heads, seq_q, dim);
+      const ulong base = att_row(att_out_layout(layout), bh / heads, bh % heads, i, heads,
+                                 seq_q, dim);
       for (uint d = lane; d < dim; d += lanes) {
         sum = fma(att_load(dout, base + d, dtype), att_load(o, base + d, dtype), sum);
       }
@@ -162,6 +165,10 @@ __kernel void attention_dkdv(__global const uchar* q, __global const uchar* k,
   const bool active = j < seq_k;
   const uint group_begin = att_query_begin(j0, seq_q, seq_k, causal);
   const uint my_begin = active ? att_query_begin(j, seq_q, seq_k, causal) : seq_q;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
+  dk = att_part(dk, layout, 1, heads, dim, dtype);
+  dv = att_part(dv, layout, 2, heads, dim, dtype);
 
   float kr[ATT_D], vr[ATT_D], dkr[ATT_D], dvr[ATT_D];
   const ulong base = active ? att_row(layout, b, h, j, heads, seq_k, dim) : 0;
@@ -174,7 +181,7 @@ __kernel void attention_dkdv(__global const uchar* q, __global const uchar* k,
     const uint n = min((uint)ATT_BK, seq_q - i0);
     barrier(CLK_LOCAL_MEM_FENCE);
     att_load_tile(qs, q, dtype, layout, b, h, i0, n, heads, seq_q, dim);
-    att_load_tile(dos, dout, dtype, layout, b, h, i0, n, heads, seq_q, dim);
+    att_load_tile(dos, dout, dtype, att_out_layout(layout), b, h, i0, n, heads, seq_q, dim);
     for (uint t = lid; t < n; t += wg) {
       lse_s[t] = lse[(ulong)bh * seq_q + i0 + t];
       delta_s[t] = delta[(ulong)bh * seq_q + i0 + t];
@@ -219,11 +226,15 @@ __kernel void attention_dq(__global const uchar* q, __global const uchar* k,
   // A row without visible keys (lse = -inf) gets dq = 0.
   const uint my_end = active && row_lse != -INFINITY ? att_key_end(i, seq_q, seq_k, causal) : 0;
   const float row_delta = active ? delta[(ulong)bh * seq_q + i] : 0.0f;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
 
   float qr[ATT_D], dor[ATT_D], acc[ATT_D];
   const ulong base = active ? att_row(layout, b, h, i, heads, seq_q, dim) : 0;
+  const ulong out_base =
+      active ? att_row(att_out_layout(layout), b, h, i, heads, seq_q, dim) : 0;
   att_load_row(qr, q, base, active ? dim : 0, dtype);
-  att_load_row(dor, dout, base, active ? dim : 0, dtype);
+  att_load_row(dor, dout, out_base, active ? dim : 0, dtype);
   ATT_UNROLL_D for (uint d = 0; d < ATT_D; ++d) acc[d] = 0.0f;
   att_zero_tile(ks);
   att_zero_tile(vs);

@@ -23,11 +23,19 @@ inline void att_store(__global uchar* p, ulong i, int dtype, float value) {
 }
 
 // Element offset of row s of head (b, h): layout 0 [batch, heads, seq, dim], 1 [batch, seq,
-// heads, dim].
+// heads, dim], 2 [batch, seq, 3, heads, dim] (q, k and v packed: each kernel first moves its q, k,
+// v and gradient pointers to their part with att_part; o and dout are then layout 1).
 inline ulong att_row(int layout, uint b, uint h, uint s, uint heads, uint seq, uint dim) {
-  return layout ? (((ulong)b * seq + s) * heads + h) * dim
-                : (((ulong)b * heads + h) * seq + s) * dim;
+  if (layout == 0) return (((ulong)b * heads + h) * seq + s) * dim;
+  return (((ulong)b * seq + s) * (layout == 2 ? 3u * heads : heads) + h) * dim;
 }
+
+// The layout of o and dout (never packed).
+inline int att_out_layout(int layout) { return min(layout, 1); }
+
+// Part `part` (0 q, 1 k, 2 v) of a packed buffer; any other layout keeps its own buffer.
+#define att_part(p, layout, part, heads, dim, dtype)                                          \
+  ((layout) == 2 ? (p) + (ulong)(part) * (heads) * (dim) * ((dtype) == ATT_F32 ? 4u : 2u) : (p))
 
 // Keys query row i sees: [0, att_key_end(i)). Causal: j <= i + seq_k - seq_q.
 inline uint att_key_end(uint i, uint seq_q, uint seq_k, int causal) {

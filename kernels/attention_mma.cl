@@ -189,6 +189,8 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   const uint k_base = WM_SHARED(att_tiles), v_base = k_base + ATTM_TILE * 2u;
   __local ushort* ks = att_tiles;
   __local ushort* vs = att_tiles + ATTM_TILE;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
 
   // This warp's query rows as A fragments (the tile passes through the key tile's space).
   uint qf[ATTM_KSTEPS][4];
@@ -247,7 +249,8 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     ATTM_ROW_SUM(l[r])
     inverse[r] = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // no visible key: o = 0
   }
-  attm_store_rows(o, acc, inverse, rows[0], t, dtype, layout, b, h, heads, seq_q, dim);
+  attm_store_rows(o, acc, inverse, rows[0], t, dtype, att_out_layout(layout), b, h, heads, seq_q,
+                  dim);
   if (has_lse && t == 0) {
     for (uint r = 0; r < 2; ++r) {
       if (rows[r] < seq_q) {
@@ -271,10 +274,13 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   const uint k_base = WM_SHARED(att_tiles), v_base = k_base + ATTM_TILE * 2u;
   __local ushort* ks = att_tiles;
   __local ushort* vs = att_tiles + ATTM_TILE;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
 
   uint qf[ATTM_KSTEPS][4], dof[ATTM_KSTEPS][4];
   attm_load_tile(ks, ATTM_ROWS, q, dtype, layout, b, h, i0, heads, seq_q, dim);
-  attm_load_tile(vs, ATTM_ROWS, dout, dtype, layout, b, h, i0, heads, seq_q, dim);
+  attm_load_tile(vs, ATTM_ROWS, dout, dtype, att_out_layout(layout), b, h, i0, heads, seq_q,
+                 dim);
   barrier(CLK_LOCAL_MEM_FENCE);
   ATTM_A_FRAGS(qf, k_base, warp * 16u)
   ATTM_A_FRAGS(dof, v_base, warp * 16u)
@@ -336,6 +342,10 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   const uint q_base = WM_SHARED(att_tiles), do_base = q_base + ATTM_TILE * 2u;
   __local ushort* qs = att_tiles;
   __local ushort* dos = att_tiles + ATTM_TILE;
+  k = att_part(k, layout, 1, heads, dim, dtype);
+  v = att_part(v, layout, 2, heads, dim, dtype);
+  dk = att_part(dk, layout, 1, heads, dim, dtype);
+  dv = att_part(dv, layout, 2, heads, dim, dtype);
 
   uint kf[ATTM_KSTEPS][4], vf[ATTM_KSTEPS][4];
   attm_load_tile(qs, ATTM_ROWS, k, dtype, layout, b, h, j0, heads, seq_k, dim);
@@ -358,7 +368,8 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
 
   for (uint i0 = group_begin; i0 < seq_q; i0 += ATTM_BQ) {
     attm_load_tile(qs, ATTM_BQ, q, dtype, layout, b, h, i0, heads, seq_q, dim);
-    attm_load_tile(dos, ATTM_BQ, dout, dtype, layout, b, h, i0, heads, seq_q, dim);
+    attm_load_tile(dos, ATTM_BQ, dout, dtype, att_out_layout(layout), b, h, i0, heads, seq_q,
+                   dim);
     for (uint r = lid; r < ATTM_BQ; r += ATTM_THREADS) {
       const bool active = i0 + r < seq_q;
       lse_s[r] = active ? lse[(ulong)bh * seq_q + i0 + r] * M_LOG2E_F : -INFINITY;  // base 2

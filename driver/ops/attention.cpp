@@ -73,14 +73,36 @@ Tiled tiled(DeviceCall& call, const std::string& options, const char* name,
 
 cl_uint u32(std::uint64_t value) { return static_cast<cl_uint>(value); }
 
+// Layout 2 passes one buffer for q, k and v (and one for dq, dk and dv): the other two name it.
+void require_packed(const NamedBuffer& first, std::initializer_list<NamedBuffer> others) {
+  for (const NamedBuffer& other : others) {
+    if (other.handle != first.handle) {
+      fail(Status::kInvalidArgument, "{} must be {} with desc.layout = 2 (packed in one buffer)",
+           other.name, first.name);
+    }
+  }
+}
+
+// q, k and v: three buffers, or with layout 2 one buffer of all three.
+struct Inputs {
+  cl_mem q, k, v;
+};
+
+Inputs attention_inputs(DeviceCall& call, const AttentionShape& s,
+                        const aethercl_attention_desc& d) {
+  if (s.layout == 2) require_packed({d.q, "desc.q"}, {{d.k, "desc.k"}, {d.v, "desc.v"}});
+  cl_mem q = attention_buffer(call, s, d.q, "desc.q", s.qkv_count, false, false)->mem;
+  if (s.layout == 2) return {q, q, q};
+  return {q, attention_buffer(call, s, d.k, "desc.k", s.k_count, false, false)->mem,
+          attention_buffer(call, s, d.v, "desc.v", s.k_count, false, false)->mem};
+}
+
 }  // namespace
 
 void attention_forward(DeviceCall& call, const aethercl_attention_desc* desc) {
   aethercl_attention_desc d;
   const AttentionShape s = attention_shape(desc, d);
-  cl_mem q = attention_buffer(call, s, d.q, "desc.q", s.q_count, false, false)->mem;
-  cl_mem k = attention_buffer(call, s, d.k, "desc.k", s.k_count, false, false)->mem;
-  cl_mem v = attention_buffer(call, s, d.v, "desc.v", s.k_count, false, false)->mem;
+  const auto [q, k, v] = attention_inputs(call, s, d);
   cl_mem o = attention_buffer(call, s, d.o, "desc.o", s.q_count, false, false)->mem;
   auto lse = attention_buffer(call, s, d.lse, "desc.lse", s.rows, true, true);
   require_not_aliased({d.o, "desc.o"}, {{d.q, "desc.q"}, {d.k, "desc.k"}, {d.v, "desc.v"}});
@@ -101,22 +123,26 @@ void attention_forward(DeviceCall& call, const aethercl_attention_desc* desc) {
 void attention_backward(DeviceCall& call, const aethercl_attention_desc* desc) {
   aethercl_attention_desc d;
   const AttentionShape s = attention_shape(desc, d);
-  cl_mem q = attention_buffer(call, s, d.q, "desc.q", s.q_count, false, false)->mem;
-  cl_mem k = attention_buffer(call, s, d.k, "desc.k", s.k_count, false, false)->mem;
-  cl_mem v = attention_buffer(call, s, d.v, "desc.v", s.k_count, false, false)->mem;
+  const auto [q, k, v] = attention_inputs(call, s, d);
   cl_mem o = attention_buffer(call, s, d.o, "desc.o", s.q_count, false, false)->mem;
   cl_mem lse = attention_buffer(call, s, d.lse, "desc.lse", s.rows, true, false)->mem;
   cl_mem dout = attention_buffer(call, s, d.dout, "desc.dout", s.q_count, false, false)->mem;
-  cl_mem dq = attention_buffer(call, s, d.dq, "desc.dq", s.q_count, false, false)->mem;
-  cl_mem dk = attention_buffer(call, s, d.dk, "desc.dk", s.k_count, false, false)->mem;
-  cl_mem dv = attention_buffer(call, s, d.dv, "desc.dv", s.k_count, false, false)->mem;
+  if (s.layout == 2) require_packed({d.dq, "desc.dq"}, {{d.dk, "desc.dk"}, {d.dv, "desc.dv"}});
+  cl_mem dq = attention_buffer(call, s, d.dq, "desc.dq", s.qkv_count, false, false)->mem;
+  cl_mem dk = dq, dv = dq;
+  if (s.layout != 2) {
+    dk = attention_buffer(call, s, d.dk, "desc.dk", s.k_count, false, false)->mem;
+    dv = attention_buffer(call, s, d.dv, "desc.dv", s.k_count, false, false)->mem;
+  }
   for (NamedBuffer out : {NamedBuffer{d.dq, "desc.dq"}, {d.dk, "desc.dk"}, {d.dv, "desc.dv"}}) {
     require_not_aliased(out, {{d.q, "desc.q"}, {d.k, "desc.k"}, {d.v, "desc.v"},
                               {d.o, "desc.o"}, {d.lse, "desc.lse"}, {d.dout, "desc.dout"}});
   }
-  require_distinct(d.dq, "desc.dq", d.dk, "desc.dk");
-  require_distinct(d.dq, "desc.dq", d.dv, "desc.dv");
-  require_distinct(d.dk, "desc.dk", d.dv, "desc.dv");
+  if (s.layout != 2) {  // packed gradients share one buffer, each part written by one kernel
+    require_distinct(d.dq, "desc.dq", d.dk, "desc.dk");
+    require_distinct(d.dq, "desc.dq", d.dv, "desc.dv");
+    require_distinct(d.dk, "desc.dk", d.dv, "desc.dv");
+  }
   if (s.q_count == 0 && s.k_count == 0) return;  // no gradient element to write
   const std::string options = program_options(call.device(), s.head_dim);
   Device& device = call.device();

@@ -42,7 +42,13 @@ AttentionShape attention_shape(const aethercl_attention_desc* desc,
     fail(Status::kInvalidArgument, "desc.head_dim = {} exceeds the supported maximum {}",
          d.head_dim, kAttentionMaxHeadDim);
   }
-  require_flag("desc.layout", d.layout);
+  if (d.layout < 0 || d.layout > 2) {
+    fail(Status::kInvalidArgument, "desc.layout = {} must be 0, 1 or 2", d.layout);
+  }
+  if (d.layout == 2 && d.seq_q != d.seq_k) {
+    fail(Status::kInvalidArgument, "desc.layout = 2 (q, k, v packed) needs desc.seq_q = desc.seq_k "
+         "(got {} and {})", d.seq_q, d.seq_k);
+  }
   require_flag("desc.causal", d.causal);
   s.layout = d.layout;
   s.causal = d.causal;
@@ -60,6 +66,7 @@ AttentionShape attention_shape(const aethercl_attention_desc* desc,
   s.q_count = train::product("desc.q", {s.batch, s.heads, s.seq_q, s.head_dim});
   s.k_count = train::product("desc.k", {s.batch, s.heads, s.seq_k, s.head_dim});
   s.rows = train::product("desc.lse", {s.batch, s.heads, s.seq_q});
+  s.qkv_count = d.layout == 2 ? train::product("desc.q", {3, s.q_count}) : s.q_count;
   // The kernels index rows and groups with 32-bit counters.
   if (s.batch * s.heads >= (1ull << 31)) {
     fail(Status::kInvalidArgument, "desc.batch x desc.heads = {} exceeds 2^31 - 1",

@@ -15,8 +15,9 @@ inline constexpr int kAttentionMaxHeadDim = 256;
 struct AttentionShape {
   std::uint64_t batch, heads, seq_q, seq_k, head_dim;
   std::uint64_t q_count, k_count, rows;  // elements of q (and o), of k (and v); batch*heads*seq_q
+  std::uint64_t qkv_count;               // elements of q's buffer: 3 q_count packed, else q_count
   std::uint64_t element_bytes;           // of dtype
-  int layout, causal, dtype;
+  int layout, causal, dtype;            // layout 2: q, k, v (and dq, dk, dv) packed in one buffer
   int compute;                           // AETHERCL_COMPUTE_* as given (DEFAULT unresolved)
   float scale;                           // the effective scale (0 resolved)
 };

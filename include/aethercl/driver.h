@@ -1404,7 +1404,11 @@ AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity)
  * device memory (not even as scratch), so long sequences need only O(seq) memory.
  * Tensors of head (b, h): q and o are seq_q x head_dim, k and v seq_k x head_dim, in `layout`
  * 0 [batch, heads, seq, head_dim] or 1 [batch, seq, heads, head_dim] (contiguous, row-major).
- * dout, dq have q's shape; dk, dv k's. lse is float32 [batch, heads, seq_q] in either layout.
+ * dout, dq have q's shape; dk, dv k's. lse is float32 [batch, heads, seq_q] in every layout.
+ * Layout 2 is self-attention on one packed projection (seq_q = seq_k, as a fused QKV linear
+ * writes it): q, k and v are one buffer [batch, seq, 3, heads, head_dim] (part 0 q, 1 k, 2 v;
+ * desc->q, k and v all name it), and in the backward dq, dk and dv are one buffer of that shape
+ * too (each part overwritten); o and dout are [batch, seq, heads, head_dim] as in layout 1.
  *
  * Forward: o_i = sum_j softmax_j(scale q_i.k_j + mask_ij) v_j, row by row, with an online softmax
  * (running maximum and sum) over key tiles held in local memory; lse_i = log sum_j exp(scale
@@ -1442,17 +1446,20 @@ AETHERCL_API size_t aethercl_graph_info(void* graph, char* out, size_t capacity)
  * get zero gradients, as with causal masking); seq_k = 0 gives o = 0, lse = -inf and dq = 0;
  * head_dim = 0 writes only lse (the log of the number of visible keys). Refused (0, message
  * naming the field): NULL desc, struct_size below this header's sizeof (larger accepted), negative
- * dimensions, layout or causal other than 0/1, a NaN or infinite scale, an unknown dtype or
+ * dimensions, layout other than 0/1/2, causal other than 0/1, layout 2 with seq_q != seq_k or
+ * with q, k, v (dq, dk, dv) not one buffer, a NaN or infinite scale, an unknown dtype or
  * compute code, invalid or foreign buffer handles, buffers smaller than their tensor (lse:
  * batch*heads*seq_q floats), sizes that overflow, a buffer tagged (aethercl_buffer_set_dtype) with
  * another dtype than desc->dtype (lse: other than AETHERCL_F32), and an output that is also an
  * input or another output (o or lse the same buffer as q, k, v or each other; dq, dk, dv the same
- * as any of q, k, v, o, lse, dout or each other). Inputs may share buffers (q = k = v is fine).
+ * as any of q, k, v, o, lse, dout or, but for layout 2's one packed buffer, each other). Inputs
+ * may share buffers (q = k = v is fine).
  * Unused fields (dout, dq, dk, dv in the forward; lse may be NULL there) are ignored. */
 typedef struct aethercl_attention_desc {
   size_t struct_size;
   int batch, heads, seq_q, seq_k, head_dim;
-  int layout;        /* 0: [batch, heads, seq, head_dim]; 1: [batch, seq, heads, head_dim] */
+  int layout;        /* 0: [batch, heads, seq, head_dim]; 1: [batch, seq, heads, head_dim];
+                        2: q, k, v packed [batch, seq, 3, heads, head_dim] (o as layout 1) */
   int causal;        /* 1: query i sees keys j <= i + seq_k - seq_q */
   float scale;       /* 0: 1 / sqrt(head_dim) */
   int dtype;         /* AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16: q, k, v, o, dout, dq, dk, dv */

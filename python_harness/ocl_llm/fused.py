@@ -82,13 +82,15 @@ def _stream(device) -> Optional[int]:
 
 # ---- attention ----------------------------------------------------------------------------------
 def _attention_desc(q, k, v, o, lse, heads: int, causal: bool, dout=None, dq=None, dk=None,
-                    dv=None):
+                    dv=None, layout: int = 1):
     from aethercl.structs import AttentionDesc
-    B, S, E = q.shape
+    B, S, E = o.shape
     desc = AttentionDesc()
     desc.struct_size = ctypes.sizeof(AttentionDesc)
     desc.batch, desc.heads, desc.seq_q, desc.seq_k, desc.head_dim = B, heads, S, S, E // heads
-    desc.layout = 1  # [batch, seq, heads, head_dim]: the projections' own layout, no transposes
+    # 1: [batch, seq, heads, head_dim], the projections' own layout, no transposes; 2: q, k, v
+    # packed [batch, seq, 3, heads, head_dim] as one fused projection writes them.
+    desc.layout = layout
     desc.causal = int(causal)
     desc.scale = 0.0
     desc.dtype = dtypes.code_of(q.dtype)
@@ -109,6 +111,34 @@ class AttentionContext(FunctionContext):
         device.lib.check("aethercl_attention_backward", device.index, ctypes.byref(desc),
                          _stream(device))
         return dq, dk, dv
+
+
+class PackedAttentionContext(FunctionContext):
+    def backward(self, g):
+        (qkv,) = self.parents
+        o, lse, heads, causal = self.saved_data
+        dqkv = qkv.new_empty(qkv.shape)
+        desc = _attention_desc(qkv, qkv, qkv, o, lse, heads, causal, g, dqkv, dqkv, dqkv, layout=2)
+        device = g.device
+        device.lib.check("aethercl_attention_backward", device.index, ctypes.byref(desc),
+                         _stream(device))
+        return (dqkv,)
+
+
+def packed_attention(qkv: OclTensor, heads: int, causal: bool) -> OclTensor:
+    """attention() of the three parts of qkv (batch, seq, 3 * heads * head_dim), [q | k | v] in
+    each row (ocl_llm.mixed.qkv_linear): the result is (batch, seq, heads * head_dim) in qkv's
+    format and the gradient one packed tensor, with no copy either way."""
+    B, S, E3 = qkv.shape
+    ctx = PackedAttentionContext(qkv)
+    out = qkv._result((B, S, E3 // 3), ctx)
+    lse = qkv.new_empty((B, heads, S), np.float32)
+    desc = _attention_desc(qkv, qkv, qkv, out, lse, heads, causal, layout=2)
+    device = qkv.device
+    device.lib.check("aethercl_attention_forward", device.index, ctypes.byref(desc),
+                     _stream(device))
+    ctx.save_for_backward(out.detach(), lse, heads, causal)
+    return out
 
 
 def attention(q: OclTensor, k: OclTensor, v: OclTensor, heads: int, causal: bool) -> OclTensor:

@@ -2,7 +2,9 @@
 them: Linear multiplies a 16-bit input by 16-bit copies of its float32 weight, made in the forward
 pass (so a captured step makes them too; ocl_llm.weight_copies), and writes a 16-bit output with
 the bias and GELU applied in the product's store; its backward writes dx in 16 bits and dW, db in
-float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded). LayerNorm
+float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded). Attention's
+bias-free q, k and v projections run as one product into a packed [.., 3 * out] tensor
+(qkv_linear), which the fused attention reads as it is (layout 2). LayerNorm
 normalises the float32 residual stream into 16 bits and returns a float32 dx. Every result is
 computed in float32 and rounded once.
 """
@@ -19,7 +21,7 @@ from aethercl.streams import resolve
 from .autograd import FunctionContext
 from .runtime import Runtime
 from .tensor import OclTensor
-from .weight_copies import weight_copies
+from .weight_copies import packed_weight_copies, weight_copies
 
 def activation_dtype(runtime: Runtime):
     """The 16-bit format activations are kept in on this runtime, or None for float32."""
@@ -31,11 +33,14 @@ def _stream(device) -> Optional[int]:
 
 
 def _product(device, a: OclTensor, b: OclTensor, c: OclTensor, m: int, n: int, k: int,
-             trans_a: int = 0, trans_b: int = 0, epilogue=None) -> None:
-    """C (m x n) = op(A) op(B), each operand in its own format (A and B share one)."""
+             trans_a: int = 0, trans_b: int = 0, epilogue=None, offset_b: int = 0,
+             ldb: Optional[int] = None) -> None:
+    """C (m x n) = op(A) op(B), each operand in its own format (A and B share one); B from
+    element offset_b with rows of ldb elements (default: dense)."""
     desc = gemm_desc(a.data.ptr, b.data.ptr, c.data.ptr, m, n, k, trans_a=trans_a,
                      trans_b=trans_b, dtype_a=dtypes.code_of(a.dtype),
-                     dtype_c=dtypes.code_of(c.dtype), compute=COMPUTE_DEFAULT)
+                     dtype_c=dtypes.code_of(c.dtype), compute=COMPUTE_DEFAULT,
+                     offset_b=offset_b, ldb=ldb)
     if epilogue is None:
         device.lib.check("aethercl_gemm", device.index, ctypes.byref(desc), _stream(device))
     else:
@@ -92,6 +97,42 @@ def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype
                                  pre=pre.data.ptr if pre is not None else None)
     _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=epilogue)
     ctx.save_for_backward(W16, pre, rows)
+    return out
+
+
+class QKVContext(FunctionContext):
+    """qkv = x [Wq Wk Wv] (bias-free, 16-bit, packed): dx = dqkv W16^T with W16 = [Wq Wk Wv] in
+    16 bits (one product over k = 3 out), dW_z = x^T dqkv[:, z out : (z + 1) out] (float32)."""
+
+    def backward(self, g):
+        x, weights = self.parents[0], self.parents[1:]
+        W16, rows = self.saved_data
+        device = g.device
+        K, N = weights[0].shape
+        grads = [None] * len(self.parents)
+        if self.needs(0):
+            grads[0] = x.new_empty(x.shape)
+            _product(device, g, W16, grads[0], rows, K, 3 * N, trans_b=1)
+        for z, W in enumerate(weights):
+            if self.needs(1 + z):
+                grads[1 + z] = W.new_empty(W.shape)
+                _product(device, x, g, grads[1 + z], K, N, rows, trans_a=1, offset_b=z * N,
+                         ldb=3 * N)
+        return tuple(grads)
+
+
+def qkv_linear(x: OclTensor, Wq: OclTensor, Wk: OclTensor, Wv: OclTensor, dtype) -> OclTensor:
+    """x (..., in) times Wq, Wk, Wv (in, out) float32, side by side: (..., 3 * out) in dtype,
+    [q | k | v] in each row (the fused attention's layout 2). One product against packed 16-bit
+    copies of the three weights (one launch, ocl_llm.weight_copies)."""
+    x = x.to(dtype)
+    K, N = Wq.shape
+    rows = x.numel // K
+    W16, W16T = packed_weight_copies([Wq, Wk, Wv], dtype)
+    ctx = QKVContext(x, Wq, Wk, Wv)
+    out = x._result(x.shape[:-1] + (3 * N,), ctx)
+    _product(x.device, x, W16T, out, rows, 3 * N, K, trans_b=1)
+    ctx.save_for_backward(W16, rows)
     return out
 
 

@@ -171,7 +171,12 @@ class MultiHeadAttention:
         B, S, E = x.shape
         H, dk = self.num_heads, self.d_k
         if fused.attention_enabled(x.device):
-            # One flash-style kernel each way, on the projections' own [B, S, H, dk] layout.
+            # One flash-style kernel each way, on the projections' own [B, S, H, dk] layout; with
+            # 16-bit activations one product makes q, k and v packed side by side.
+            dtype = mixed.activation_dtype(x.runtime)
+            if dtype is not None:
+                qkv = mixed.qkv_linear(x, self.q.W, self.k.W, self.v.W, dtype)
+                return self.o(fused.packed_attention(qkv, H, self.causal))
             return self.o(fused.attention(self.q(x), self.k(x), self.v(x), H, self.causal))
         q = self._split(self.q(x), B, S)
         k = self._split(self.k(x), B, S)

@@ -1,5 +1,5 @@
 """Fused attention (aethercl_attention_forward / _backward) against a float64 NumPy reference:
-odd shapes, both layouts, causal with seq_q <, == and > seq_k, f32/f16/bf16 storage, lse, the
+odd shapes, the three layouts (layout 2: q, k, v packed in one buffer, as are dq, dk, dv), causal with seq_q <, == and > seq_k, f32/f16/bf16 storage, lse, the
 analytic gradients, poisoned outputs, guard bytes, bit-identical reruns, refusals and a long
 sequence (8192) checked in chunks.
 
@@ -124,8 +124,12 @@ def rel_err(got, ref):
 
 
 # ---- driving the entry points --------------------------------------------------------------
+PARTS = {"q": 0, "k": 1, "v": 2, "dq": 0, "dk": 1, "dv": 2}
+
+
 class Case:
-    """Inputs, outputs and the descriptor of one attention problem on the device."""
+    """Inputs, outputs and the descriptor of one attention problem on the device. Layout 2 packs
+    q, k and v into one [batch, seq, 3, heads, dim] buffer (and dq, dk, dv into another)."""
 
     def __init__(self, scope, rng, batch, heads, seq_q, seq_k, dim, layout=0, causal=0,
                  dtype=F32, scale=0.0, compute=COMPUTE_DEFAULT, lse=True):
@@ -134,14 +138,27 @@ class Case:
         self.shape_k = (batch, heads, seq_k, dim) if layout == 0 else (batch, seq_k, heads, dim)
         self.scale = scale if scale != 0.0 else (1.0 / np.sqrt(dim) if dim else 1.0)
         raw = {}
-        for name, shape in (("q", self.shape_q), ("k", self.shape_k), ("v", self.shape_k),
-                            ("dout", self.shape_q)):
-            raw[name], setattr_value = encode(rng.standard_normal(shape), dtype)
-            setattr(self, name, to_bhsd(setattr_value, layout))
-        self.t = {name: scope.in_(raw[name]) for name in raw}
-        for name, shape in (("o", self.shape_q), ("dq", self.shape_q), ("dk", self.shape_k),
-                            ("dv", self.shape_k)):
-            self.t[name] = self.poisoned(scope, shape)
+        if layout == 2:
+            assert seq_q == seq_k
+            packed = (batch, seq_q, 3, heads, dim)
+            raw["q"], values = encode(rng.standard_normal(packed), dtype)
+            for name in ("q", "k", "v"):
+                setattr(self, name, to_bhsd(values[:, :, PARTS[name]], layout))
+            raw["dout"], values = encode(rng.standard_normal(self.shape_q), dtype)
+            self.dout = to_bhsd(values, layout)
+            self.t = {name: scope.in_(raw[name]) for name in raw}
+            self.t["k"] = self.t["v"] = self.t["q"]
+            self.t["o"] = self.poisoned(scope, self.shape_q)
+            self.t["dq"] = self.t["dk"] = self.t["dv"] = self.poisoned(scope, packed)
+        else:
+            for name, shape in (("q", self.shape_q), ("k", self.shape_k), ("v", self.shape_k),
+                                ("dout", self.shape_q)):
+                raw[name], setattr_value = encode(rng.standard_normal(shape), dtype)
+                setattr(self, name, to_bhsd(setattr_value, layout))
+            self.t = {name: scope.in_(raw[name]) for name in raw}
+            for name, shape in (("o", self.shape_q), ("dq", self.shape_q), ("dk", self.shape_k),
+                                ("dv", self.shape_k)):
+                self.t[name] = self.poisoned(scope, shape)
         self.t["lse"] = scope.out((batch, heads, seq_q)) if lse else None
         self.desc = T.AttentionDesc(batch=batch, heads=heads, seq_q=seq_q, seq_k=seq_k,
                                     head_dim=dim, layout=layout, causal=causal, scale=scale,
@@ -163,6 +180,8 @@ class Case:
         value = decode(raw, self.dtype)
         if self.dtype == F32:
             assert not np.isnan(value).any(), f"{name}: NaN or an element never written"
+        if self.layout == 2 and name in PARTS:
+            value = value[:, :, PARTS[name]]
         return to_bhsd(value, self.layout)
 
     def raw(self, name):
@@ -227,6 +246,37 @@ SHAPES = [  # batch, heads, seq_q, seq_k, head_dim
 def test_attention_matches_float64(scope, device, rng, shape, layout, causal, dtype):
     case = Case(scope, rng, *shape, layout=layout, causal=causal, dtype=dtype)
     check(case, device)
+
+
+PACKED_SHAPES = [(2, 3, 37, 37, 24), (1, 1, 1, 1, 1), (2, 2, 70, 70, 64), (1, 2, 65, 65, 128)]
+
+
+@pytest.mark.parametrize("shape", PACKED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+def test_packed_layout_matches_float64(scope, device, rng, shape, causal, dtype):
+    """Layout 2: each part of the packed gradient is written (the poison check covers the whole
+    buffer) and matches the reference of the three separate tensors."""
+    check(Case(scope, rng, *shape, layout=2, causal=causal, dtype=dtype), device)
+
+
+def test_packed_layout_refusals(scope, device, lib, rng):
+    case = Case(scope, rng, 1, 2, 9, 9, 8, layout=2)
+    other = Case(scope, rng, 1, 2, 9, 9, 8, layout=1)
+    fwd, bwd = "aethercl_attention_forward", "aethercl_attention_backward"
+    refused(lib, device, fwd, fresh(case, seq_k=8), "seq_q = desc.seq_k")
+    refused(lib, device, fwd, fresh(case, k=other.t["k"].handle), "desc.k must be desc.q")
+    refused(lib, device, fwd, fresh(case, v=other.t["v"].handle), "desc.v must be desc.q")
+    refused(lib, device, bwd, fresh(case, dk=other.t["dk"].handle), "desc.dk must be desc.dq")
+    refused(lib, device, bwd, fresh(case, dv=other.t["dv"].handle), "desc.dv must be desc.dq")
+    # One tensor's worth is not the packed three: the buffers are checked for all of them.
+    q1 = other.t["q"].handle
+    refused(lib, device, fwd, fresh(case, q=q1, k=q1, v=q1), "desc.q")
+    dq1 = other.t["dq"].handle
+    refused(lib, device, bwd, fresh(case, dq=dq1, dk=dq1, dv=dq1), "desc.dq")
+    refused(lib, device, bwd, fresh(case, dq=case.t["q"].handle, dk=case.t["q"].handle,
+                                    dv=case.t["q"].handle), "same buffer")
+    check(case, device)  # nothing above wrote anything
 
 
 @pytest.mark.parametrize("seq_q,seq_k", [(20, 45), (33, 33), (45, 20)])
@@ -336,7 +386,8 @@ def fresh(case, **changes):
 @pytest.mark.parametrize("field,value,words", [
     ("batch", -1, "desc.batch"), ("heads", -2, "desc.heads"), ("seq_q", -1, "desc.seq_q"),
     ("seq_k", -1, "desc.seq_k"), ("head_dim", -1, "desc.head_dim"),
-    ("head_dim", 257, "supported maximum 256"), ("layout", 2, "desc.layout"),
+    ("head_dim", 257, "supported maximum 256"), ("layout", 3, "desc.layout"),
+    ("layout", -1, "desc.layout"),
     ("causal", -1, "desc.causal"), ("dtype", 3, "desc.dtype"), ("dtype", 7, "desc.dtype"),
     ("compute", 6, "desc.compute"), ("compute", -1, "desc.compute"),
     ("scale", float("nan"), "desc.scale"), ("scale", float("inf"), "desc.scale"),

@@ -112,6 +112,19 @@ def test_tensor_core_attention(scope, device, rng, monkeypatch, tmp_path, gemm_h
                        tensor_cores_fit(device.lib, device, shape[4], emulated))
 
 
+@pytest.mark.parametrize("shape", [(2, 2, 70, 70, 64), (1, 3, 37, 37, 24)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
+def test_tensor_core_packed_layout(scope, device, rng, monkeypatch, tmp_path, shape, causal,
+                                   dtype):
+    """Layout 2 (q, k, v packed) through the tensor-core kernels, emulated where there are none."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", "emulate")
+    case = Case(scope, rng, *shape, layout=2, causal=causal, dtype=dtype, compute=COMPUTE_BF16)
+    check_tensor_cores(case, device, COMPUTE_BF16, tmp_path,
+                       tensor_cores_fit(device.lib, device, shape[4], True))
+
+
 @pytest.mark.parametrize("seq_q,seq_k", [(20, 45), (70, 70), (100, 30)])
 def test_causal_rows_without_keys(scope, device, rng, monkeypatch, tmp_path, seq_q, seq_k):
     """Causal with seq_q > seq_k: the first seq_q - seq_k rows see nothing (o = 0, lse = -inf,

@@ -27,7 +27,7 @@ from ocl_llm.loss import cross_entropy_loss_and_backward  # noqa: E402
 from ocl_llm.model import Linear, SimpleModel  # noqa: E402
 from ocl_llm.optimizers import AdamOptimizer  # noqa: E402
 from ocl_llm.tensor import OclTensor, convert_into  # noqa: E402
-from ocl_llm.weight_copies import weight_copies  # noqa: E402
+from ocl_llm.weight_copies import packed_weight_copies, weight_copies  # noqa: E402
 
 erf = np.vectorize(math.erf)
 FORMATS = {"bf16": (bfloat16, 2.0 ** -8), "f16": (np.float16, 2.0 ** -11)}
@@ -82,6 +82,55 @@ def test_weight_copies_round_as_convert_does(frontend, rng, name, shape):
     bits = want.data.read(shape, np.uint16)
     np.testing.assert_array_equal(w16.data.read(shape, np.uint16), bits)
     np.testing.assert_array_equal(w16t.data.read(shape[::-1], np.uint16), bits.T)
+
+
+@pytest.mark.parametrize("shape", [(37, 45), (33, 32)])
+def test_packed_weight_copies_sit_side_by_side(frontend, rng, shape):
+    """Three weights in one launch: W16 (rows, 3 cols) holds each in its columns and W16T
+    (3 cols, rows) each transpose in its rows, bit for bit as weight_copies of each alone."""
+    weights = [OclTensor(rng.standard_normal(shape).astype(np.float32)) for _ in range(3)]
+    w16, w16t = packed_weight_copies(weights, bfloat16)
+    rows, cols = shape
+    got, got_t = w16.data.read((rows, 3 * cols), np.uint16), w16t.data.read((3 * cols, rows),
+                                                                             np.uint16)
+    for z, W in enumerate(weights):
+        alone, _ = weight_copies(W, bfloat16)
+        bits = alone.data.read(shape, np.uint16)
+        np.testing.assert_array_equal(got[:, z * cols:(z + 1) * cols], bits)
+        np.testing.assert_array_equal(got_t[z * cols:(z + 1) * cols], bits.T)
+    with pytest.raises(ValueError, match="one shape"):
+        packed_weight_copies([weights[0], OclTensor(np.zeros((2, 2), np.float32))], bfloat16)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_qkv_linear_against_float64(frontend, rng, name):
+    """The packed q, k, v projection: [x Wq | x Wk | x Wv] in 16 bits, dx = sum_z dqkv_z W16_z^T
+    in one product over 3 out, and each dW_z = x^T dqkv_z (float32), with the bounds above."""
+    fmt, u = FORMATS[name]
+    rows, K, N = 29, 21, 19
+    x_host = rounded(rng.standard_normal((rows, K)), fmt)
+    Ws = [OclTensor(rng.standard_normal((K, N)).astype(np.float32), requires_grad=True)
+          for _ in range(3)]
+    x = OclTensor(x_host.astype(np.float32), requires_grad=True, dtype=fmt)
+    out = mixed.qkv_linear(x, *Ws, fmt)
+    assert out.shape == (rows, 3 * N) and out.dtype == x.dtype
+    W16 = np.concatenate([rounded(W.to_host(), fmt) for W in Ws], axis=1)
+    want = x_host @ W16
+    size = np.abs(x_host) @ np.abs(W16)
+    assert_within(out.to_host(), want, u * size + K * 2.0 ** -24 * size + 1e-6, "qkv")
+    g = rounded(rng.standard_normal((rows, 3 * N)), fmt)
+    out.backward(OclTensor(g.astype(np.float32), dtype=fmt))
+    per_term = max(rows, 3 * N) * 2.0 ** -24
+    dx_want = g @ W16.T
+    dx_size = np.abs(g) @ np.abs(W16.T)
+    assert x.grad.dtype == x.dtype
+    assert_within(x.grad.to_host(), dx_want, u * dx_size + per_term * dx_size + 1e-7, "dx")
+    for z, W in enumerate(Ws):
+        gz = g[:, z * N:(z + 1) * N]
+        dW_want = x_host.T @ gz
+        assert W.grad.dtype == np.float32
+        assert_within(W.grad.to_host(), dW_want,
+                      per_term * (np.abs(x_host.T) @ np.abs(gz)) + 1e-7, f"dW{z}")
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
@@ -168,11 +217,19 @@ def gpt_gradients(precision: str, ids, targets):
     return model, logits.dtype, loss, grads
 
 
-def test_gpt_step_in_bf16_follows_float32(frontend, rng):
+@pytest.mark.parametrize("fused_paths", ["", "1"], ids=["default", "fused"])
+def test_gpt_step_in_bf16_follows_float32(frontend, rng, monkeypatch, fused_paths):
     """Same initial weights, one forward and backward: loss and every parameter gradient of the
     bf16 step against the float32 one. Each stored activation or gradient adds a rounding of
     u = 2^-8; the chain through two blocks stores about twenty, whose errors add like a random
-    walk (sqrt(20) u = 1.7 %): gradients within 6 % in norm, the loss within 1 %."""
+    walk (sqrt(20) u = 1.7 %): gradients within 6 % in norm, the loss within 1 %. "fused" takes
+    the flash attention (as GPUs do by default), in bf16 on the packed q, k, v projection."""
+    monkeypatch.setenv("OCL_LLM_FUSED", fused_paths)
+    from ocl_llm import fused
+    packed_calls = []
+    packed = fused.packed_attention
+    monkeypatch.setattr(fused, "packed_attention",
+                        lambda *args: packed_calls.append(1) or packed(*args))
     ids = rng.integers(1, 53, (3, 16)).astype(np.int32)
     targets = np.roll(ids, -1, 1)
     model32, dtype32, loss32, grads32 = gpt_gradients("fp32", ids, targets)
@@ -183,6 +240,7 @@ def test_gpt_step_in_bf16_follows_float32(frontend, rng):
         assert p.dtype == np.float32 and g16.dtype == np.float32, p.name
         a, b = g32.to_host().astype(np.float64), g16.to_host().astype(np.float64)
         assert np.linalg.norm(a - b) <= 0.06 * np.linalg.norm(a) + 1e-7, p.name
+    assert len(packed_calls) == (GPT["num_layers"] if fused_paths else 0)
     for model in (model32, model16):
         model.free_memory()
 
