@@ -6,8 +6,9 @@
 // block of attention_mma_dkdv: 64, or 32 for ATTM_D 128, which keeps its accumulators in
 // registers), and warp_mma16.cl's WM_KIND and WM_EMULATE.
 //
-// Work decomposition: work-groups of four warps, one 1-D NDRange; group g covers (batch*head)
-// g / tiles, tile g % tiles of 64 rows, warp w rows 16w .. 16w + 15 of it.
+// Work decomposition: work-groups of four warps, one 1-D NDRange; group g covers one
+// (batch*head) and one tile of 64 rows, the heaviest tiles first (attm_head, attm_rank), warp w
+// rows 16w .. 16w + 15 of it.
 //   attention_mma_forward  query rows; key/value blocks of 64 in local memory; S = q k^T on tensor
 //                          cores, online softmax in the accumulators (rows g and g + 8 of each
 //                          lane, maxima and sums across the row's four lanes by shuffles), P
@@ -111,6 +112,13 @@ inline void attm_load_tile(__local ushort* tile, const uint rows, __global const
   }
 }
 
+// Group g covers (batch*head) g % heads_total and the tile of rank g / heads_total: every head's
+// tile of one rank before the next rank, so that with causal masking the tiles with the most
+// blocks (the last query tiles; for dk/dv the first key tiles) start first and the light ones
+// fill the last wave.
+inline uint attm_head(uint tiles) { return get_group_id(0) % (get_num_groups(0) / tiles); }
+inline uint attm_rank(uint tiles) { return get_group_id(0) / (get_num_groups(0) / tiles); }
+
 // Byte address of element (row, col) of the tile at `base`.
 #define ATTM_AT(base, row, col) ((base) + ((row) * ATTM_P + (col)) * 2u)
 
@@ -183,7 +191,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     int causal, float scale, int dtype, uint tiles) {
   ATTM_LOCALS
   const uint lid = get_local_id(0), warp = lid >> 5, lane = lid & 31u, g = lane >> 2, t = lane & 3u;
-  const uint bh = get_group_id(0) / tiles, tile = get_group_id(0) % tiles;
+  const uint bh = attm_head(tiles), tile = tiles - 1u - attm_rank(tiles);  // heaviest first
   const uint b = bh / heads, h = bh % heads;
   const uint i0 = tile * ATTM_ROWS;
   const uint k_base = WM_SHARED(att_tiles), v_base = k_base + ATTM_TILE * 2u;
@@ -268,7 +276,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
     float scale, int dtype, uint tiles) {
   ATTM_LOCALS
   const uint lid = get_local_id(0), warp = lid >> 5, lane = lid & 31u, g = lane >> 2, t = lane & 3u;
-  const uint bh = get_group_id(0) / tiles, tile = get_group_id(0) % tiles;
+  const uint bh = attm_head(tiles), tile = tiles - 1u - attm_rank(tiles);  // heaviest first
   const uint b = bh / heads, h = bh % heads;
   const uint i0 = tile * ATTM_ROWS;
   const uint k_base = WM_SHARED(att_tiles), v_base = k_base + ATTM_TILE * 2u;
@@ -336,7 +344,7 @@ __kernel __attribute__((reqd_work_group_size(ATTM_THREADS, 1, 1))) void attentio
   __local float delta_s[ATTM_BQ];
   ATTM_LOCALS
   const uint lid = get_local_id(0), warp = lid >> 5, lane = lid & 31u, g = lane >> 2, t = lane & 3u;
-  const uint bh = get_group_id(0) / tiles, tile = get_group_id(0) % tiles;
+  const uint bh = attm_head(tiles), tile = attm_rank(tiles);  // heaviest (first keys) first
   const uint b = bh / heads, h = bh % heads;
   const uint j0 = tile * ATTM_ROWS;
   const uint q_base = WM_SHARED(att_tiles), do_base = q_base + ATTM_TILE * 2u;
