@@ -1,7 +1,8 @@
 // The fused epilogue of the GEMM kernels (aethercl_gemm_fused; included by gemm.cl, gemm_mma.cl
 // and gemm_fold.cl after gemm_c_storage.cl). Build option GEMM_EPILOGUE: 0 (or absent) none, and
 // then this file defines nothing those kernels use; 1 bias, 2 bias + ReLU, 3 bias + GELU (erf),
-// 4 bias + GELU (tanh form), 5 ReLU, 6 GELU (erf). With an epilogue every kernel takes
+// 4 bias + GELU (tanh form), 5 ReLU, 6 GELU (erf), 7 DGELU (v times GELU's slope at the value
+// epi_pre holds: read, not written). With an epilogue every kernel takes
 // GEMM_EPI_ARGS after its own arguments:
 //   epi_bias, epi_off_bias, epi_bias_dtype  the bias (kinds 1-4): element epi_off_bias + column,
 //                                           stored as 0 float32, 1 float16, 2 bfloat16
@@ -18,8 +19,8 @@
 #endif
 
 #if GEMM_EPILOGUE
-#if GEMM_EPILOGUE < 0 || GEMM_EPILOGUE > 6
-#error "GEMM_EPILOGUE must be 0..6"
+#if GEMM_EPILOGUE < 0 || GEMM_EPILOGUE > 7
+#error "GEMM_EPILOGUE must be 0..7"
 #endif
 
 #define GEMM_EPI_ARGS                                                                       \
@@ -36,6 +37,7 @@
 #define GEMM_EPI_INV_SQRT2 0.70710678118654752440f
 #define GEMM_EPI_SQRT_2_OVER_PI 0.79788456080286535588f
 #define GEMM_EPI_GELU_TANH_C 0.044715f
+#define GEMM_EPI_INV_SQRT_2PI 0.39894228040143267794f
 
 inline float gemm_epi_bias(__global const uchar* bias, ulong at, int dtype) {
   if (dtype == 0) return ((__global const float*)bias)[at];
@@ -68,13 +70,22 @@ inline float gemm_epi_pre_value(float v, ulong col, __global const uchar* bias, 
 #define GEMM_EPI_PRE_VALUE(v, col) gemm_epi_pre_value((v), (ulong)(col), epi_bias, epi_off_bias, \
                                                       epi_bias_dtype)
 
+// GELU's slope at x (aethercl_unary_backward's formula).
+inline float gemm_epi_gelu_slope(float x) {
+  return 0.5f * (1.0f + erf(x * GEMM_EPI_INV_SQRT2)) + x * exp(-0.5f * x * x) * GEMM_EPI_INV_SQRT_2PI;
+}
+
 inline float gemm_epilogue(float v, ulong col, ulong at, __global const uchar* bias,
                            ulong off_bias, int bias_dtype, __global gemm_c_t* pre, int has_pre) {
+#if GEMM_EPILOGUE == 7
+  return v * gemm_epi_gelu_slope(gemm_c_load(pre, at));
+#else
 #if GEMM_EPILOGUE <= 4
   v += gemm_epi_bias(bias, off_bias + col, bias_dtype);
 #endif
   if (has_pre) gemm_c_store(v, pre, at);
   return gemm_epi_act(v);
+#endif
 }
 #else
 #define GEMM_EPI_ARGS

@@ -789,6 +789,15 @@ inline void mma_epilogue_barrier(void) {
 #endif
 
 #if MMA_C_TYPE != 0
+// The value of a 16-bit pattern of C's type (gemm_c_load's).
+inline float mma_c_value(ushort bits) {
+#if MMA_C_TYPE == 1
+  return vload_half(0, (__private const half*)&bits);
+#else
+  return nf_from_bf16(bits);
+#endif
+}
+
 // The 16-bit pattern gemm_c_store would write for value.
 inline uint mma_c_bits(float value) {
 #if MMA_C_TYPE == 1
@@ -1196,7 +1205,17 @@ MMA_UNROLL
 MMA_UNROLL
         for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] += beta * gemm_c_load(c, at + e);
       }
-#if GEMM_EPILOGUE
+#if GEMM_EPILOGUE == 7
+      {  // DGELU: the pre-activation read as one 16-byte unit
+        const uint4 pre_unit = *(__global const uint4*)(epi_pre + at);
+        const uint pre_words[4] = {pre_unit.x, pre_unit.y, pre_unit.z, pre_unit.w};
+MMA_UNROLL
+        for (int e = 0; e < MMA_EPI_UNIT; ++e) {
+          const ushort bits = (ushort)(pre_words[e / 2] >> (16 * (e % 2)));
+          v[e] *= gemm_epi_gelu_slope(mma_c_value(bits));
+        }
+      }
+#elif GEMM_EPILOGUE
       // The pre-activation as one 16-byte unit too (element by element it took more time than
       // the product on the GPT's feed-forward layer).
 MMA_UNROLL

@@ -19,6 +19,7 @@ const char* kind_name(int kind) {
     case AETHERCL_EPILOGUE_BIAS_GELU_TANH: return "BIAS_GELU_TANH";
     case AETHERCL_EPILOGUE_RELU: return "RELU";
     case AETHERCL_EPILOGUE_GELU: return "GELU";
+    case AETHERCL_EPILOGUE_DGELU: return "DGELU";
     default: return "?";
   }
 }
@@ -88,9 +89,13 @@ void fused_gemm(DeviceCall& call, const aethercl_gemm_desc* desc,
          sizeof(aethercl_gemm_epilogue));
   }
   const aethercl_gemm_epilogue& e = *epilogue;
-  if (e.kind < AETHERCL_EPILOGUE_BIAS || e.kind > AETHERCL_EPILOGUE_GELU) {
+  if (e.kind < AETHERCL_EPILOGUE_BIAS || e.kind > AETHERCL_EPILOGUE_DGELU) {
     fail(Status::kInvalidArgument, "epilogue->kind = {} is not an epilogue (1 BIAS, 2 BIAS_RELU, "
-         "3 BIAS_GELU, 4 BIAS_GELU_TANH, 5 RELU, 6 GELU)", e.kind);
+         "3 BIAS_GELU, 4 BIAS_GELU_TANH, 5 RELU, 6 GELU, 7 DGELU)", e.kind);
+  }
+  if (e.kind == AETHERCL_EPILOGUE_DGELU && e.pre == nullptr) {
+    fail(Status::kInvalidArgument, "epilogue->pre is NULL: kind 7 (DGELU) reads the forward's "
+         "pre-activation there");
   }
   GemmProblem& p = v.problem;
   const bool has_bias = e.kind <= AETHERCL_EPILOGUE_BIAS_GELU_TANH;

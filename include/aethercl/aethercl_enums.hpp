@@ -54,6 +54,7 @@ enum class GemmEpilogueKind : int {
   BIAS_GELU_TANH = AETHERCL_EPILOGUE_BIAS_GELU_TANH,
   RELU = AETHERCL_EPILOGUE_RELU,
   GELU = AETHERCL_EPILOGUE_GELU,
+  DGELU = AETHERCL_EPILOGUE_DGELU,
 };
 
 // enum aethercl_reduce_op

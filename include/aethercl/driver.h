@@ -611,19 +611,26 @@ AETHERCL_API int aethercl_set_matmul_precision(int gpu_index, int compute);
  *   BIAS_GELU_TANH  gelu_tanh(v + bias[j])    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
  *   RELU            relu(v)
  *   GELU            gelu(v)
- * for the output in column j. The activations are aethercl_unary's (AETHERCL_UNARY_RELU, _GELU,
- * _GELU_TANH), evaluated the same way. */
+ *   DGELU           v * gelu'(pre[i, j])       the backward of GELU (erf) through a product:
+ *                                              pre is read, not written (the forward's value
+ *                                              before the GELU, stored like C)
+ * for the output in column j. The activations and GELU's slope are aethercl_unary's
+ * (AETHERCL_UNARY_RELU, _GELU, _GELU_TANH) and aethercl_unary_backward's, evaluated the same
+ * way; DGELU's product is not rounded before the multiply (one rounding where the unfused
+ * product and aethercl_unary_backward round twice). */
 enum aethercl_gemm_epilogue_kind {
   AETHERCL_EPILOGUE_BIAS = 1, AETHERCL_EPILOGUE_BIAS_RELU = 2, AETHERCL_EPILOGUE_BIAS_GELU = 3,
-  AETHERCL_EPILOGUE_BIAS_GELU_TANH = 4, AETHERCL_EPILOGUE_RELU = 5, AETHERCL_EPILOGUE_GELU = 6
+  AETHERCL_EPILOGUE_BIAS_GELU_TANH = 4, AETHERCL_EPILOGUE_RELU = 5, AETHERCL_EPILOGUE_GELU = 6,
+  AETHERCL_EPILOGUE_DGELU = 7
 };
 
 /* The epilogue of aethercl_gemm_fused. bias (kinds 1-4) holds n elements of dtype_bias
  * (AETHERCL_F32, AETHERCL_F16 or AETHERCL_BF16) from element offset_bias; element j is added to
  * column j of every row of every batch item (one bias per column, shared by the batch). pre
- * (optional, NULL: not stored) receives the value before the activation, stored in C's layout and
- * dtype: element offset_pre + b * desc->stride_c + i * desc->ldc + j holds C's element (b, i, j)
- * before act. Offsets count elements. */
+ * (kinds 1-6: optional, NULL: not stored) receives the value before the activation, stored in C's
+ * layout and dtype: element offset_pre + b * desc->stride_c + i * desc->ldc + j holds C's element
+ * (b, i, j) before act. DGELU (kind 7) reads pre (required) in that same layout and dtype: the
+ * pre of the forward's BIAS_GELU or GELU product. Offsets count elements. */
 typedef struct aethercl_gemm_epilogue {
   size_t struct_size;              /* sizeof(aethercl_gemm_epilogue) of the caller */
   int kind;                        /* aethercl_gemm_epilogue_kind */
@@ -631,7 +638,8 @@ typedef struct aethercl_gemm_epilogue {
   void* pre; size_t offset_pre;    /* optional: the value before the activation */
 } aethercl_gemm_epilogue;
 
-/* C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
+/* C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch (DGELU: that sum
+ * times gelu'(pre)): aethercl_gemm with
  * an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
  * split-K, tensor cores; no separate bias or activation kernel). Every rule of aethercl_gemm
  * holds (desc is validated first, with its messages; beta != 0 reads C, which then enters the
@@ -639,9 +647,9 @@ typedef struct aethercl_gemm_epilogue {
  * and rounded once to C's dtype where it is stored (C for BIAS; pre); C is act of that float32
  * value, rounded once. epilogue NULL is exactly aethercl_gemm. Refused (0, message naming the
  * field): a struct_size below this header's sizeof(aethercl_gemm_epilogue) (larger is accepted),
- * a kind outside 1..6, a NULL bias for kinds 1-4 and a non-NULL bias for kinds 5-6 (a bias that
- * would be ignored is taken as a mistake), an unsupported dtype_bias, invalid or foreign bias and
- * pre handles, a bias or pre that does not fit its buffer (offset_bias + n elements; offset_pre
+ * a kind outside 1..7, a NULL bias for kinds 1-4 and a non-NULL bias for kinds 5-7 (a bias that
+ * would be ignored is taken as a mistake), a NULL pre for kind 7, an unsupported dtype_bias,
+ * invalid or foreign bias and pre handles, a bias or pre that does not fit its buffer (offset_bias + n elements; offset_pre
  * plus C's extent: (batch - 1) * stride_c + (m - 1) * ldc + n elements), pre overlapping A, B, C
  * or the bias in the same buffer, and C overlapping the bias. Zero work (m, n or batch 0) checks
  * the handles and offsets and touches nothing. Tolerance: that of aethercl_gemm for the product,

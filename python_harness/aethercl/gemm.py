@@ -9,7 +9,7 @@ from .streams import resolve
 from .structs import (BF16, COMPUTE_3XTF32, COMPUTE_BF16, COMPUTE_DEFAULT,  # noqa: F401
                       COMPUTE_FP16, COMPUTE_FP32, COMPUTE_TF32, EPILOGUE_BIAS,
                       EPILOGUE_BIAS_GELU, EPILOGUE_BIAS_GELU_TANH, EPILOGUE_BIAS_RELU,
-                      EPILOGUE_GELU, EPILOGUE_RELU, F16, F32, F64, I8, I32, I64, U8, GemmDesc,
+                      EPILOGUE_DGELU, EPILOGUE_GELU, EPILOGUE_RELU, F16, F32, F64, I8, I32, I64, U8, GemmDesc,
                       GemmEpilogue)
 
 COMPUTE_MODES = {"default": COMPUTE_DEFAULT, "fp32": COMPUTE_FP32, "tf32": COMPUTE_TF32,
@@ -52,7 +52,7 @@ def gemm(lib, gpu_index: int, desc: GemmDesc, stream=None) -> None:
 
 EPILOGUES = {"bias": EPILOGUE_BIAS, "bias_relu": EPILOGUE_BIAS_RELU,
              "bias_gelu": EPILOGUE_BIAS_GELU, "bias_gelu_tanh": EPILOGUE_BIAS_GELU_TANH,
-             "relu": EPILOGUE_RELU, "gelu": EPILOGUE_GELU}
+             "relu": EPILOGUE_RELU, "gelu": EPILOGUE_GELU, "dgelu": EPILOGUE_DGELU}
 
 
 def gemm_epilogue(kind, *, bias=None, offset_bias=0, dtype_bias=F32, pre=None,

@@ -39,6 +39,7 @@ EPILOGUE_BIAS_GELU = 3
 EPILOGUE_BIAS_GELU_TANH = 4
 EPILOGUE_RELU = 5
 EPILOGUE_GELU = 6
+EPILOGUE_DGELU = 7
 
 # enum aethercl_reduce_op
 SUM = 0
@@ -113,7 +114,8 @@ ENUMS: Dict[str, Dict[str, int]] = {
                                         EPILOGUE_BIAS_RELU=EPILOGUE_BIAS_RELU,
                                         EPILOGUE_BIAS_GELU=EPILOGUE_BIAS_GELU,
                                         EPILOGUE_BIAS_GELU_TANH=EPILOGUE_BIAS_GELU_TANH,
-                                        EPILOGUE_RELU=EPILOGUE_RELU, EPILOGUE_GELU=EPILOGUE_GELU),
+                                        EPILOGUE_RELU=EPILOGUE_RELU, EPILOGUE_GELU=EPILOGUE_GELU,
+                                        EPILOGUE_DGELU=EPILOGUE_DGELU),
     "aethercl_reduce_op": dict(SUM=SUM, MEAN=MEAN, MAX=MAX, MIN=MIN, ARGMAX=ARGMAX, ARGMIN=ARGMIN,
                                NO_REDUCTION=NO_REDUCTION),
     "aethercl_rng_distribution": dict(RNG_BITS=RNG_BITS, RNG_UNIFORM=RNG_UNIFORM,

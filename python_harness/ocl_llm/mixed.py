@@ -4,7 +4,9 @@ pass (so a captured step makes them too; ocl_llm.weight_copies), and writes a 16
 the bias and GELU applied in the product's store; its backward writes dx in 16 bits and dW, db in
 float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded). Attention's
 bias-free q, k and v projections run as one product into a packed [.., 3 * out] tensor
-(qkv_linear), which the fused attention reads as it is (layout 2). LayerNorm
+(qkv_linear), which the fused attention reads as it is (layout 2); the feed-forward pair
+(feed_forward) is one node whose backward multiplies by GELU's slope in the second product's
+store (the DGELU epilogue) instead of a separate kernel. LayerNorm
 normalises the float32 residual stream into 16 bits and returns a float32 dx. Every result is
 computed in float32 and rounded once.
 """
@@ -48,6 +50,24 @@ def _product(device, a: OclTensor, b: OclTensor, c: OclTensor, m: int, n: int, k
                          ctypes.byref(epilogue), _stream(device))
 
 
+def _bias_gradient(device, dpre: OclTensor, b: OclTensor, rows: int) -> OclTensor:
+    """db = the column sums of dpre (rows x N) in float32."""
+    db = b.new_empty(b.shape)
+    desc = train_ops.broadcast_desc((rows, b.shape[-1]), (1, b.shape[-1]))
+    train_ops.binary_backward(device, "add", desc, dpre.data.ptr, None, db.data.ptr)
+    return db
+
+
+def _epilogue(b: Optional[OclTensor], gelu: bool, pre: Optional[OclTensor]):
+    """The forward's epilogue: bias and/or GELU (storing pre), or None for a plain product."""
+    if b is None and not gelu:
+        return None
+    kind = ("bias_gelu" if gelu else "bias") if b is not None else "gelu"
+    return gemm_epilogue(kind, bias=b.data.ptr if b is not None else None,
+                         dtype_bias=dtypes.code_of(b.dtype) if b is not None else F32,
+                         pre=pre.data.ptr if pre is not None else None)
+
+
 class LinearContext(FunctionContext):
     """y = act(x W + b) with x, y 16-bit and W, b float32 masters: dpre = g or GELU's slope at
     pre times g (16-bit), dx = dpre W16^T (16-bit, from W16 read transposed), dW = x^T dpre and
@@ -73,9 +93,7 @@ class LinearContext(FunctionContext):
             dW = W.new_empty(W.shape)
             _product(device, x, dpre, dW, K, N, rows, trans_a=1)
         if b is not None and self.needs(2):
-            db = b.new_empty(b.shape)
-            desc = train_ops.broadcast_desc((rows, N), (1, N))
-            train_ops.binary_backward(device, "add", desc, dpre.data.ptr, None, db.data.ptr)
+            db = _bias_gradient(device, dpre, b, rows)
         return (dx, dW, db) if b is not None else (dx, dW)
 
 
@@ -89,14 +107,62 @@ def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype
     ctx = LinearContext(x, W, b) if b is not None else LinearContext(x, W)
     out = x._result(x.shape[:-1] + (N,), ctx)
     pre = out.new_empty(out.shape) if gelu else None
-    epilogue = None
-    if b is not None or gelu:
-        kind = ("bias_gelu" if gelu else "bias") if b is not None else "gelu"
-        epilogue = gemm_epilogue(kind, bias=b.data.ptr if b is not None else None,
-                                 dtype_bias=dtypes.code_of(b.dtype) if b is not None else F32,
-                                 pre=pre.data.ptr if pre is not None else None)
-    _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=epilogue)
+    _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=_epilogue(b, gelu, pre))
     ctx.save_for_backward(W16, pre, rows)
+    return out
+
+
+class FeedForwardContext(FunctionContext):
+    """y = h W2 + b2 with h = GELU(x W1 + b1), x and y 16-bit: the backward of two 16-bit Linears
+    (dW, db float32) where the slope of GELU is applied in the store of dh = g W2^T (DGELU, pre
+    read from the forward), so dpre comes out of that product directly."""
+
+    def backward(self, g):
+        x, W1, b1, W2, b2 = self.parents
+        W1_16, W2_16, pre, h, rows = self.saved_data
+        device = g.device
+        K, F = W1.shape
+        N = W2.shape[1]
+        grads = [None] * 5
+        if self.needs(3):
+            grads[3] = W2.new_empty(W2.shape)
+            _product(device, h, g, grads[3], F, N, rows, trans_a=1)
+        if self.needs(4):
+            grads[4] = _bias_gradient(device, g, b2, rows)
+        if self.needs(0) or self.needs(1) or self.needs(2):
+            dpre = h.new_empty(h.shape)
+            _product(device, g, W2_16, dpre, rows, F, N, trans_b=1,
+                     epilogue=gemm_epilogue("dgelu", pre=pre.data.ptr))
+            if self.needs(0):
+                grads[0] = x.new_empty(x.shape)
+                _product(device, dpre, W1_16, grads[0], rows, K, F, trans_b=1)
+            if self.needs(1):
+                grads[1] = W1.new_empty(W1.shape)
+                _product(device, x, dpre, grads[1], K, F, rows, trans_a=1)
+            if self.needs(2):
+                grads[2] = _bias_gradient(device, dpre, b1, rows)
+        return tuple(grads)
+
+
+def feed_forward(x: OclTensor, W1: OclTensor, b1: OclTensor, W2: OclTensor, b2: OclTensor,
+                 dtype) -> OclTensor:
+    """GELU(x W1 + b1) W2 + b2 in dtype for x (..., in), W1 (in, hidden), W2 (hidden, out) and
+    biases (1, hidden), (1, out) float32: the two 16-bit Linears of linear() as one autograd node
+    (the hidden activation is internal, so its gradient can take GELU's slope in the product)."""
+    x = x.to(dtype)
+    K, F = W1.shape
+    N = W2.shape[1]
+    rows = x.numel // K
+    W1_16, W1_16T = weight_copies(W1, dtype)
+    W2_16, W2_16T = weight_copies(W2, dtype)
+    ctx = FeedForwardContext(x, W1, b1, W2, b2)
+    h = x.new_empty(x.shape[:-1] + (F,))
+    pre = h.new_empty(h.shape)
+    device = x.device
+    _product(device, x, W1_16T, h, rows, F, K, trans_b=1, epilogue=_epilogue(b1, True, pre))
+    out = x._result(x.shape[:-1] + (N,), ctx)
+    _product(device, h, W2_16T, out, rows, N, F, trans_b=1, epilogue=_epilogue(b2, False, None))
+    ctx.save_for_backward(W1_16, W2_16, pre, h, rows)
     return out
 
 

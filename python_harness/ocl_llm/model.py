@@ -210,7 +210,12 @@ class TransformerBlock:
 
     def __call__(self, x: OclTensor) -> OclTensor:
         x = x.add(self._drop(self.attn(self.ln1(x))))
-        return x.add(self._drop(self.ff2(self.ff1(self.ln2(x), gelu=True))))
+        h = self.ln2(x)
+        dtype = mixed.activation_dtype(x.runtime)
+        if dtype is not None and self.ff1.b is not None and self.ff2.b is not None:
+            return x.add(self._drop(mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W,
+                                                       self.ff2.b, dtype)))
+        return x.add(self._drop(self.ff2(self.ff1(h, gelu=True))))
 
     def _drop(self, h: OclTensor) -> OclTensor:
         """Residual dropout (aethercl_dropout) while training; identity otherwise."""

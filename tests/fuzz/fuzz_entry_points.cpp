@@ -252,7 +252,7 @@ void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, co
     aethercl_gemm_epilogue epilogue{};
     const std::uint8_t form = in.byte();
     epilogue.struct_size = form % 32 == 0 ? sizeof(epilogue) - 1 : sizeof(epilogue);
-    epilogue.kind = form % 16 == 1 ? static_cast<int>(in.u32()) : form % 8;  // 0 and 7 refused
+    epilogue.kind = form % 16 == 1 ? static_cast<int>(in.u32()) : form % 9;  // 0 and 8 refused
     const std::uint8_t slots = in.byte();
     epilogue.bias = slots % 4 == 0 ? nullptr : (slots % 4 == 1 ? desc.c : h[3]);
     epilogue.offset_bias = slots % 16 == 2 ? size_arg(in) : slots % 3;

@@ -11,6 +11,9 @@ below 1.13, so the input's error passes at most 1.2 times, and OpenCL's float32 
 tanh (5 ulp) add at most 16 * 2^-24 to 1 + erf(.) (or 1 + tanh(.)), i.e. 2^-20 * 0.5 |x| after the
 multiplication; 2^-18 |x| leaves a margin of 8. C's rounding adds OUT_ROUNDING[dtype] of the
 value (f16 2^-11, bf16 2^-8). pre = v rounded to C's dtype, with v's bound.
+DGELU reads pre (random values stored in C's dtype, left unchanged) and stores v * gelu'(pre):
+the slope is below 1.13 in magnitude, so v's error passes at most 1.13 times, and the slope's own
+float32 evaluation (erf 16 ulp, exp 4 ulp) is within 2^-19 of it: 2^-18 |v| again leaves room.
 Outputs (C and pre) are poisoned with NaN before the call; every buffer has guard bytes, and
 nothing outside C's and pre's matrices changes."""
 import ctypes
@@ -26,6 +29,16 @@ from support.helpers import kernels_launched
 
 KINDS = list(g.EPILOGUES)
 HAS_BIAS = {"bias", "bias_relu", "bias_gelu", "bias_gelu_tanh"}
+
+
+def gelu_slope(x):
+    erf = np.vectorize(math.erf)
+    return 0.5 * (1.0 + erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+# Every kind with and without pre, but DGELU, which needs pre (refused without it: test_refusals).
+KIND_PRE = [(kind, with_pre) for kind in KINDS for with_pre in (True, False)
+            if kind != "dgelu" or with_pre]
 
 
 def act_ref(kind, x):
@@ -79,15 +92,19 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
     if beta == 0.0:
         poisoned(C, c_dtype)
     has_bias = kind in HAS_BIAS
+    dgelu = kind == "dgelu"
+    assert with_pre or not dgelu
     bias_values = make_values(rng, (n,), bias_dtype)
     bias_stored = encode(np.concatenate([np.full(offset_bias, 7.0, np.float32), bias_values]),
                          bias_dtype)
     bias = device.upload(bias_stored) if has_bias else None
     pre = None
     if with_pre:
-        pre = Operand(device, np.zeros((batch, m, n), np.float32), c_dtype, ldc, stride_c,
-                      offset_pre, batch)
-        poisoned(pre, c_dtype)
+        pre_values = (make_values(rng, (batch, m, n), c_dtype) if dgelu else
+                      np.zeros((batch, m, n), np.float32))
+        pre = Operand(device, pre_values, c_dtype, ldc, stride_c, offset_pre, batch)
+        if not dgelu:  # an output: poisoned; DGELU's input: random values
+            poisoned(pre, c_dtype)
     desc = g.gemm_desc(A.tensor.handle, B.tensor.handle, C.tensor.handle, m, n, k,
                        trans_a=trans_a, trans_b=trans_b, batch=batch, lda=lda, ldb=ldb, ldc=ldc,
                        stride_a=stride_a, stride_b=stride_b, stride_c=stride_c, alpha=alpha,
@@ -116,9 +133,13 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
         if has_bias:
             v = v + bias_values.astype(np.float64)[None, :]
         bound_v += 2.0 ** -23 * np.abs(v) + 1e-30
-        ref = act_ref(kind, v)
-        bound = bound_v if kind in ("bias", "bias_relu", "relu") else (
-            1.2 * bound_v + 2.0 ** -18 * np.abs(v))
+        if dgelu:
+            ref = v * gelu_slope(pre.matrix(b))
+            bound = 1.13 * bound_v + 2.0 ** -18 * np.abs(v)
+        else:
+            ref = act_ref(kind, v)
+            bound = bound_v if kind in ("bias", "bias_relu", "relu") else (
+                1.2 * bound_v + 2.0 ** -18 * np.abs(v))
         bound = bound + OUT_ROUNDING[c_dtype] * (np.abs(ref) + bound) + 1e-30
         rows = lambda flat, off: np.stack(  # noqa: E731
             [flat[off + b * stride_c + r * ldc:][:n] for r in range(m)])
@@ -126,7 +147,7 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
         bad = ~(np.abs(out - ref) <= bound)
         assert not bad.any(), (f"{kind} batch {b}: {bad.sum()} of {bad.size} off; first "
                                f"{np.argwhere(bad)[0]}: got {out[bad][0]}, want {ref[bad][0]}")
-        if pre:
+        if pre and not dgelu:
             pre_bound = bound_v + OUT_ROUNDING[c_dtype] * (np.abs(v) + bound_v) + 1e-30
             out_pre = rows(got_pre, offset_pre)
             bad = ~(np.abs(out_pre - v) <= pre_bound)
@@ -139,6 +160,8 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
     assert np.array_equal(raw[~mask].view(np.uint8), C.stored[~mask].view(np.uint8))
     if pre:
         mask = written_mask(raw_pre.size, offset_pre, batch, stride_c, m, n, ldc)
+        if dgelu:  # read only
+            mask[:] = False
         assert np.array_equal(raw_pre[~mask].view(np.uint8), pre.stored[~mask].view(np.uint8))
     tensors = [A.tensor, B.tensor, C.tensor] + ([bias] if bias else []) + (
         [pre.tensor] if pre else [])
@@ -155,8 +178,7 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("bias_dtype", list(DTYPES))
 @pytest.mark.parametrize("c_dtype", list(DTYPES))
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("with_pre", [True, False])
+@pytest.mark.parametrize("kind,with_pre", KIND_PRE)
 def test_kinds_dtypes_transposes(lib, device, rng, fp32_precision, kind, c_dtype, bias_dtype,
                                  trans, alpha_beta, with_pre):
     alpha, beta = alpha_beta
@@ -277,16 +299,21 @@ def test_fused_matches_unfused(lib, device, rng, fp32_precision, kind):
         lib.check("execute_broadcast_add_gpu", device.index, c1.handle, tbias.handle, c1.handle,
                   batch, m, n)
     activation = kind.replace("bias_", "").replace("bias", "")
-    if activation:
+    tpre = device.upload(make_values(rng, (batch, m, n), g.F32)) if kind == "dgelu" else None
+    if kind == "dgelu":  # the unfused backward: aethercl_unary_backward's GELU slope at pre
+        lib.check("aethercl_unary_backward", device.index, UNARY["gelu"], tpre.handle, c1.handle,
+                  c1.handle, batch * m * n, ctypes.c_float(0.0), None)
+    elif activation:
         lib.check("aethercl_unary", device.index, UNARY[activation], c1.handle, c1.handle,
                   batch * m * n, ctypes.c_float(0.0), None)
     desc.c = c2.handle
     g.gemm_fused(lib, device.index, desc,
-                 g.gemm_epilogue(kind, bias=tbias.handle if kind in HAS_BIAS else None))
+                 g.gemm_epilogue(kind, bias=tbias.handle if kind in HAS_BIAS else None,
+                                 pre=tpre.handle if tpre else None))
     unfused, fused = c1.numpy().astype(np.float64), c2.numpy().astype(np.float64)
     scale = np.abs(np.einsum("bmk,bkn->bmn", a, b)) * 0.5 + np.abs(bias)
     assert np.all(np.abs(fused - unfused) <= 2.0 ** -21 * scale + 1e-30)
-    for t in (ta, tb, tbias, c1, c2):
+    for t in (ta, tb, tbias, c1, c2) + ((tpre,) if tpre else ()):
         assert t.guard_intact()
         t.free()
 
@@ -371,7 +398,12 @@ def test_refusals(lib, device, fp32_precision):
     case = Case(device)
     ok = dict(bias=case.bias.handle)
     refused(lib, device, case.desc(), g.gemm_epilogue(0, **ok), "epilogue->kind = 0")
-    refused(lib, device, case.desc(), g.gemm_epilogue(7, **ok), "epilogue->kind = 7")
+    refused(lib, device, case.desc(), g.gemm_epilogue(8, **ok), "epilogue->kind = 8")
+    refused(lib, device, case.desc(), g.gemm_epilogue("dgelu"), "epilogue->pre is NULL", "DGELU")
+    refused(lib, device, case.desc(), g.gemm_epilogue("dgelu", pre=case.pre.handle, **ok),
+            "epilogue->bias is set", "DGELU")
+    refused(lib, device, case.desc(), g.gemm_epilogue("dgelu", pre=case.c.handle),
+            "epilogue->pre overlaps desc->c")
     small = g.gemm_epilogue("bias", **ok)
     small.struct_size = ctypes.sizeof(g.GemmEpilogue) - 1
     refused(lib, device, case.desc(), small, "epilogue->struct_size")

@@ -180,6 +180,55 @@ def test_linear_in_16_bits_against_float64(frontend, rng, name, bias, use_gelu):
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
+def test_feed_forward_in_16_bits_against_float64(frontend, rng, name):
+    """The feed-forward pair as one node: y = GELU(x W1 + b1) W2 + b2 forward, and a backward
+    whose dh takes GELU's slope in the product's store (DGELU), against float64 with the bounds
+    above (dpre is the device intermediate the reference may round the other way: 2u per term)."""
+    fmt, u = FORMATS[name]
+    rows, K, F, N = 29, 19, 37, 23
+    x_host = rounded(rng.standard_normal((rows, K)), fmt)
+    W1 = OclTensor(rng.standard_normal((K, F)).astype(np.float32), requires_grad=True)
+    W2 = OclTensor((rng.standard_normal((F, N)) * 0.3).astype(np.float32), requires_grad=True)
+    b1 = OclTensor(rng.standard_normal((1, F)).astype(np.float32), requires_grad=True)
+    b2 = OclTensor(rng.standard_normal((1, N)).astype(np.float32), requires_grad=True)
+    x = OclTensor(x_host.astype(np.float32), requires_grad=True, dtype=fmt)
+    y = mixed.feed_forward(x, W1, b1, W2, b2, fmt)
+    assert y.shape == (rows, N) and y.dtype == x.dtype
+    W1r, W2r = rounded(W1.to_host(), fmt), rounded(W2.to_host(), fmt)
+    _, _, pre_t, h_t, _ = y._ctx.saved_data
+    pre, h = pre_t.to_host().astype(np.float64), h_t.to_host().astype(np.float64)
+    pre_want = x_host @ W1r + b1.to_host()
+    size1 = np.abs(x_host) @ np.abs(W1r) + np.abs(b1.to_host())
+    assert_within(pre, pre_want, u * np.abs(pre_want) + K * 2.0 ** -24 * size1, "pre")
+    # h is GELU of the float32 value before pre's rounding, rounded once.
+    h_want = gelu(pre_want)
+    assert_within(h, h_want, u * np.abs(h_want) + 1.13 * K * 2.0 ** -24 * size1 + 1e-6, "h")
+    y_want = h @ W2r + b2.to_host()
+    size2 = np.abs(h) @ np.abs(W2r) + np.abs(b2.to_host())
+    assert_within(y.to_host(), y_want, u * size2 + F * 2.0 ** -24 * size2 + 1e-6, "y")
+
+    g = rounded(rng.standard_normal((rows, N)), fmt)
+    y.backward(OclTensor(g.astype(np.float32), dtype=fmt))
+    per_term = 2 * u + max(rows, F, N) * 2.0 ** -24
+    dW2_want, db2_want = h.T @ g, g.sum(0, keepdims=True)
+    assert_within(W2.grad.to_host(), dW2_want, rows * 2.0 ** -24 * (np.abs(h.T) @ np.abs(g)) + 1e-7,
+                  "dW2")
+    assert_within(b2.grad.to_host(), db2_want, rows * 2.0 ** -24 * np.abs(g).sum(0, keepdims=True)
+                  + 1e-7, "db2")
+    dpre = (g @ W2r.T) * gelu_slope(pre)
+    dpre_size = (np.abs(g) @ np.abs(W2r.T)) * 1.13
+    dx_want = dpre @ W1r.T
+    assert x.grad.dtype == x.dtype
+    assert_within(x.grad.to_host(), dx_want,
+                  u * np.abs(dx_want) + per_term * (dpre_size @ np.abs(W1r.T)) + 1e-6, "dx")
+    assert_within(W1.grad.to_host(), x_host.T @ dpre,
+                  per_term * (np.abs(x_host.T) @ dpre_size) + 1e-6, "dW1")
+    assert_within(b1.grad.to_host(), dpre.sum(0, keepdims=True),
+                  per_term * dpre_size.sum(0, keepdims=True) + 1e-6, "db1")
+    assert all(t.grad.dtype == np.float32 for t in (W1, W2, b1, b2))
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
 @pytest.mark.parametrize("cols", [48, 45])   # whole quads (register kernels) and not
 def test_layer_norm_normalises_float32_into_16_bits(frontend, rng, name, cols):
     """y: the float32 statistics (float32 suite: rtol 1e-5, atol 1e-5) plus one rounding to

@@ -66,6 +66,7 @@ pub const AETHERCL_EPILOGUE_BIAS_GELU: c_int = 3;
 pub const AETHERCL_EPILOGUE_BIAS_GELU_TANH: c_int = 4;
 pub const AETHERCL_EPILOGUE_RELU: c_int = 5;
 pub const AETHERCL_EPILOGUE_GELU: c_int = 6;
+pub const AETHERCL_EPILOGUE_DGELU: c_int = 7;
 
 // enum aethercl_reduce_op
 pub const AETHERCL_SUM: c_int = 0;
@@ -1189,9 +1190,10 @@ extern "C" {
     /// failure.
     pub fn aethercl_cl_mem(gpu_index: c_int, buffer: *mut c_void) -> *mut c_void;
     // --- AETHERCL_4
-    /// C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch: aethercl_gemm with
-    /// an epilogue applied in the product's own store (one pass over C on every kernel path:
-    /// portable, split-K, tensor cores; no separate bias or activation kernel).
+    /// C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch (DGELU: that sum
+    /// times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's own store (one
+    /// pass over C on every kernel path: portable, split-K, tensor cores; no separate bias or
+    /// activation kernel).
     pub fn aethercl_gemm_fused(
         gpu_index: c_int,
         desc: *const aethercl_gemm_desc,
