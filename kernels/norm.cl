@@ -1,9 +1,10 @@
 // LayerNorm and RMSNorm with optional gamma/beta (aethercl_norm_forward/_backward): one
-// work-group per row (power-of-two local size, fixed-order tree sums in acc_t), and one work-item
-// per column for the parameter gradients (rows summed in ascending order).
+// work-group per row (power-of-two local size, fixed-order sums in acc_t: group_reduce.cl), and
+// one work-item per column for the parameter gradients (rows summed in ascending order).
 // Formats of x, y, dy, dx (operand_storage.cl): NORM_X, NORM_Y, NORM_DY, NORM_DX, float32 when
 // not set; gamma, beta, their gradients and the statistics are always float32.
 
+#include "group_reduce.cl"
 #include "operand_storage.cl"
 #ifndef NORM_X
 #define NORM_X 0
@@ -18,31 +19,13 @@
 #define NORM_DX 0
 #endif
 
-#if AETHERCL_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double acc_t;
-#else
-typedef float acc_t;
-#endif
-
 #define FOR_EACH_ROW(row, rows) \
   for (ulong row = get_group_id(0); row < (rows); row += get_num_groups(0))
 #define FOR_EACH_COL(j, cols) \
   for (ulong j = get_local_id(0); j < (cols); j += get_local_size(0))
 
 // Sum over the work-group; every item gets the total. Ends with a barrier (scratch reusable).
-acc_t group_sum(__local acc_t* scratch, acc_t value) {
-  const uint lid = get_local_id(0);
-  scratch[lid] = value;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint step = get_local_size(0) >> 1; step > 0; step >>= 1) {
-    if (lid < step) scratch[lid] += scratch[lid + step];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const acc_t total = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return total;
-}
+#define group_sum group_sum_acc
 
 // mean (0 for RMS) and rstd of one row.
 void row_stats(__global const OS_TYPE(NORM_X)* x, ulong cols, float eps, int rms,
@@ -131,6 +114,26 @@ __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global con
 
 inline acc_t quad_sum(float4 v) { return (acc_t)v.x + (acc_t)v.y + (acc_t)v.z + (acc_t)v.w; }
 
+// Double accumulators (LN_FUSED, group_reduce.cl): a row's sums in one group_sums pass (scratch
+// of NORM_SUMS acc_t per item), the variance as E[x^2] - mean^2 and sum(g xhat) as
+// rstd (sum(g x) - mean sum(g)) from exact float products; the outputs in float from the double
+// statistics (row_center). Float accumulators: two-pass sums, one reduction each.
+#if LN_FUSED
+inline acc_t quad_dot(float4 a, float4 b) {
+  return (double)a.x * b.x + (double)a.y * b.y + (double)a.z * b.z + (double)a.w * b.w;
+}
+
+// mean (0 for RMS) and rstd from the sums of x and x^2 of a row of cols elements.
+inline void stats_from_sums(double sum, double sum_sq, ulong cols, float eps, int rms,
+                            double* mean, double* rstd) {
+  if (rms) {
+    *mean = 0.0;
+    *rstd = 1.0 / sqrt(sum_sq / (double)cols + (double)eps);
+  } else {
+    moments_from_sums(sum, sum_sq, (double)cols, eps, mean, rstd);
+  }
+}
+#else
 // mean (0 for RMS) and rstd of the row whose quads this item holds in v.
 void quad_row_stats(const float4* v, ulong cols, float eps, int rms, __local acc_t* scratch,
                     acc_t* mean_out, acc_t* rstd_out) {
@@ -148,6 +151,19 @@ void quad_row_stats(const float4* v, ulong cols, float eps, int rms, __local acc
   *mean_out = mean;
   *rstd_out = (acc_t)1 / sqrt(variance + (acc_t)eps);
 }
+#endif
+
+// (v - mean) rstd per element, in float.
+#if LN_FUSED
+#define NORM_CENTER(mean, rstd) const row_center_t center = row_center(mean, rstd)
+inline float4 quad_normalized(row_center_t c, float4 v) {
+  return (float4)(normalized(c, v.x), normalized(c, v.y), normalized(c, v.z), normalized(c, v.w));
+}
+#define NORM_XHAT(v) quad_normalized(center, (v))
+#else
+#define NORM_CENTER(mean, rstd) const float center_mean = (float)(mean), center_rstd = (float)(rstd)
+#define NORM_XHAT(v) (((v) - center_mean) * center_rstd)
+#endif
 
 __kernel void norm_forward_quads(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
                                  __global const float* beta, __global OS_TYPE(NORM_Y)* y,
@@ -159,9 +175,20 @@ __kernel void norm_forward_quads(__global const OS_TYPE(NORM_X)* x, __global con
     float4 v[NORM_QUADS];
     FOR_EACH_QUAD(i, q, quads) v[i] = OS_LOAD4(NORM_X, xr, q);
     acc_t mean, rstd;
-    quad_row_stats(v, cols, eps, rms, scratch, &mean, &rstd);
+#if LN_FUSED
+    double sums[2] = {0.0, 0.0};
     FOR_EACH_QUAD(i, q, quads) {
-      float4 out = (v[i] - (float)mean) * (float)rstd;
+      sums[0] += quad_sum(v[i]);
+      sums[1] += quad_dot(v[i], v[i]);
+    }
+    group_sums(scratch, sums, 2);
+    stats_from_sums(sums[0], sums[1], cols, eps, rms, &mean, &rstd);
+#else
+    quad_row_stats(v, cols, eps, rms, scratch, &mean, &rstd);
+#endif
+    NORM_CENTER(mean, rstd);
+    FOR_EACH_QUAD(i, q, quads) {
+      float4 out = NORM_XHAT(v[i]);
       if (has_gamma) out *= vload4(q, gamma);
       if (has_beta) out += vload4(q, beta);
       OS_STORE4(NORM_Y, y + row * cols, q, out);
@@ -184,24 +211,41 @@ __kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
       g[i] = OS_LOAD4(NORM_DY, dy + row * cols, q);
       if (has_gamma) g[i] *= vload4(q, gamma);
     }
-    acc_t mean, rstd;
+    acc_t mean, rstd, sum_g, sum_gx;
+#if LN_FUSED
+    // sum(g xhat) = rstd (sum(g x) - mean sum(g)): all four sums in one pass.
+    double sums[4] = {0.0, 0.0, 0.0, 0.0};
+    FOR_EACH_QUAD(i, q, quads) {
+      sums[0] += quad_sum(v[i]);
+      sums[1] += quad_dot(v[i], v[i]);
+      sums[2] += quad_sum(g[i]);
+      sums[3] += quad_dot(g[i], v[i]);
+    }
+    group_sums(scratch, sums, 4);
+    stats_from_sums(sums[0], sums[1], cols, eps, rms, &mean, &rstd);
+    sum_g = sums[2];
+    sum_gx = rstd * (sums[3] - mean * sums[2]);
+#else
     quad_row_stats(v, cols, eps, rms, scratch, &mean, &rstd);
+    acc_t partial_g = 0, partial_gx = 0;
+    FOR_EACH_QUAD(i, q, quads) {
+      partial_g += quad_sum(g[i]);
+      partial_gx += quad_sum(g[i] * ((v[i] - (float)mean) * (float)rstd));
+    }
+    sum_g = group_sum(scratch, partial_g);
+    sum_gx = group_sum(scratch, partial_gx);
+#endif
     if (get_local_id(0) == 0) {
       stats[2 * row] = (float)mean;
       stats[2 * row + 1] = (float)rstd;
     }
-    acc_t partial_g = 0, partial_gx = 0;
-    FOR_EACH_QUAD(i, q, quads) {
-      v[i] = (v[i] - (float)mean) * (float)rstd;  // xhat from here on
-      partial_g += quad_sum(g[i]);
-      partial_gx += quad_sum(g[i] * v[i]);
-    }
-    const acc_t sum_g = group_sum(scratch, partial_g);
     const float mean_g = rms ? 0.0f : (float)(sum_g / (acc_t)cols);
-    const float mean_gx = (float)(group_sum(scratch, partial_gx) / (acc_t)cols);
+    const float mean_gx = (float)(sum_gx / (acc_t)cols);
+    NORM_CENTER(mean, rstd);
     FOR_EACH_QUAD(i, q, quads) {
       if (has_dx) {
-        OS_STORE4(NORM_DX, dx + row * cols, q, (float)rstd * (g[i] - mean_g - v[i] * mean_gx));
+        OS_STORE4(NORM_DX, dx + row * cols, q,
+                  (float)rstd * (g[i] - mean_g - NORM_XHAT(v[i]) * mean_gx));
       }
     }
   }

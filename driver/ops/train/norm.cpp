@@ -40,18 +40,23 @@ FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
 // Elements per item of kernels/norm.cl's register forms (NORM_QUADS quads).
 constexpr std::uint64_t kRegisterElements = 16;
 
+// acc_t sums the register forms reduce in one pass (kernels/norm.cl's group_sums: at most 4).
+constexpr std::size_t kRegisterSums = 4;
+
 // Launches the row kernel `name`, or its register form `name`_quads where the row is whole quads
-// that the group holds in registers; args then the local scratch of one acc_t per item.
+// that the group holds in registers; args then the local scratch: one acc_t per item, or
+// kRegisterSums for the register forms.
 template <typename... Args>
 void launch_rows(DeviceCall& call, const FamilyVariant& family, const std::string& name,
                  const NormShape& s, const Args&... args) {
   Device& device = call.device();
-  const std::size_t scratch = acc_bytes(device);
+  std::size_t scratch = kRegisterSums * acc_bytes(device);
   Kernel& quads = named_kernel(call, family, (name + "_quads").c_str());
   RowGeometry geometry = row_geometry(device, quads, s.rows, s.cols, scratch, true);
   Kernel* kernel = &quads;
   if (s.cols % 4 != 0 || s.cols > geometry.local * kRegisterElements) {
     kernel = &named_kernel(call, family, name.c_str());
+    scratch = acc_bytes(device);
     geometry = row_geometry(device, *kernel, s.rows, s.cols, scratch);
   }
   call.launch(*kernel, LaunchGeometry::linear(geometry.global, geometry.local), args...,
