@@ -34,6 +34,10 @@ class _Optimizer:
         self.steps = [0] * len(self.parameters)
         self.state1: List[Optional[GPUBuffer]] = [None] * len(self.parameters)
         self.state2: List[Optional[GPUBuffer]] = [None] * len(self.parameters)
+        # The last step's descriptor array and what it was made from: a step over the same
+        # buffers and hyper-parameters (every step of a training loop) only renews the step
+        # counts (building 57 descriptors took 0.6 ms of Python per step).
+        self._descs: Optional[Tuple[tuple, Any]] = None
 
     def zero_grad(self) -> None:
         zero_grad(self.parameters)
@@ -53,23 +57,30 @@ class _Optimizer:
 
     def step(self) -> int:
         """One update of every parameter with a gradient; returns how many were updated."""
-        descs = []
-        for i, p in enumerate(self.parameters):
-            if p.grad is None:
-                continue
-            self.steps[i] += 1
-            descs.append(T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
-                                         grad=p.grad.data.ptr, step=self.steps[i],
-                                         **self._fields(i, p)))
-        if not descs:
+        active = [(i, p, p.grad) for i, p in enumerate(self.parameters) if p.grad is not None]
+        if not active:
             return 0
-        device = self.parameters[0].device
-        if len(descs) > 1 and device.lib.has("aethercl_optimizer_step_multi"):
-            train_ops.optimizer_step_multi(device, descs)   # up to 8 tensors per launch
+        for i, _, _ in active:
+            self.steps[i] += 1
+        key = (tuple((i, p.data.ptr, g.data.ptr) for i, p, g in active),
+               tuple(self.hyper().values()))
+        if self._descs is not None and self._descs[0] == key:
+            array = self._descs[1]
+            for slot, (i, _, _) in zip(array, active):
+                slot.step = self.steps[i]
         else:
-            for desc in descs:
+            array = train_ops.optimizer_desc_array([
+                T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
+                                grad=g.data.ptr, step=self.steps[i], **self._fields(i, p))
+                for i, p, g in active])
+            self._descs = (key, array)
+        device = self.parameters[0].device
+        if len(active) > 1 and device.lib.has("aethercl_optimizer_step_multi"):
+            train_ops.optimizer_step_multi(device, array)   # up to 8 tensors per launch
+        else:
+            for desc in array:
                 train_ops.optimizer_step(device, desc)
-        return len(descs)
+        return len(active)
 
     def _named_states(self):
         for slot, states in zip(self.slots, (self.state1, self.state2)):
@@ -101,6 +112,7 @@ class _Optimizer:
         for key, value in state.get("hyper", {}).items():
             setattr(self, key, tuple(value) if isinstance(value, list) else value)
         self.steps = [int(s) for s in state["steps"]]
+        self._descs = None   # the states below may be new buffers
         for slot, states in zip(self.slots, (self.state1, self.state2)):
             for i, p in enumerate(self.parameters):
                 value = state.get("state", {}).get(f"{slot}.{i}")
@@ -111,6 +123,7 @@ class _Optimizer:
                     states[i] = None
 
     def free_memory(self) -> None:
+        self._descs = None
         for buffer in self.state1 + self.state2:
             if buffer is not None:
                 buffer.free()

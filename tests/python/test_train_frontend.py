@@ -19,7 +19,7 @@ from ocl_llm import ocl_initialize, ocl_shutdown  # noqa: E402
 from ocl_llm.layers import (BatchNorm2d, Conv2d, Dropout, Flatten, GELU, LayerNorm,  # noqa: E402
                             Linear, MaxPool2d, ReLU, Sequential, Sigmoid, Tanh)
 from ocl_llm.optimizers import SGD, AdamW, clip_grad_norm  # noqa: E402
-from ocl_llm.tensor import OclTensor  # noqa: E402
+from ocl_llm.tensor import OclTensor, Parameter  # noqa: E402
 from support import train_reference as R  # noqa: E402
 
 
@@ -102,6 +102,41 @@ def test_optimisers_fit_a_linear_map_with_clipping(frontend, make):
         first = first if first is not None else float(loss.to_host()[0])
     assert norm is not None and np.isfinite(norm.to_host()[0])
     assert float(loss.to_host()[0]) < 0.05 * first
+
+
+@pytest.mark.parametrize("make", [lambda ps: AdamW(ps, lr=1e-2, weight_decay=0.1),
+                                  lambda ps: SGD(ps, lr=0.1, momentum=0.9)], ids=["adamw", "sgd"])
+def test_optimizer_reuses_its_descriptors_and_follows_changes(frontend, make):
+    """Steps over the same buffers reuse one descriptor array (only the step counts change); a
+    new learning rate, a new gradient buffer or a parameter without a gradient makes a new one.
+    The updates are bit for bit those of an optimizer that rebuilds its descriptors every step."""
+    rng = np.random.default_rng(3)
+    start = [rng.standard_normal(shape).astype(np.float32) for shape in ((5, 7), (7,), (3, 3))]
+    grads = [[rng.standard_normal(w.shape).astype(np.float32) for w in start] for _ in range(5)]
+    runs = []
+    for rebuild in (False, True):
+        params = [Parameter(w.copy(), name=f"w{i}") for i, w in enumerate(start)]
+        opt = make(params)
+        arrays = []
+        for k in range(5):
+            for p, g in zip(params, grads[k]):
+                p.grad = OclTensor(g) if k >= 3 or p.grad is None else p.grad
+            if k == 4:
+                params[1].grad = None
+            if k == 2:
+                opt.lr = opt.lr / 2
+            if rebuild:
+                opt._descs = None
+            opt.step()
+            arrays.append(opt._descs[1])
+        runs.append([p.to_host() for p in params])
+        if not rebuild:
+            assert arrays[1] is arrays[0]          # same buffers: reused
+            assert arrays[2] is not arrays[1]      # new learning rate
+            assert arrays[3] is not arrays[2]      # new gradient buffers
+            assert arrays[4] is not arrays[3] and len(arrays[4]) == 2
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_clip_grad_norm_scales_to_max_norm(frontend):
