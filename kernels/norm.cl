@@ -66,12 +66,15 @@ __kernel void norm_forward(__global const OS_TYPE(NORM_X)* x, __global const flo
 
 // dx per row; stats (2 floats per row: mean, rstd) are written for the parameter gradients.
 // LayerNorm: dx = rstd (g - mean(g) - xhat mean(g xhat)); RMS: dx = rstd (g - xhat mean(g xhat)),
-// g = dy * gamma.
+// g = dy * gamma; plus dres where has_dres (in dx's format, possibly dx itself: each element is
+// read before the same item writes it).
 __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
                                  __global const OS_TYPE(NORM_DY)* dy,
                                  __global OS_TYPE(NORM_DX)* dx,
+                                 __global const OS_TYPE(NORM_DX)* dres,
                                  __global float* stats, ulong rows, ulong cols, float eps,
-                                 int rms, int has_gamma, int has_dx, __local acc_t* scratch) {
+                                 int rms, int has_gamma, int has_dx, int has_dres,
+                                 __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
     __global const OS_TYPE(NORM_X)* xr = x + row * cols;
     __global const OS_TYPE(NORM_DY)* dyr = dy + row * cols;
@@ -99,7 +102,9 @@ __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global con
       const acc_t g =
           (acc_t)OS_LOAD(NORM_DY, dyr, j) * (has_gamma ? (acc_t)gamma[j] : (acc_t)1);
       const acc_t xhat = ((acc_t)OS_LOAD(NORM_X, xr, j) - mean) * rstd;
-      if (has_dx) OS_STORE(NORM_DX, dxr, j, (float)(rstd * (g - mean_g - xhat * mean_gx)));
+      float out = (float)(rstd * (g - mean_g - xhat * mean_gx));
+      if (has_dres) out += OS_LOAD(NORM_DX, dres + row * cols, j);
+      if (has_dx) OS_STORE(NORM_DX, dxr, j, out);
     }
   }
 }
@@ -200,9 +205,11 @@ __kernel void norm_forward_quads(__global const OS_TYPE(NORM_X)* x, __global con
 __kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
                                        __global const float* gamma,
                                        __global const OS_TYPE(NORM_DY)* dy,
-                                       __global OS_TYPE(NORM_DX)* dx, __global float* stats,
-                                       ulong rows, ulong cols, float eps, int rms, int has_gamma,
-                                       int has_dx, __local acc_t* scratch) {
+                                       __global OS_TYPE(NORM_DX)* dx,
+                                       __global const OS_TYPE(NORM_DX)* dres,
+                                       __global float* stats, ulong rows, ulong cols, float eps,
+                                       int rms, int has_gamma, int has_dx, int has_dres,
+                                       __local acc_t* scratch) {
   const ulong quads = cols / 4;
   FOR_EACH_ROW(row, rows) {
     float4 v[NORM_QUADS], g[NORM_QUADS];
@@ -244,8 +251,9 @@ __kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
     NORM_CENTER(mean, rstd);
     FOR_EACH_QUAD(i, q, quads) {
       if (has_dx) {
-        OS_STORE4(NORM_DX, dx + row * cols, q,
-                  (float)rstd * (g[i] - mean_g - NORM_XHAT(v[i]) * mean_gx));
+        float4 out = (float)rstd * (g[i] - mean_g - NORM_XHAT(v[i]) * mean_gx);
+        if (has_dres) out += OS_LOAD4(NORM_DX, dres + row * cols, q);
+        OS_STORE4(NORM_DX, dx + row * cols, q, out);
       }
     }
   }

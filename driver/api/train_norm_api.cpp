@@ -6,6 +6,8 @@
 
 #include <aethercl/driver.h>
 
+#include <cstddef>
+
 using namespace aethercl;
 namespace train = aethercl::ops::train;
 
@@ -16,7 +18,7 @@ AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* 
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
     call.use_stream(stream, "stream");
-    train::norm_forward(call, train::read_desc(desc));
+    train::norm_forward(call, train::read_desc_from(desc, offsetof(aethercl_norm_desc, dres)));
   });
 }
 
@@ -25,7 +27,7 @@ AETHERCL_API int aethercl_norm_backward(int gpu_index, const aethercl_norm_desc*
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
     call.use_stream(stream, "stream");
-    train::norm_backward(call, train::read_desc(desc));
+    train::norm_backward(call, train::read_desc_from(desc, offsetof(aethercl_norm_desc, dres)));
   });
 }
 

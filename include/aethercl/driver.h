@@ -870,7 +870,12 @@ enum aethercl_norm_kind {
  * each), recomputing the statistics from x. eps > 0. x, y, dy and dx may each be float32, f16 or
  * bf16, in any combination (see "16-bit operands of the training ops"); gamma, beta, dgamma and
  * dbeta are float32 masters (a 16-bit tag on them is refused) and the row statistics are
- * computed from the values read, as in float32. */
+ * computed from the values read, as in float32.
+ * dres (ABI version 4; backward only, optional): a gradient of x's shape in dx's format that is
+ * added to dx (dx = the normalisation's gradient + dres, summed in float32 and rounded once), as
+ * when x also feeds a residual connection; it may be dx itself (accumulated in place) but not x,
+ * dy, gamma, dgamma or dbeta, and needs dx. A struct_size of the version-3 descriptor (up to
+ * dbeta) is accepted and means dres = NULL. */
 typedef struct aethercl_norm_desc {
   size_t struct_size;
   int kind;
@@ -884,6 +889,7 @@ typedef struct aethercl_norm_desc {
   void* dx;
   void* dgamma;
   void* dbeta;
+  void* dres;      /* version 4: added to dx (backward); NULL: nothing added */
 } aethercl_norm_desc;
 
 AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc,

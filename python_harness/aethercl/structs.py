@@ -229,6 +229,7 @@ class NormDesc(ctypes.Structure):
         ("dx", ctypes.c_void_p),
         ("dgamma", ctypes.c_void_p),
         ("dbeta", ctypes.c_void_p),
+        ("dres", ctypes.c_void_p),
     ]
 
 

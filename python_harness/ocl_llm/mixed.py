@@ -204,16 +204,26 @@ def qkv_linear(x: OclTensor, Wq: OclTensor, Wk: OclTensor, Wv: OclTensor, dtype)
 
 class NormContext(FunctionContext):
     """LayerNorm without affine parameters: dx (x's format) from dy (y's), statistics recomputed
-    from x."""
+    from x. The gradient x already holds from its other consumers (the residual connection's)
+    is added in the same kernel (desc.dres) instead of by a separate add."""
 
     def backward(self, g):
         (x,) = self.parents
         rows, cols, eps = self.saved_data
         dx = x.new_empty(x.shape)
+        self.folded = x.requires_grad and x.grad is not None
         desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=eps, x=x.data.ptr,
-                                    dy=g.data.ptr, dx=dx.data.ptr)
+                                    dy=g.data.ptr, dx=dx.data.ptr,
+                                    dres=x.grad.data.ptr if self.folded else None)
         train_ops.norm_backward(g.device, desc)
         return (dx,)
+
+    def apply_gradients(self, grads) -> None:
+        if not self.folded:
+            super().apply_gradients(grads)
+            return
+        (x,) = self.parents
+        x.grad = grads[0]   # x's earlier gradient is in it already
 
 
 def layer_norm(x: OclTensor, eps: float, dtype) -> OclTensor:

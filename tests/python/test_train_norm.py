@@ -75,6 +75,77 @@ def test_norm_backward_partial_outputs_and_refusals(scope, device, lib, rng):
         assert words in lib.last_error(), lib.last_error()
 
 
+@pytest.mark.parametrize("kind", [T.NORM_LAYER, T.NORM_RMS])
+@pytest.mark.parametrize("cols", [48, 45])   # register form (whole quads) and row form
+@pytest.mark.parametrize("dres_at", ["apart", "in_place"])
+def test_norm_backward_adds_dres(scope, device, lib, rng, row_group, kind, cols, dres_at):
+    """dx = the normalisation's gradient + dres, one float32 add: bit for bit the float32 dx of a
+    call without dres plus dres (in numpy's float32), also with dres = dx; a bf16 dx with a bf16
+    dres is that float32 sum rounded once (the float32 call gives the unrounded gradient)."""
+    from support.typed_operands import round_bf16
+    rows = 7
+    x = (rng.standard_normal((rows, cols)) * 2 + 0.5).astype(np.float32)
+    dy = rng.standard_normal((rows, cols)).astype(np.float32)
+    dres = rng.standard_normal((rows, cols)).astype(np.float32)
+    tx, tdy, plain = scope.in_(x), scope.in_(dy), scope.out((rows, cols))
+    desc = norm_desc(kind=kind, rows=rows, cols=cols, eps=1e-5, x=tx.handle, dy=tdy.handle,
+                     dx=plain.handle)
+    ops.norm_backward(device.index, desc)
+    grad = plain.numpy()
+    tres = scope.in_(dres)
+    tdx = tres if dres_at == "in_place" else scope.out((rows, cols))
+    desc.set("dx", tdx.handle).set("dres", tres.handle)
+    ops.norm_backward(device.index, desc)
+    np.testing.assert_array_equal(tdx.numpy(), grad + dres)
+    # bf16 dx and dres: the same float32 sum, rounded once.
+    dres16 = (round_bf16(dres).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    tres16 = scope.in_(dres16)
+    tdx16 = tres16 if dres_at == "in_place" else scope.in_(np.zeros((rows, cols), np.uint16))
+    for t in {id(tres16): tres16, id(tdx16): tdx16}.values():
+        assert lib.aethercl_buffer_set_dtype(device.index, t.handle, 2) == 1
+    desc.set("dx", tdx16.handle).set("dres", tres16.handle)
+    ops.norm_backward(device.index, desc)
+    summed = grad + (dres16.astype(np.uint32) << 16).view(np.float32)
+    want = (round_bf16(summed).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    np.testing.assert_array_equal(tdx16.numpy(), want)
+
+
+def test_norm_dres_refusals_and_the_version_3_size(scope, device, lib, rng):
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    tx, tdy, tdx, tres = scope.in_(x), scope.in_(x), scope.out((4, 8)), scope.in_(x)
+    short, tdg = scope.in_(x[:1]), scope.out((8,))
+    base = dict(kind=0, rows=4, cols=8, eps=1e-5, x=tx.handle, dy=tdy.handle)
+
+    def refused(words, **fields):
+        desc = norm_desc(**dict(base, **fields))
+        assert lib.aethercl_norm_backward(device.index, desc.address, None) == 0
+        assert words in lib.last_error(), lib.last_error()
+
+    refused("desc.dres is set but desc.dx is NULL", dres=tres.handle, dgamma=tdg.handle)
+    refused("same buffer", dx=tdx.handle, dres=tx.handle)
+    refused("same buffer", dx=tdx.handle, dres=tdy.handle)
+    big = scope.out((4, 8))   # a dgamma buffer with room for dres too
+    refused("same buffer", dx=tdx.handle, dres=big.handle, dgamma=big.handle)
+    refused("desc.dres", dx=tdx.handle, dres=short.handle)
+    refused("desc.dres", dx=tdx.handle, dres=12345)
+    tagged = scope.in_(np.zeros((4, 8), np.uint16))
+    assert lib.aethercl_buffer_set_dtype(device.index, tagged.handle, 2) == 1
+    refused("desc.dres is stored as AETHERCL_BF16 but desc.dx as AETHERCL_F32", dx=tdx.handle,
+            dres=tagged.handle)
+    # A version-3 caller's descriptor ends before dres: accepted, and whatever lies past its size
+    # is not read (here a dres handle that would be added).
+    import ctypes
+    old = norm_desc(**dict(base, dx=tdx.handle, dres=tres.handle))
+    old.struct_size = T.NormDesc.dres.offset
+    assert lib.aethercl_norm_backward(device.index, old.address, None) == 1
+    plain = scope.out((4, 8))
+    ops.norm_backward(device.index, norm_desc(**dict(base, dx=plain.handle)))
+    np.testing.assert_array_equal(tdx.numpy(), plain.numpy())
+    old.struct_size = T.NormDesc.dres.offset - ctypes.sizeof(ctypes.c_void_p)
+    assert lib.aethercl_norm_backward(device.index, old.address, None) == 0
+    assert "struct_size" in lib.last_error()
+
+
 # ---- BatchNorm ------------------------------------------------------------------------------
 def bn_desc(**fields):
     return T.BatchNormDesc(**fields)

@@ -220,6 +220,7 @@ pub struct aethercl_norm_desc {
     pub dx: *mut c_void,
     pub dgamma: *mut c_void,
     pub dbeta: *mut c_void,
+    pub dres: *mut c_void,
 }
 
 /// struct aethercl_batchnorm_desc of include/aethercl/driver.h.

@@ -224,6 +224,9 @@ pub fn layout_lines() -> Vec<String> {
         // SAFETY: only the field's address is taken; nothing is read.
         let at = unsafe { std::ptr::addr_of!((*base).dbeta) };
         lines.push(format!("aethercl_norm_desc.dbeta offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dres) };
+        lines.push(format!("aethercl_norm_desc.dres offset {}", at as usize - base as usize));
     }
     lines.push(format!("aethercl_batchnorm_desc size {}", size_of::<aethercl_batchnorm_desc>()));
     lines.push(format!("aethercl_batchnorm_desc align {}", align_of::<aethercl_batchnorm_desc>()));

@@ -84,6 +84,7 @@ int main(void) {
   printf("aethercl_norm_desc.dx offset %zu\n", offsetof(aethercl_norm_desc, dx));
   printf("aethercl_norm_desc.dgamma offset %zu\n", offsetof(aethercl_norm_desc, dgamma));
   printf("aethercl_norm_desc.dbeta offset %zu\n", offsetof(aethercl_norm_desc, dbeta));
+  printf("aethercl_norm_desc.dres offset %zu\n", offsetof(aethercl_norm_desc, dres));
   printf("aethercl_batchnorm_desc size %zu\n", sizeof(aethercl_batchnorm_desc));
   printf("aethercl_batchnorm_desc align %zu\n", _Alignof(aethercl_batchnorm_desc));
   printf("aethercl_batchnorm_desc.struct_size offset %zu\n", offsetof(aethercl_batchnorm_desc, struct_size));

@@ -7,6 +7,7 @@
 #include "runtime/scratch.h"
 #include "support/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,22 @@ Desc read_desc(const Desc* desc) {
   }
   Desc copy;
   std::memcpy(&copy, desc, sizeof(Desc));
+  return copy;
+}
+
+// read_desc for a descriptor that grew after version 3: struct_size from `minimum` (the
+// version-3 prefix) up is accepted, and the fields past the caller's size read as zero.
+template <typename Desc>
+Desc read_desc_from(const Desc* desc, std::size_t minimum) {
+  if (desc == nullptr) fail(Status::kInvalidArgument, "desc is NULL");
+  std::size_t size = 0;
+  std::memcpy(&size, desc, sizeof size);
+  if (size < minimum) {
+    fail(Status::kInvalidArgument, "desc.struct_size = {} is smaller than the version-3 size {}",
+         size, minimum);
+  }
+  Desc copy{};
+  std::memcpy(&copy, desc, std::min(size, sizeof(Desc)));
   return copy;
 }
 

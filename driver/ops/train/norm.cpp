@@ -5,6 +5,7 @@
 #include "ops/aliasing.h"
 #include "ops/train/common.h"
 #include "ops/train/operand_storage.h"
+#include "ops/typed_memory.h"
 
 namespace aethercl::ops::train {
 namespace {
@@ -90,6 +91,7 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   auto dx_op = optional_operand(call, d.dx, "desc.dx", s.count);
   auto dgamma = float32_operand(call, d.dgamma, "desc.dgamma", s.cols, kMaster, true);
   auto dbeta = float32_operand(call, d.dbeta, "desc.dbeta", s.cols, kMaster, true);
+  auto dres_op = optional_operand(call, d.dres, "desc.dres", s.count);
   cl_mem x = x_op.view.mem, dy = dy_op.view.mem;
   std::optional<BufferView> dx;
   if (dx_op) dx = dx_op->view;
@@ -102,6 +104,19 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   require_distinct(d.dx, "desc.dx", d.dgamma, "desc.dgamma");
   require_distinct(d.dx, "desc.dx", d.dbeta, "desc.dbeta");
   require_distinct(d.dgamma, "desc.dgamma", d.dbeta, "desc.dbeta");
+  if (dres_op) {  // added to dx, possibly in place; never another operand
+    if (!dx_op) fail(Status::kInvalidArgument, "desc.dres is set but desc.dx is NULL");
+    if (dres_op->storage != dx_op->storage) {
+      fail(Status::kInvalidArgument, "desc.dres is stored as {} but desc.dx as {}: dres is added "
+           "to dx in dx's format", dtype_constant_name(static_cast<int>(dres_op->storage)),
+           dtype_constant_name(static_cast<int>(dx_op->storage)));
+    }
+    for (auto [other, name] : {std::pair{d.x, "desc.x"}, {d.dy, "desc.dy"},
+                               {d.gamma, "desc.gamma"}, {d.dgamma, "desc.dgamma"},
+                               {d.dbeta, "desc.dbeta"}}) {
+      require_distinct(d.dres, "desc.dres", other, name);
+    }
+  }
   if (!dx && !dgamma && !dbeta) return;
   if (s.count == 0) {
     // Parameter gradients over zero rows are zero; with zero columns there is nothing at all.
@@ -117,8 +132,9 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   const Storage dx_storage = dx_op ? dx_op->storage : x_op.storage;
   const FamilyVariant family = family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_storage);
   launch_rows(call, family, "norm_backward_rows", s, x, gamma ? gamma->mem : x, dy,
-              dx ? dx->mem : stats.mem(), stats.mem(), ul(s.rows), ul(s.cols), d.eps, rms,
-              static_cast<cl_int>(bool(gamma)), static_cast<cl_int>(bool(dx)));
+              dx ? dx->mem : stats.mem(), dres_op ? dres_op->view.mem : x, stats.mem(),
+              ul(s.rows), ul(s.cols), d.eps, rms, static_cast<cl_int>(bool(gamma)),
+              static_cast<cl_int>(bool(dx)), static_cast<cl_int>(bool(dres_op)));
   if (dgamma || dbeta) {
     launch_linear(call, family, "norm_backward_params", s.cols, x, dy, stats.mem(),
                   dgamma ? dgamma->mem : stats.mem(), dbeta ? dbeta->mem : stats.mem(),
