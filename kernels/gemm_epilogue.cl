@@ -9,6 +9,8 @@
 //   epi_pre, epi_has_pre, epi_off_pre       where epi_has_pre, the value before the activation,
 //                                           stored like C (C's type, leading dimension and batch
 //                                           stride) from element epi_off_pre
+//   epi_res, epi_off_res, epi_has_res       where epi_has_res, a residual stored like C, added to
+//                                           the epilogue's result (gemm_epi_residual)
 // and each output v (alpha * sum + beta * C, float32) is stored as act(v + bias[column]), rounded
 // once. The formulas are unary.cl's (aethercl_unary), so fused and unfused results agree.
 #ifndef AETHERCL_GEMM_EPILOGUE_CL
@@ -25,14 +27,20 @@
 
 #define GEMM_EPI_ARGS                                                                       \
   , __global const uchar *epi_bias, ulong epi_off_bias, int epi_bias_dtype,                \
-      __global gemm_c_t *epi_pre, ulong epi_off_pre, int epi_has_pre
-#define GEMM_EPI_PASS , epi_bias, epi_off_bias, epi_bias_dtype, epi_pre, epi_off_pre, epi_has_pre
-// The pre-activation output of batch item `batch`: C's batch stride from epi_off_pre.
-#define GEMM_EPI_ADVANCE(batch, stride_c) epi_pre += epi_off_pre + (batch) * (stride_c)
-// v stored at element `at` of C (and of the advanced epi_pre), in column `col`.
+      __global gemm_c_t *epi_pre, ulong epi_off_pre, int epi_has_pre,                      \
+      __global const gemm_c_t *epi_res, ulong epi_off_res, int epi_has_res
+#define GEMM_EPI_PASS                                                                       \
+  , epi_bias, epi_off_bias, epi_bias_dtype, epi_pre, epi_off_pre, epi_has_pre, epi_res,    \
+      epi_off_res, epi_has_res
+// The pre-activation and residual of batch item `batch`: C's batch stride from their offsets.
+#define GEMM_EPI_ADVANCE(batch, stride_c)                                                    \
+  epi_pre += epi_off_pre + (batch) * (stride_c);                                             \
+  epi_res += epi_off_res + (batch) * (stride_c)
+// v stored at element `at` of C (and of the advanced epi_pre and epi_res), in column `col`.
 #define GEMM_EPI(v, col, at)                                                                 \
-  gemm_epilogue((v), (ulong)(col), (ulong)(at), epi_bias, epi_off_bias, epi_bias_dtype,      \
-                epi_pre, epi_has_pre)
+  gemm_epi_residual(gemm_epilogue((v), (ulong)(col), (ulong)(at), epi_bias, epi_off_bias,    \
+                                  epi_bias_dtype, epi_pre, epi_has_pre),                     \
+                    (ulong)(at), epi_res, epi_has_res)
 
 #define GEMM_EPI_INV_SQRT2 0.70710678118654752440f
 #define GEMM_EPI_SQRT_2_OVER_PI 0.79788456080286535588f
@@ -86,6 +94,11 @@ inline float gemm_epilogue(float v, ulong col, ulong at, __global const uchar* b
   if (has_pre) gemm_c_store(v, pre, at);
   return gemm_epi_act(v);
 #endif
+}
+
+// The epilogue's result plus the residual's element at `at`, where there is one.
+inline float gemm_epi_residual(float v, ulong at, __global const gemm_c_t* res, int has_res) {
+  return has_res ? v + gemm_c_load(res, at) : v;
 }
 #else
 #define GEMM_EPI_ARGS

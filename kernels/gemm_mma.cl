@@ -1232,6 +1232,12 @@ MMA_UNROLL
 MMA_UNROLL
       for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] = gemm_epi_act(v[e]);
 #endif
+#if GEMM_EPILOGUE
+      if (epi_has_res) {
+MMA_UNROLL
+        for (int e = 0; e < MMA_EPI_UNIT; ++e) v[e] += gemm_c_load(epi_res, at + e);
+      }
+#endif
       uint words[4];
 MMA_UNROLL
       for (int w = 0; w < 4; ++w) words[w] = mma_c_bits(v[2 * w]) | (mma_c_bits(v[2 * w + 1]) << 16);

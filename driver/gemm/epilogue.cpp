@@ -17,6 +17,9 @@ void add_epilogue_args(LaunchArgs& args, const GemmEpilogue& epilogue, cl_mem c)
   args.add(epilogue.pre.mem != nullptr ? epilogue.pre.mem : c);
   args.add(static_cast<cl_ulong>(epilogue.pre_offset));
   args.add(static_cast<cl_int>(epilogue.pre.mem != nullptr ? 1 : 0));
+  args.add(epilogue.residual.mem != nullptr ? epilogue.residual.mem : c);
+  args.add(static_cast<cl_ulong>(epilogue.residual_offset));
+  args.add(static_cast<cl_int>(epilogue.residual.mem != nullptr ? 1 : 0));
 }
 
 }  // namespace aethercl::gemm

@@ -6,6 +6,8 @@
 #include "gemm/general_gemm.h"
 #include "support/checked.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace aethercl::gemm {
@@ -57,8 +59,9 @@ void require_apart(const ByteSpan& written, const char* written_name, const Byte
   }
 }
 
-// The elements of C's layout (ldc, stride_c over the batch) from `offset`: what pre spans.
-std::uint64_t c_layout_end(const GemmProblem& p, std::uint64_t offset) {
+// The elements of C's layout (ldc, stride_c over the batch) from `offset`: what pre (or the
+// residual, `name`) spans.
+std::uint64_t c_layout_end(const GemmProblem& p, std::uint64_t offset, const char* name = "pre") {
   const std::uint64_t ldc = leading_dimension(p.c, p.n);
   auto end = checked_mul(p.m - 1, ldc);
   auto strides = checked_mul(p.batch - 1, p.c.batch_stride);
@@ -66,8 +69,8 @@ std::uint64_t c_layout_end(const GemmProblem& p, std::uint64_t offset) {
   if (end) end = checked_add(*end, p.n);
   if (end) end = checked_add(*end, offset);
   if (!end) {
-    fail(Status::kInvalidArgument, "epilogue->pre: offset {} + C's extent overflows 64 bits",
-         offset);
+    fail(Status::kInvalidArgument, "epilogue->{}: offset {} + C's extent overflows 64 bits",
+         name, offset);
   }
   return *end;
 }
@@ -83,12 +86,15 @@ void fused_gemm(DeviceCall& call, const aethercl_gemm_desc* desc,
   }
   std::size_t struct_size = 0;
   std::memcpy(&struct_size, epilogue, sizeof(struct_size));
-  if (struct_size < sizeof(aethercl_gemm_epilogue)) {
+  // The first version-4 descriptor ended at offset_pre (no residual): still accepted.
+  constexpr std::size_t kFirstSize = offsetof(aethercl_gemm_epilogue, residual);
+  if (struct_size < kFirstSize) {
     fail(Status::kInvalidArgument, "epilogue->struct_size = {} is smaller than the version-4 "
          "descriptor ({} bytes): set it to sizeof(aethercl_gemm_epilogue)", struct_size,
          sizeof(aethercl_gemm_epilogue));
   }
-  const aethercl_gemm_epilogue& e = *epilogue;
+  aethercl_gemm_epilogue e{};
+  std::memcpy(&e, epilogue, std::min(struct_size, sizeof e));
   if (e.kind < AETHERCL_EPILOGUE_BIAS || e.kind > AETHERCL_EPILOGUE_DGELU) {
     fail(Status::kInvalidArgument, "epilogue->kind = {} is not an epilogue (1 BIAS, 2 BIAS_RELU, "
          "3 BIAS_GELU, 4 BIAS_GELU_TANH, 5 RELU, 6 GELU, 7 DGELU)", e.kind);
@@ -134,6 +140,20 @@ void fused_gemm(DeviceCall& call, const aethercl_gemm_desc* desc,
     require_apart(pre_span, "epilogue->pre", bias_span, "epilogue->bias");
   }
   require_apart(v.c, "desc->c", bias_span, "epilogue->bias");
+  if (e.residual != nullptr) {
+    const std::uint64_t c_bytes = storage_bytes(p.c.storage);
+    const std::uint64_t end = v.work ? c_layout_end(p, e.offset_residual, "residual")
+                                     : e.offset_residual;
+    auto end_bytes = checked_mul(end, c_bytes);
+    if (!end_bytes) {
+      fail(Status::kInvalidArgument, "epilogue->residual spans more bytes than 64 bits hold");
+    }
+    const ByteSpan residual_span{e.residual, e.offset_residual * c_bytes, *end_bytes};
+    fused.residual = call.buffer(e.residual, "epilogue->residual", *end_bytes);
+    fused.residual_offset = e.offset_residual;
+    require_apart(residual_span, "epilogue->residual", v.c, "desc->c");
+    require_apart(residual_span, "epilogue->residual", pre_span, "epilogue->pre");
+  }
   if (!v.work) return;
   p.epilogue = fused;
   enqueue_gemm(call, p);

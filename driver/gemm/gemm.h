@@ -32,12 +32,14 @@ struct GemmOperand {
 // C on every kernel path: C = act(alpha * op(A) op(B) + beta * C + bias[column]) with the value
 // before act optionally stored to `pre` (C's layout and storage from element pre_offset).
 struct GemmEpilogue {
-  int kind = 0;  // 0 none; 1..6 as aethercl_gemm_epilogue::kind (GEMM_EPILOGUE)
+  int kind = 0;  // 0 none; 1..7 as aethercl_gemm_epilogue::kind (GEMM_EPILOGUE)
   BufferView bias;  // kinds 1-4; mem NULL otherwise
   std::uint64_t bias_offset = 0;  // elements
   GemmStorage bias_storage = GemmStorage::kF32;
   BufferView pre;  // mem NULL: not stored
   std::uint64_t pre_offset = 0;  // elements
+  BufferView residual;  // mem NULL: none added
+  std::uint64_t residual_offset = 0;  // elements
 };
 
 // C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b < batch, with float32 accumulation.

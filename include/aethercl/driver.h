@@ -630,17 +630,22 @@ enum aethercl_gemm_epilogue_kind {
  * (kinds 1-6: optional, NULL: not stored) receives the value before the activation, stored in C's
  * layout and dtype: element offset_pre + b * desc->stride_c + i * desc->ldc + j holds C's element
  * (b, i, j) before act. DGELU (kind 7) reads pre (required) in that same layout and dtype: the
- * pre of the forward's BIAS_GELU or GELU product. Offsets count elements. */
+ * pre of the forward's BIAS_GELU or GELU product. residual (optional, NULL: none; any kind) is
+ * read in C's layout and dtype from offset_residual and added to each output after the epilogue
+ * (C = act(...) + residual, summed in float32 and rounded once): a residual connection y = r +
+ * x W + b in the product's store. Offsets count elements. residual and offset_residual came
+ * after the first version-4 header: a struct_size that ends at offset_pre is accepted and means
+ * no residual. */
 typedef struct aethercl_gemm_epilogue {
   size_t struct_size;              /* sizeof(aethercl_gemm_epilogue) of the caller */
   int kind;                        /* aethercl_gemm_epilogue_kind */
   void* bias; size_t offset_bias; int dtype_bias;  /* n elements; kinds 1-4, else NULL */
   void* pre; size_t offset_pre;    /* optional: the value before the activation */
+  void* residual; size_t offset_residual;  /* optional: added after the epilogue */
 } aethercl_gemm_epilogue;
 
-/* C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch (DGELU: that sum
- * times gelu'(pre)): aethercl_gemm with
- * an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
+/* C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) (+ residual[b]) for b < batch
+ * (DGELU: that sum times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's own store (one pass over C on every kernel path: portable,
  * split-K, tensor cores; no separate bias or activation kernel). Every rule of aethercl_gemm
  * holds (desc is validated first, with its messages; beta != 0 reads C, which then enters the
  * sum before the bias and activation, as beta * C). The value before act is computed in float32
@@ -650,8 +655,9 @@ typedef struct aethercl_gemm_epilogue {
  * a kind outside 1..7, a NULL bias for kinds 1-4 and a non-NULL bias for kinds 5-7 (a bias that
  * would be ignored is taken as a mistake), a NULL pre for kind 7, an unsupported dtype_bias,
  * invalid or foreign bias and pre handles, a bias or pre that does not fit its buffer (offset_bias + n elements; offset_pre
- * plus C's extent: (batch - 1) * stride_c + (m - 1) * ldc + n elements), pre overlapping A, B, C
- * or the bias in the same buffer, and C overlapping the bias. Zero work (m, n or batch 0) checks
+ * plus C's extent: (batch - 1) * stride_c + (m - 1) * ldc + n elements; residual likewise), pre
+ * overlapping A, B, C or the bias in the same buffer, C overlapping the bias, and a residual
+ * overlapping C or pre (an in-place residual is beta = 1). Zero work (m, n or batch 0) checks
  * the handles and offsets and touches nothing. Tolerance: that of aethercl_gemm for the product,
  * then the activation's float32 evaluation (a few units in the last place) and C's rounding. */
 AETHERCL_API int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc,

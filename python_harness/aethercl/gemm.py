@@ -56,13 +56,15 @@ EPILOGUES = {"bias": EPILOGUE_BIAS, "bias_relu": EPILOGUE_BIAS_RELU,
 
 
 def gemm_epilogue(kind, *, bias=None, offset_bias=0, dtype_bias=F32, pre=None,
-                  offset_pre=0) -> GemmEpilogue:
-    """An aethercl_gemm_epilogue: kind a code or a name of EPILOGUES."""
+                  offset_pre=0, residual=None, offset_residual=0) -> GemmEpilogue:
+    """An aethercl_gemm_epilogue: kind a code or a name of EPILOGUES; residual (in C's layout
+    and dtype) is added after it."""
     epilogue = GemmEpilogue()
     epilogue.struct_size = ctypes.sizeof(GemmEpilogue)
     epilogue.kind = EPILOGUES[kind] if isinstance(kind, str) else kind
     epilogue.bias, epilogue.offset_bias, epilogue.dtype_bias = bias, offset_bias, dtype_bias
     epilogue.pre, epilogue.offset_pre = pre, offset_pre
+    epilogue.residual, epilogue.offset_residual = residual, offset_residual
     return epilogue
 
 

@@ -961,10 +961,10 @@ def cl_mem(dev: DeviceLike, buffer: Pointer) -> int:
 
 def gemm_fused(dev: DeviceLike, desc: StructPointer, epilogue: StructPointer,
                stream: Pointer) -> None:
-    """C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch (DGELU: that sum
-    times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's own store (one pass
-    over C on every kernel path: portable, split-K, tensor cores; no separate bias or activation
-    kernel).
+    """C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) (+ residual[b]) for b < batch
+    (DGELU: that sum times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's own
+    store (one pass over C on every kernel path: portable, split-K, tensor cores; no separate bias
+    or activation kernel).
 
     C: int aethercl_gemm_fused(int gpu_index, const aethercl_gemm_desc* desc, const
     aethercl_gemm_epilogue* epilogue, void* stream). Raises AetherCLError unless it returns 1."""

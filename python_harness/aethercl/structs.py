@@ -183,6 +183,8 @@ class GemmEpilogue(ctypes.Structure):
         ("dtype_bias", ctypes.c_int),
         ("pre", ctypes.c_void_p),
         ("offset_pre", ctypes.c_size_t),
+        ("residual", ctypes.c_void_p),
+        ("offset_residual", ctypes.c_size_t),
     ]
 
 

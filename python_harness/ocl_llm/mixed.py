@@ -6,7 +6,10 @@ float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded)
 bias-free q, k and v projections run as one product into a packed [.., 3 * out] tensor
 (qkv_linear), which the fused attention reads as it is (layout 2); the feed-forward pair
 (feed_forward) is one node whose backward multiplies by GELU's slope in the second product's
-store (the DGELU epilogue) instead of a separate kernel. LayerNorm
+store (the DGELU epilogue) instead of a separate kernel. A residual connection r + Linear(x)
+(attention's output projection, the feed-forward's second product) is added in the product's
+store too: the float32 sum is written at once, with no 16-bit rounding of the branch before the
+add and no add kernel. LayerNorm
 normalises the float32 residual stream into 16 bits and returns a float32 dx. Every result is
 computed in float32 and rounded once.
 """
@@ -22,7 +25,7 @@ from aethercl.streams import resolve
 
 from .autograd import FunctionContext
 from .runtime import Runtime
-from .tensor import OclTensor
+from .tensor import OclTensor, convert_into
 from .weight_copies import packed_weight_copies, weight_copies
 
 def activation_dtype(runtime: Runtime):
@@ -58,27 +61,50 @@ def _bias_gradient(device, dpre: OclTensor, b: OclTensor, rows: int) -> OclTenso
     return db
 
 
-def _epilogue(b: Optional[OclTensor], gelu: bool, pre: Optional[OclTensor]):
-    """The forward's epilogue: bias and/or GELU (storing pre), or None for a plain product."""
+def _epilogue(b: Optional[OclTensor], gelu: bool, pre: Optional[OclTensor],
+              residual: Optional[OclTensor] = None):
+    """The forward's epilogue: bias and/or GELU (storing pre), plus a residual, or None for a
+    plain product."""
     if b is None and not gelu:
         return None
     kind = ("bias_gelu" if gelu else "bias") if b is not None else "gelu"
     return gemm_epilogue(kind, bias=b.data.ptr if b is not None else None,
                          dtype_bias=dtypes.code_of(b.dtype) if b is not None else F32,
-                         pre=pre.data.ptr if pre is not None else None)
+                         pre=pre.data.ptr if pre is not None else None,
+                         residual=residual.data.ptr if residual is not None else None)
+
+
+def _residual_output(x: OclTensor, shape, ctx, residual: Optional[OclTensor]) -> OclTensor:
+    """The output of a product over x: in x's format, or the residual's with one."""
+    if residual is None:
+        return x._result(shape, ctx)
+    if tuple(residual.shape) != tuple(shape):
+        raise ValueError(f"a residual of {residual.shape} for an output of {shape}")
+    return x._result(shape, ctx, residual.dtype)
+
+
+def _branch_gradient(g: OclTensor, dtype) -> OclTensor:
+    """g in the products' format (a residual output's gradient is in the residual's)."""
+    if g.dtype == dtype:
+        return g
+    converted = g.new_empty(g.shape, dtype)
+    convert_into(g, converted)
+    return converted
 
 
 class LinearContext(FunctionContext):
-    """y = act(x W + b) with x, y 16-bit and W, b float32 masters: dpre = g or GELU's slope at
+    """y = act(x W + b) (+ r) with x 16-bit and W, b float32 masters: dpre = g or GELU's slope at
     pre times g (16-bit), dx = dpre W16^T (16-bit, from W16 read transposed), dW = x^T dpre and
-    db = column sums of dpre (float32)."""
+    db = column sums of dpre (float32); r's gradient is g."""
 
     def backward(self, g):
         x, W = self.parents[0], self.parents[1]
-        b = self.parents[2] if len(self.parents) > 2 else None
-        W16, pre, rows = self.saved_data
+        W16, pre, rows, has_bias, has_residual = self.saved_data
+        b = self.parents[2] if has_bias else None
         device = g.device
         K, N = W.shape
+        dres = g if has_residual else None
+        g = _branch_gradient(g, x.dtype)
         if pre is not None:
             dpre = g.new_empty(g.shape)
             train_ops.unary_backward(device, "gelu", pre.data.ptr, g.data.ptr, dpre.data.ptr,
@@ -94,21 +120,29 @@ class LinearContext(FunctionContext):
             _product(device, x, dpre, dW, K, N, rows, trans_a=1)
         if b is not None and self.needs(2):
             db = _bias_gradient(device, dpre, b, rows)
-        return (dx, dW, db) if b is not None else (dx, dW)
+        return (dx, dW) + ((db,) if b is not None else ()) + ((dres,) if dres is not None else ())
 
 
-def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype) -> OclTensor:
+def linear(x: OclTensor, W: OclTensor, b: Optional[OclTensor], gelu: bool, dtype,
+           residual: Optional[OclTensor] = None) -> OclTensor:
     """act(x W + b) in dtype for x (..., in) (converted to dtype first if it is not), W (in, out)
-    and b (1, out) float32 (or None); GELU (erf form) when asked."""
+    and b (1, out) float32 (or None); GELU (erf form) when asked. With a residual (the output's
+    shape, any format; with a bias and no GELU): residual + x W + b in the residual's format,
+    added in the product's store."""
+    if residual is not None and (gelu or b is None):
+        raise ValueError("linear() adds a residual to a product with a bias and no GELU")
     x = x.to(dtype)
     K, N = W.shape
     rows = x.numel // K
     W16, W16T = weight_copies(W, dtype)
-    ctx = LinearContext(x, W, b) if b is not None else LinearContext(x, W)
-    out = x._result(x.shape[:-1] + (N,), ctx)
+    parents = (x, W) + ((b,) if b is not None else ()) + ((residual,) if residual is not None
+                                                          else ())
+    ctx = LinearContext(*parents)
+    out = _residual_output(x, x.shape[:-1] + (N,), ctx, residual)
     pre = out.new_empty(out.shape) if gelu else None
-    _product(x.device, x, W16T, out, rows, N, K, trans_b=1, epilogue=_epilogue(b, gelu, pre))
-    ctx.save_for_backward(W16, pre, rows)
+    _product(x.device, x, W16T, out, rows, N, K, trans_b=1,
+             epilogue=_epilogue(b, gelu, pre, residual))
+    ctx.save_for_backward(W16, pre, rows, b is not None, residual is not None)
     return out
 
 
@@ -118,12 +152,15 @@ class FeedForwardContext(FunctionContext):
     read from the forward), so dpre comes out of that product directly."""
 
     def backward(self, g):
-        x, W1, b1, W2, b2 = self.parents
+        x, W1, b1, W2, b2 = self.parents[:5]
         W1_16, W2_16, pre, h, rows = self.saved_data
         device = g.device
         K, F = W1.shape
         N = W2.shape[1]
-        grads = [None] * 5
+        grads = [None] * len(self.parents)
+        if len(self.parents) > 5:   # the residual's gradient is g itself
+            grads[5] = g
+        g = _branch_gradient(g, x.dtype)
         if self.needs(3):
             grads[3] = W2.new_empty(W2.shape)
             _product(device, h, g, grads[3], F, N, rows, trans_a=1)
@@ -145,23 +182,26 @@ class FeedForwardContext(FunctionContext):
 
 
 def feed_forward(x: OclTensor, W1: OclTensor, b1: OclTensor, W2: OclTensor, b2: OclTensor,
-                 dtype) -> OclTensor:
+                 dtype, residual: Optional[OclTensor] = None) -> OclTensor:
     """GELU(x W1 + b1) W2 + b2 in dtype for x (..., in), W1 (in, hidden), W2 (hidden, out) and
     biases (1, hidden), (1, out) float32: the two 16-bit Linears of linear() as one autograd node
-    (the hidden activation is internal, so its gradient can take GELU's slope in the product)."""
+    (the hidden activation is internal, so its gradient can take GELU's slope in the product).
+    With a residual: residual + that, in the residual's format (as linear())."""
     x = x.to(dtype)
     K, F = W1.shape
     N = W2.shape[1]
     rows = x.numel // K
     W1_16, W1_16T = weight_copies(W1, dtype)
     W2_16, W2_16T = weight_copies(W2, dtype)
-    ctx = FeedForwardContext(x, W1, b1, W2, b2)
+    ctx = FeedForwardContext(*((x, W1, b1, W2, b2) + ((residual,) if residual is not None
+                                                       else ())))
     h = x.new_empty(x.shape[:-1] + (F,))
     pre = h.new_empty(h.shape)
     device = x.device
     _product(device, x, W1_16T, h, rows, F, K, trans_b=1, epilogue=_epilogue(b1, True, pre))
-    out = x._result(x.shape[:-1] + (N,), ctx)
-    _product(device, h, W2_16T, out, rows, N, F, trans_b=1, epilogue=_epilogue(b2, False, None))
+    out = _residual_output(x, x.shape[:-1] + (N,), ctx, residual)
+    _product(device, h, W2_16T, out, rows, N, F, trans_b=1,
+             epilogue=_epilogue(b2, False, None, residual))
     ctx.save_for_backward(W1_16, W2_16, pre, h, rows)
     return out
 

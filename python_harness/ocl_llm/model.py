@@ -30,10 +30,18 @@ class Linear:
                            .astype(FP_TYPE), name=name + ".W")
         self.b = Parameter(np.zeros((1, out_features), FP_TYPE), name=name + ".b") if bias else None
 
-    def __call__(self, x: OclTensor, gelu: bool = False) -> OclTensor:
-        """x W + b, then GELU when asked; one fused GEMM where the library has it. With 16-bit
-        activations (or a 16-bit x), in 16 bits against a 16-bit copy of W (ocl_llm.mixed)."""
+    def __call__(self, x: OclTensor, gelu: bool = False,
+                 residual: Optional[OclTensor] = None) -> OclTensor:
+        """x W + b, then GELU when asked, and residual + that when given; one fused GEMM where
+        the library has it. With 16-bit activations (or a 16-bit x), in 16 bits against a
+        16-bit copy of W (ocl_llm.mixed), the residual added in the product's store."""
         dtype = mixed.activation_dtype(x.runtime) or (x.dtype if is_16bit(x.dtype) else None)
+        if dtype is not None and residual is not None and self.b is not None and not gelu:
+            return mixed.linear(x, self.W, self.b, gelu, dtype, residual)
+        y = self._forward(x, gelu, dtype)
+        return y if residual is None else residual.add(y)
+
+    def _forward(self, x: OclTensor, gelu: bool, dtype) -> OclTensor:
         if dtype is not None:
             return mixed.linear(x, self.W, self.b, gelu, dtype)
         if self.b is not None and fused.linear_enabled(x.device):
@@ -167,7 +175,9 @@ class MultiHeadAttention:
         H, dk = self.num_heads, self.d_k
         return t.reshape(B, S, H, dk).transpose(1, 2).reshape(B * H, S, dk)
 
-    def __call__(self, x: OclTensor) -> OclTensor:
+    def __call__(self, x: OclTensor, residual: Optional[OclTensor] = None) -> OclTensor:
+        """The attention of x; residual + that when given (added in the output projection's
+        store where it is a 16-bit product)."""
         B, S, E = x.shape
         H, dk = self.num_heads, self.d_k
         if fused.attention_enabled(x.device):
@@ -176,8 +186,9 @@ class MultiHeadAttention:
             dtype = mixed.activation_dtype(x.runtime)
             if dtype is not None:
                 qkv = mixed.qkv_linear(x, self.q.W, self.k.W, self.v.W, dtype)
-                return self.o(fused.packed_attention(qkv, H, self.causal))
-            return self.o(fused.attention(self.q(x), self.k(x), self.v(x), H, self.causal))
+                return self.o(fused.packed_attention(qkv, H, self.causal), residual=residual)
+            return self.o(fused.attention(self.q(x), self.k(x), self.v(x), H, self.causal),
+                          residual=residual)
         q = self._split(self.q(x), B, S)
         k = self._split(self.k(x), B, S)
         v = self._split(self.v(x), B, S)
@@ -189,7 +200,7 @@ class MultiHeadAttention:
             scores = scores._add_broadcast_pe(causal_mask(S, x.runtime))
         probs = scores.softmax(-1)
         context = probs.matmul(v).reshape(B, H, S, dk).transpose(1, 2).reshape(B, S, E)
-        return self.o(context)
+        return self.o(context, residual=residual)
 
     def parameters(self) -> List[Parameter]:
         return self.q.parameters() + self.k.parameters() + self.v.parameters() + \
@@ -209,17 +220,24 @@ class TransformerBlock:
         self.ff2 = Linear(d_ff, embed_dim, rng=rng, name=name + ".ff2")
 
     def __call__(self, x: OclTensor) -> OclTensor:
-        x = x.add(self._drop(self.attn(self.ln1(x))))
-        h = self.ln2(x)
         dtype = mixed.activation_dtype(x.runtime)
-        if dtype is not None and self.ff1.b is not None and self.ff2.b is not None:
-            return x.add(self._drop(mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W,
-                                                       self.ff2.b, dtype)))
-        return x.add(self._drop(self.ff2(self.ff1(h, gelu=True))))
+        if self._dropping() or dtype is None:
+            x = x.add(self._drop(self.attn(self.ln1(x))))
+            return x.add(self._drop(self.ff2(self.ff1(self.ln2(x), gelu=True))))
+        # 16-bit activations without dropout: each residual add in its branch's last product.
+        x = self.attn(self.ln1(x), residual=x)
+        h = self.ln2(x)
+        if self.ff1.b is not None and self.ff2.b is not None:
+            return mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W, self.ff2.b, dtype,
+                                      residual=x)
+        return self.ff2(self.ff1(h, gelu=True), residual=x)
+
+    def _dropping(self) -> bool:
+        return self.training and self.dropout > 0.0
 
     def _drop(self, h: OclTensor) -> OclTensor:
         """Residual dropout (aethercl_dropout) while training; identity otherwise."""
-        if not self.training or self.dropout == 0.0:
+        if not self._dropping():
             return h
         from .functional import dropout
         return dropout(h, self.dropout, True)

@@ -260,6 +260,9 @@ void gemm_step(State& s, Input& in, std::uint8_t op, int gpu, void* const* h, co
     const std::uint8_t pre = in.byte();
     epilogue.pre = pre % 3 == 0 ? nullptr : (pre % 8 == 1 ? h[0] : h[4]);  // sometimes A's buffer
     epilogue.offset_pre = pre % 16 == 2 ? size_arg(in) : pre % 5;
+    const std::uint8_t residual = in.byte();  // sometimes C's or pre's buffer
+    epilogue.residual = residual % 2 == 0 ? nullptr : (residual % 8 == 1 ? desc.c : h[residual % 5]);
+    epilogue.offset_residual = residual % 16 == 3 ? size_arg(in) : residual % 7;
     check_status("aethercl_gemm_fused",
                  aethercl_gemm_fused(gpu, in.byte() % 32 == 0 ? nullptr : &desc,
                                      in.byte() % 16 == 0 ? nullptr : &epilogue, stream));

@@ -28,6 +28,10 @@ from support.gemm_checks import (Operand, OUT_ROUNDING, POISON_BITS, RTOL, EXTRA
 from support.helpers import kernels_launched
 
 KINDS = list(g.EPILOGUES)
+# Layouts the emulated tensor-core kernels store in pairs (even ldc and offsets) and in staged
+# 16-byte units (16-bit C, rows of 16-byte multiples); see TC_LAYOUTS below.
+TC_LAYOUTS_PAIRS = dict(m=70, n=68, k=44, batch=2, pad=4, offsets=(8, 16, 2))
+TC_LAYOUTS_STAGED = dict(m=37, n=45, k=41, batch=1, pad=3, offsets=(0, 0, 0))
 HAS_BIAS = {"bias", "bias_relu", "bias_gelu", "bias_gelu_tanh"}
 
 
@@ -71,7 +75,9 @@ def written_mask(size, offset, batch, stride, m, n, ld):
 
 def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, bias_dtype=g.F32,
               trans_a=0, trans_b=0, m=37, n=53, k=29, batch=1, alpha=1.0, beta=0.0, pad=0,
-              offsets=(0, 0, 0), with_pre=True, offset_bias=0, offset_pre=0, scale=1.0):
+              offsets=(0, 0, 0), with_pre=True, offset_bias=0, offset_pre=0, scale=1.0,
+              offset_residual=None):
+    # offset_residual: a residual in C's layout and dtype from that element, added after act.
     """One fused product checked against float64; returns (C as float64 (batch, m, n), names of
     the kernels launched is up to the caller)."""
     a_rows, a_cols = (k, m) if trans_a else (m, k)
@@ -105,6 +111,10 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
         pre = Operand(device, pre_values, c_dtype, ldc, stride_c, offset_pre, batch)
         if not dgelu:  # an output: poisoned; DGELU's input: random values
             poisoned(pre, c_dtype)
+    res = None
+    if offset_residual is not None:
+        res = Operand(device, make_values(rng, (batch, m, n), c_dtype), c_dtype, ldc, stride_c,
+                      offset_residual, batch)
     desc = g.gemm_desc(A.tensor.handle, B.tensor.handle, C.tensor.handle, m, n, k,
                        trans_a=trans_a, trans_b=trans_b, batch=batch, lda=lda, ldb=ldb, ldc=ldc,
                        stride_a=stride_a, stride_b=stride_b, stride_c=stride_c, alpha=alpha,
@@ -113,7 +123,9 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
                        compute=g.COMPUTE_MODES[mode])
     epilogue = g.gemm_epilogue(kind, bias=bias.handle if bias else None, offset_bias=offset_bias,
                                dtype_bias=bias_dtype, pre=pre.tensor.handle if pre else None,
-                               offset_pre=offset_pre)
+                               offset_pre=offset_pre,
+                               residual=res.tensor.handle if res else None,
+                               offset_residual=offset_residual or 0)
     g.gemm_fused(lib, device.index, desc, epilogue)
     raw = C.tensor.numpy()
     got = decode(raw, c_dtype).astype(np.float64)
@@ -140,6 +152,9 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
             ref = act_ref(kind, v)
             bound = bound_v if kind in ("bias", "bias_relu", "relu") else (
                 1.2 * bound_v + 2.0 ** -18 * np.abs(v))
+        if res is not None:  # added in float32 after act: one more float32 rounding
+            ref = ref + res.matrix(b)
+            bound = bound + 2.0 ** -23 * np.abs(ref)
         bound = bound + OUT_ROUNDING[c_dtype] * (np.abs(ref) + bound) + 1e-30
         rows = lambda flat, off: np.stack(  # noqa: E731
             [flat[off + b * stride_c + r * ldc:][:n] for r in range(m)])
@@ -164,7 +179,9 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
             mask[:] = False
         assert np.array_equal(raw_pre[~mask].view(np.uint8), pre.stored[~mask].view(np.uint8))
     tensors = [A.tensor, B.tensor, C.tensor] + ([bias] if bias else []) + (
-        [pre.tensor] if pre else [])
+        [pre.tensor] if pre else []) + ([res.tensor] if res else [])
+    if res is not None:  # read only
+        assert np.array_equal(res.tensor.numpy().view(np.uint8), res.stored.view(np.uint8))
     for t in tensors:
         assert t.guard_intact()
         t.free()
@@ -212,6 +229,44 @@ def test_gpu_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, tmp_pat
         lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype], m=67, n=70, k=45, batch=2,
         alpha=-1.5, beta=0.5, pad=2, offsets=(0, 4, 4), offset_bias=1, offset_pre=1))
     assert {name for name in names if name.startswith("gemm")} == {"gemm_nn"}, names
+
+
+# ---- the residual, added after the epilogue -------------------------------------------------------
+
+@pytest.mark.parametrize("c_dtype", list(DTYPES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_residual_added_after_the_epilogue(lib, device, rng, fp32_precision, kind, c_dtype):
+    run_fused(lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype], m=29, n=37, k=23, batch=2,
+              pad=3, offsets=(1, 2, 3), offset_bias=1, offset_pre=2, offset_residual=5,
+              alpha=0.75, beta=0.5)
+
+
+# Each kernel form that stores C: the tiled GPU kernel, the split-K fold, and the emulated
+# tensor-core kernels' pair and staged (16-byte unit) stores.
+RESIDUAL_FORMS = {
+    "gpu_tiled": (dict(AETHERCL_CPU_KERNELS="0", AETHERCL_TENSOR_CORES="0"), "gemm_nn",
+                  dict(m=67, n=70, k=45, batch=2, beta=0.5, pad=2, offsets=(0, 4, 4))),
+    "split_k": (dict(AETHERCL_CPU_KERNELS="0", AETHERCL_TENSOR_CORES="0"), "gemm_fold_parts",
+                dict(m=16, n=24, k=1000, pad=8, offsets=(8, 16, 3))),
+    "mma_pairs": (dict(AETHERCL_TENSOR_CORES="emulate"), "gemm_mma_product",
+                  dict(mode="bf16", ab=g.BF16, **TC_LAYOUTS_PAIRS)),
+    "mma_staged": (dict(AETHERCL_TENSOR_CORES="emulate-wgmma"), "gemm_mma_product",
+                   dict(mode="bf16", ab=g.BF16, **TC_LAYOUTS_STAGED)),
+}
+
+
+@pytest.mark.parametrize("form,kind", zip(RESIDUAL_FORMS, ["bias", "dgelu", "bias_gelu", "dgelu"]))
+def test_residual_on_every_kernel_form(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
+                                       form, kind):
+    # (One kind per form: each form's residual is one line of code shared by the kinds.)
+    env, kernel, shape = RESIDUAL_FORMS[form]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    c_dtype = g.F32 if form != "mma_staged" else g.BF16
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_fused(
+        lib, device, rng, kind=kind, c_dtype=c_dtype, offset_bias=1, offset_pre=2,
+        offset_residual=7, alpha=1.25, **shape))
+    assert kernel in names, names
 
 
 # ---- split-K: the epilogue applied in the fold ---------------------------------------------------
@@ -399,13 +454,32 @@ def test_refusals(lib, device, fp32_precision):
     ok = dict(bias=case.bias.handle)
     refused(lib, device, case.desc(), g.gemm_epilogue(0, **ok), "epilogue->kind = 0")
     refused(lib, device, case.desc(), g.gemm_epilogue(8, **ok), "epilogue->kind = 8")
+    # The residual: sized as C, apart from C and pre; a descriptor of the first version-4 size
+    # (ending at offset_pre) is accepted and adds none.
+    refused(lib, device, case.desc(), g.gemm_epilogue("bias", residual=case.pre.handle,
+                                                      offset_residual=1000, **ok),
+            "epilogue->residual")
+    refused(lib, device, case.desc(), g.gemm_epilogue("bias", residual=case.c.handle, **ok),
+            "epilogue->residual overlaps", "desc->c")
+    refused(lib, device, case.desc(), g.gemm_epilogue("relu", pre=case.pre.handle,
+                                                      residual=case.pre.handle),
+            "epilogue->residual overlaps")
+    refused(lib, device, case.desc(), g.gemm_epilogue("bias", residual=case.pre.handle,
+                                                      offset_residual=2 ** 62, **ok),
+            "epilogue->residual")
+    first = g.gemm_epilogue("bias", residual=case.pre.handle, **ok)
+    first.struct_size = g.GemmEpilogue.residual.offset
+    g.gemm_fused(lib, device.index, case.desc(), first)
+    np.testing.assert_array_equal(case.c.numpy()[:12], np.full(12, 3.0, np.float32))
+    first.struct_size = g.GemmEpilogue.residual.offset - 1
+    refused(lib, device, case.desc(), first, "epilogue->struct_size")
     refused(lib, device, case.desc(), g.gemm_epilogue("dgelu"), "epilogue->pre is NULL", "DGELU")
     refused(lib, device, case.desc(), g.gemm_epilogue("dgelu", pre=case.pre.handle, **ok),
             "epilogue->bias is set", "DGELU")
     refused(lib, device, case.desc(), g.gemm_epilogue("dgelu", pre=case.c.handle),
             "epilogue->pre overlaps desc->c")
     small = g.gemm_epilogue("bias", **ok)
-    small.struct_size = ctypes.sizeof(g.GemmEpilogue) - 1
+    small.struct_size = g.GemmEpilogue.residual.offset - 1
     refused(lib, device, case.desc(), small, "epilogue->struct_size")
     refused(lib, device, case.desc(), g.gemm_epilogue("bias_relu"), "epilogue->bias is NULL")
     refused(lib, device, case.desc(), g.gemm_epilogue("gelu", **ok), "epilogue->bias is set",

@@ -229,6 +229,49 @@ def test_feed_forward_in_16_bits_against_float64(frontend, rng, name):
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
+@pytest.mark.parametrize("node", ["linear", "feed_forward"])
+def test_residual_added_in_the_product_store(frontend, rng, name, node):
+    """r + Linear(x) (or + the feed-forward pair) with r float32: the float32 sum of r and the
+    product, written once (no 16-bit rounding of the branch: bound K 2^-24 of the product's
+    magnitude plus one float32 rounding); r's gradient is g itself and the branch gets g rounded
+    to 16 bits, so x's gradient is the one of the branch alone fed that rounded g."""
+    fmt, u = FORMATS[name]
+    rows, K, F, N = 23, 17, 29, 19
+    x_host = rounded(rng.standard_normal((rows, K)), fmt)
+    r_host = rng.standard_normal((rows, N)).astype(np.float32)
+    g_host = rng.standard_normal((rows, N)).astype(np.float32)
+    weights = dict(W1=(K, F), b1=(1, F), W2=(F, N), b2=(1, N)) if node == "feed_forward" else \
+        dict(W2=(K, N), b2=(1, N))
+    values = {k: (rng.standard_normal(v) * 0.3).astype(np.float32) for k, v in weights.items()}
+    grads = []
+    for residual in (True, False):
+        params = {k: OclTensor(v, requires_grad=True) for k, v in values.items()}
+        x = OclTensor(x_host.astype(np.float32), requires_grad=True, dtype=fmt)
+        r = OclTensor(r_host, requires_grad=True) if residual else None
+        if node == "feed_forward":
+            out = mixed.feed_forward(x, params["W1"], params["b1"], params["W2"], params["b2"],
+                                     fmt, residual=r)
+        else:
+            out = mixed.linear(x, params["W2"], params["b2"], False, fmt, residual=r)
+        if residual:
+            assert out.dtype == np.float32 and out.shape == (rows, N)
+            if node == "linear":
+                W16 = rounded(values["W2"], fmt)
+                v = x_host @ W16 + values["b2"]
+                size = np.abs(x_host) @ np.abs(W16) + np.abs(values["b2"])
+                want = r_host + v
+                assert_within(out.to_host(), want,
+                              K * 2.0 ** -24 * size + 2.0 ** -23 * np.abs(want) + 1e-7, "out")
+            out.backward(OclTensor(g_host))
+            np.testing.assert_array_equal(r.grad.to_host(), g_host)
+        else:
+            out.backward(OclTensor(rounded(g_host, fmt).astype(np.float32), dtype=fmt))
+        grads.append([x.grad.to_host()] + [params[k].grad.to_host() for k in sorted(params)])
+    for with_r, without in zip(*grads):   # the same branch gradients, bit for bit
+        np.testing.assert_array_equal(with_r, without)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
 @pytest.mark.parametrize("cols", [48, 45])   # whole quads (register kernels) and not
 def test_layer_norm_normalises_float32_into_16_bits(frontend, rng, name, cols):
     """y: the float32 statistics (float32 suite: rtol 1e-5, atol 1e-5) plus one rounding to

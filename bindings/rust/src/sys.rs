@@ -174,6 +174,8 @@ pub struct aethercl_gemm_epilogue {
     pub dtype_bias: c_int,
     pub pre: *mut c_void,
     pub offset_pre: usize,
+    pub residual: *mut c_void,
+    pub offset_residual: usize,
 }
 
 /// struct aethercl_broadcast_desc of include/aethercl/driver.h.
@@ -1191,10 +1193,10 @@ extern "C" {
     /// failure.
     pub fn aethercl_cl_mem(gpu_index: c_int, buffer: *mut c_void) -> *mut c_void;
     // --- AETHERCL_4
-    /// C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) for b < batch (DGELU: that sum
-    /// times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's own store (one
-    /// pass over C on every kernel path: portable, split-K, tensor cores; no separate bias or
-    /// activation kernel).
+    /// C[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias) (+ residual[b]) for b < batch
+    /// (DGELU: that sum times gelu'(pre)): aethercl_gemm with an epilogue applied in the product's
+    /// own store (one pass over C on every kernel path: portable, split-K, tensor cores; no
+    /// separate bias or activation kernel).
     pub fn aethercl_gemm_fused(
         gpu_index: c_int,
         desc: *const aethercl_gemm_desc,

@@ -122,6 +122,12 @@ pub fn layout_lines() -> Vec<String> {
         // SAFETY: only the field's address is taken; nothing is read.
         let at = unsafe { std::ptr::addr_of!((*base).offset_pre) };
         lines.push(format!("aethercl_gemm_epilogue.offset_pre offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).residual) };
+        lines.push(format!("aethercl_gemm_epilogue.residual offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).offset_residual) };
+        lines.push(format!("aethercl_gemm_epilogue.offset_residual offset {}", at as usize - base as usize));
     }
     lines.push(format!("aethercl_broadcast_desc size {}", size_of::<aethercl_broadcast_desc>()));
     lines.push(format!("aethercl_broadcast_desc align {}", align_of::<aethercl_broadcast_desc>()));

@@ -50,6 +50,8 @@ int main(void) {
   printf("aethercl_gemm_epilogue.dtype_bias offset %zu\n", offsetof(aethercl_gemm_epilogue, dtype_bias));
   printf("aethercl_gemm_epilogue.pre offset %zu\n", offsetof(aethercl_gemm_epilogue, pre));
   printf("aethercl_gemm_epilogue.offset_pre offset %zu\n", offsetof(aethercl_gemm_epilogue, offset_pre));
+  printf("aethercl_gemm_epilogue.residual offset %zu\n", offsetof(aethercl_gemm_epilogue, residual));
+  printf("aethercl_gemm_epilogue.offset_residual offset %zu\n", offsetof(aethercl_gemm_epilogue, offset_residual));
   printf("aethercl_broadcast_desc size %zu\n", sizeof(aethercl_broadcast_desc));
   printf("aethercl_broadcast_desc align %zu\n", _Alignof(aethercl_broadcast_desc));
   printf("aethercl_broadcast_desc.struct_size offset %zu\n", offsetof(aethercl_broadcast_desc, struct_size));
