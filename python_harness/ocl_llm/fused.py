@@ -25,8 +25,12 @@ from .tensor import OclTensor
 # in 40% less memory (H200, 2026-11-28, docs/PERFORMANCE.md); the portable kernel of the float32
 # modes measured slower than the batched products, so there it is taken only when asked for.
 # "scores": the unfused attention's scaled q k^T as one aethercl_gemm (alpha, B transposed) each
-# way instead of a transpose, a product and a scaling.
-PATHS = ("linear", "attention", "scores")
+# way instead of a transpose, a product and a scaling. "residual": with 16-bit activations, each
+# residual connection added in its branch's last product (the GEMM epilogue's residual) instead
+# of an add kernel; not by default: on an H200 the float32 output's pair stores took the products
+# from 17 to 35 us (attention's output projection) and 38 to 56 us (the feed-forward's second),
+# against 9.5 us for the add (2026-11-29, docs/PERFORMANCE.md).
+PATHS = ("linear", "attention", "scores", "residual")
 DEFAULT_PATHS = ("linear", "scores")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -69,6 +73,11 @@ def attention_enabled(device) -> bool:
 def scores_enabled(device) -> bool:
     """Whether attention's scaled scores should be one GEMM with alpha each way."""
     return _enabled(device, "scores", "aethercl_gemm")
+
+
+def residual_enabled(device) -> bool:
+    """Whether 16-bit branches should add the residual connection in their last product."""
+    return _enabled(device, "residual", "aethercl_gemm_fused")
 
 
 def linear_enabled(device) -> bool:

@@ -221,16 +221,24 @@ class TransformerBlock:
 
     def __call__(self, x: OclTensor) -> OclTensor:
         dtype = mixed.activation_dtype(x.runtime)
-        if self._dropping() or dtype is None:
+        if dtype is None:
             x = x.add(self._drop(self.attn(self.ln1(x))))
             return x.add(self._drop(self.ff2(self.ff1(self.ln2(x), gelu=True))))
-        # 16-bit activations without dropout: each residual add in its branch's last product.
-        x = self.attn(self.ln1(x), residual=x)
+        # 16-bit activations: the feed-forward pair as one node; each residual add in its
+        # branch's last product where that path is on (fused.residual_enabled) and no dropout.
+        in_store = not self._dropping() and fused.residual_enabled(x.device)
+        if in_store:
+            x = self.attn(self.ln1(x), residual=x)
+        else:
+            x = x.add(self._drop(self.attn(self.ln1(x))))
         h = self.ln2(x)
         if self.ff1.b is not None and self.ff2.b is not None:
-            return mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W, self.ff2.b, dtype,
-                                      residual=x)
-        return self.ff2(self.ff1(h, gelu=True), residual=x)
+            y = mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W, self.ff2.b, dtype,
+                                   residual=x if in_store else None)
+            return y if in_store else x.add(self._drop(y))
+        if in_store:
+            return self.ff2(self.ff1(h, gelu=True), residual=x)
+        return x.add(self._drop(self.ff2(self.ff1(h, gelu=True))))
 
     def _dropping(self) -> bool:
         return self.training and self.dropout > 0.0
