@@ -1,7 +1,7 @@
 """Hostile-input cases of aethercl_gemm_fused: the epilogue descriptor's fields (struct_size, kind,
-bias and pre tokens, dtypes, offsets that overflow or leave the buffers, overlaps with A, C and the
-bias), a bad desc behind a good epilogue, zero work and stream tokens; run by hostile_cases.py like
-every other case. Every refusal leaves C and pre untouched."""
+bias, pre and residual tokens, dtypes, offsets that overflow or leave the buffers, overlaps with
+A, C and the bias, DGELU without pre), a bad desc behind a good epilogue, zero work and stream
+tokens; run by hostile_cases.py like every other case. Every refusal leaves C and pre untouched."""
 from __future__ import annotations
 
 import ctypes
@@ -78,12 +78,25 @@ def gemm_fused_cases() -> List[Case]:
         untouched(h, c, pre)
     add("stream=never_issued", stream_token)
 
-    size = ctypes.sizeof(g.GemmEpilogue)
-    for value in (0, 8, size - 1):
+    first = g.GemmEpilogue.residual.offset   # the first version-4 size, still accepted
+    for value in (0, 8, first - 1):
         field_case(f"struct_size={value}", {"struct_size": value}, {C_INVALID_ARGUMENT},
                    ["struct_size"])
-    for value in (0, -1, 7, INT_MAX, INT_MIN):
+    for value in (0, -1, 8, INT_MAX, INT_MIN):
         field_case(f"kind={value}", {"kind": value}, {C_INVALID_ARGUMENT}, ["epilogue->kind"])
+    field_case("kind=dgelu_pre=NULL", {"pre": None}, {C_INVALID_ARGUMENT},
+               ["epilogue->pre", "DGELU"], kind="dgelu")
+    field_case("bias_set_kind=dgelu", {"bias": lambda h: h.alloc(N * 4, 0x3F)},
+               {C_INVALID_ARGUMENT}, ["epilogue->bias"], kind="dgelu")
+    field_case("residual_too_small", {"residual": lambda h: h.alloc(C_BYTES - 1, 0x3F)},
+               {C_OUT_OF_RANGE}, ["epilogue->residual"])
+    for value in (1, 2**40, SIZE_MAX):
+        field_case(f"offset_residual={value}",
+                   {"residual": lambda h: h.alloc(C_BYTES, 0x3F), "offset_residual": value},
+                   {C_OUT_OF_RANGE, C_INVALID_ARGUMENT}, ["epilogue->residual"])
+    for kind in BAD_TOKENS:
+        field_case(f"residual={kind}", {"residual": lambda h, kind=kind: h.token(kind)},
+                   {C_INVALID_HANDLE}, [TOKEN_WORDS[kind]])
     field_case("bias=NULL_kind=bias", {"bias": None}, {C_INVALID_ARGUMENT},
                ["epilogue->bias", "NULL"])
     for kind in ("relu", "gelu"):
@@ -117,6 +130,16 @@ def gemm_fused_cases() -> List[Case]:
         return run
     for slot in ("a", "b", "c"):
         add(f"pre=desc->{slot}", pre_is(slot))
+
+    def residual_is(slot):
+        def run(h):
+            desc, epilogue, c, pre = setup(h)
+            epilogue.residual = c if slot == "c" else pre
+            h.refused(call(h, desc, epilogue), 0, {C_INVALID_ARGUMENT}, ["overlap"])
+            untouched(h, c, pre)
+        return run
+    for slot in ("c", "pre"):
+        add(f"residual=desc->{slot}", residual_is(slot))
 
     def c_over_bias(h):
         desc, epilogue, c, pre = setup(h)

@@ -25,6 +25,9 @@ DIM_NAME = re.compile(r"^(n|c_in|c_out|h|w|channels|spatial|rows|cols|classes|co
                       r"kernel_[hw]|stride_[hw]|pad_[hw]|dilation_[hw]|groups|num_tensors|"
                       r"batch|heads|seq_[qk]|head_dim)$")
 SIZE_T_NAMES = {"count"}
+# Descriptors that grew in version 4: the version-3 size is still accepted, so the short-struct
+# case takes one byte less than that.
+FIRST_SIZES = {"NormDesc": T.NormDesc.dres.offset}
 CLIP_COUNTS = (5, 9)
 
 
@@ -147,7 +150,8 @@ def train_cases(symbol) -> List[tuple]:
         for size_case in ("0", "sizeof-1"):
             def short_struct(h, size_case=size_case):
                 def shrink(desc, keep):
-                    desc.struct_size = 0 if size_case == "0" else ctypes.sizeof(desc) - 1
+                    first = FIRST_SIZES.get(type(desc).__name__, ctypes.sizeof(desc))
+                    desc.struct_size = 0 if size_case == "0" else first - 1
                     keep.append(desc)
                     return ctypes.addressof(desc)
                 h.refused(run(h, desc_override=shrink)[1], 0, {C_INVALID_ARGUMENT},
@@ -308,9 +312,60 @@ def train_cases(symbol) -> List[tuple]:
     return cases
 
 
+def norm_dres_cases() -> List[tuple]:
+    """aethercl_norm_backward's dres (version 4): bad tokens, one element short, without dx, and
+    the same buffer as x, dy or dgamma are refused with nothing written; dres = dx is accepted."""
+    rows, cols = 5, 7
+    nbytes = rows * cols * 4
+    cases = []
+
+    def add(case_id, function):
+        cases.append((f"aethercl_norm_backward/{case_id}", function))
+
+    def setup(h):
+        x, dy = h.alloc(nbytes, 0x3F), h.alloc(nbytes, 0x3F)
+        dx, dres = h.alloc(nbytes, 0x7F), h.alloc(nbytes, 0x3F)
+        desc = T.NormDesc(kind=0, rows=rows, cols=cols, eps=1e-5, x=x, dy=dy, dx=dx, dres=dres)
+        return desc, dx
+
+    def call(h, desc):
+        return h.lib.aethercl_norm_backward(h.index, ctypes.addressof(desc), None)
+
+    def refused(case_id, change, words):
+        def run(h):
+            desc, dx = setup(h)
+            change(h, desc)
+            h.refused(call(h, desc), 0, {C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE},
+                      words)
+            if desc.dx and h.contents(dx, nbytes) != bytes([0x7F]) * nbytes:
+                from support.hostile_harness import fail
+                fail("a refused call wrote dx")
+        add(case_id, run)
+
+    for kind in BAD_TOKENS:
+        refused(f"dres={kind}", lambda h, d, kind=kind: setattr(d, "dres", h.token(kind)),
+                ["desc.dres", TOKEN_WORDS[kind]])
+    refused("dres_one_element_too_small",
+            lambda h, d: setattr(d, "dres", h.alloc(nbytes - 4, 0x3F)), ["desc.dres"])
+    refused("dres_without_dx", lambda h, d: setattr(d, "dx", None), ["desc.dres", "desc.dx"])
+    for other in ("x", "dy"):
+        refused(f"dres=desc.{other}", lambda h, d, other=other: setattr(d, "dres",
+                                                                         getattr(d, other)),
+                ["same buffer"])
+
+    def in_place(h):
+        desc, dx = setup(h)
+        desc.dres = desc.dx
+        h.succeeded(call(h, desc))
+    add("dres=desc.dx_accumulates_in_place", in_place)
+    return cases
+
+
 def all_train_cases(symbols) -> List[tuple]:
     cases = []
     for symbol in symbols:
         if symbol.name in TRAIN_SPECS:
             cases += train_cases(symbol)
+    if any(symbol.name == "aethercl_norm_backward" for symbol in symbols):
+        cases += norm_dres_cases()
     return cases

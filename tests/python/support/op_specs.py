@@ -217,7 +217,7 @@ def _pool_y(v):
 
 _ATTN = dict(batch=2, heads=3, seq_q=5, seq_k=7, head_dim=4, layout=0, causal=1, scale=0.0,
              dtype=0, compute=0)
-_ATTN_BAD = {"layout": (2, -1), "causal": (2,), "dtype": (3, -1), "compute": (-1, 6),
+_ATTN_BAD = {"layout": (3, -1), "causal": (2,), "dtype": (3, -1), "compute": (-1, 6),
              "scale": (float("nan"), float("inf")), "head_dim": (257,)}
 
 
