@@ -1,5 +1,6 @@
 """Fused attention (aethercl_attention_forward / _backward) against a float64 NumPy reference:
-odd shapes, the three layouts (layout 2: q, k, v packed in one buffer, as are dq, dk, dv), causal with seq_q <, == and > seq_k, f32/f16/bf16 storage, lse, the
+odd shapes, the three layouts (2: q, k, v packed in one buffer, as are dq, dk, dv), causal with
+seq_q <, == and > seq_k, f32/f16/bf16 storage, lse, the
 analytic gradients, poisoned outputs, guard bytes, bit-identical reruns, refusals and a long
 sequence (8192) checked in chunks.
 
@@ -334,6 +335,7 @@ def test_odd_work_group_sizes(scope, device, rng, monkeypatch):
         monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
         case = Case(scope, rng, 1, 2, 23, 19, 24, causal=1, layout=1)
         check(case, device)
+        check(Case(scope, rng, 1, 2, 21, 21, 24, causal=1, layout=2), device)
 
 
 def test_gpu_forms_on_this_device(scope, device, rng, monkeypatch):
@@ -341,6 +343,7 @@ def test_gpu_forms_on_this_device(scope, device, rng, monkeypatch):
     monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
     case = Case(scope, rng, 1, 2, 33, 41, 64, causal=1, dtype=F16)
     check(case, device)
+    check(Case(scope, rng, 1, 2, 37, 37, 64, causal=1, dtype=BF16, layout=2), device)
 
 
 def test_zero_work(scope, device, rng, lib):

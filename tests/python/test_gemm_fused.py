@@ -231,7 +231,7 @@ def test_gpu_kernel_forms(lib, device, rng, fp32_precision, monkeypatch, tmp_pat
     assert {name for name in names if name.startswith("gemm")} == {"gemm_nn"}, names
 
 
-# ---- the residual, added after the epilogue -------------------------------------------------------
+# ---- the residual, added after the epilogue ------------------------------------------------------
 
 @pytest.mark.parametrize("c_dtype", list(DTYPES))
 @pytest.mark.parametrize("kind", KINDS)
@@ -255,7 +255,8 @@ RESIDUAL_FORMS = {
 }
 
 
-@pytest.mark.parametrize("form,kind", zip(RESIDUAL_FORMS, ["bias", "dgelu", "bias_gelu", "dgelu"]))
+@pytest.mark.parametrize("form,kind",
+                         list(zip(RESIDUAL_FORMS, ["bias", "dgelu", "bias_gelu", "dgelu"])))
 def test_residual_on_every_kernel_form(lib, device, rng, fp32_precision, monkeypatch, tmp_path,
                                        form, kind):
     # (One kind per form: each form's residual is one line of code shared by the kinds.)

@@ -337,9 +337,12 @@ def test_gpt_step_in_bf16_follows_float32(frontend, rng, monkeypatch, fused_path
         model.free_memory()
 
 
-def test_captured_bf16_step_replays_the_eager_step(frontend, rng):
+@pytest.mark.parametrize("fused_paths", ["", "1"], ids=["default", "fused"])
+def test_captured_bf16_step_replays_the_eager_step(frontend, rng, monkeypatch, fused_paths):
     """A captured step runs the same kernels on the same values: losses and weights agree bit
-    for bit with train_step's over three steps (fp16 activations train too)."""
+    for bit with train_step's over three steps (fp16 activations train too). "fused": every fused
+    path (packed attention, the residual in the product's store) captured as well."""
+    monkeypatch.setenv("OCL_LLM_FUSED", fused_paths)
     L.set_activation_precision("bf16")
     batches = [rng.integers(1, 53, (2, 16)).astype(np.int32) for _ in range(4)]
     eager, captured = SimpleModel(GPT), SimpleModel(GPT)
