@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 namespace aethercl::gemm {
 namespace {
@@ -59,20 +60,29 @@ void require_apart(const ByteSpan& written, const char* written_name, const Byte
   }
 }
 
-// The elements of C's layout (ldc, stride_c over the batch) from `offset`: what pre (or the
-// residual, `name`) spans.
-std::uint64_t c_layout_end(const GemmProblem& p, std::uint64_t offset, const char* name = "pre") {
-  const std::uint64_t ldc = leading_dimension(p.c, p.n);
-  auto end = checked_mul(p.m - 1, ldc);
-  auto strides = checked_mul(p.batch - 1, p.c.batch_stride);
-  if (end && strides) end = checked_add(*end, *strides);
-  if (end) end = checked_add(*end, p.n);
-  if (end) end = checked_add(*end, offset);
-  if (!end) {
-    fail(Status::kInvalidArgument, "epilogue->{}: offset {} + C's extent overflows 64 bits",
-         name, offset);
+// The bytes of C's layout (ldc, stride_c over the batch, C's storage) from element `offset` of
+// `handle`: what pre and the residual (epilogue->`name`) span; with no work, only the offset.
+ByteSpan c_layout_span(const GemmProblem& p, bool work, const void* handle, std::uint64_t offset,
+                       const char* name) {
+  std::optional<std::uint64_t> end = offset;
+  if (work) {
+    const std::uint64_t ldc = leading_dimension(p.c, p.n);
+    end = checked_mul(p.m - 1, ldc);
+    auto strides = checked_mul(p.batch - 1, p.c.batch_stride);
+    if (end && strides) end = checked_add(*end, *strides);
+    if (end) end = checked_add(*end, p.n);
+    if (end) end = checked_add(*end, offset);
+    if (!end) {
+      fail(Status::kInvalidArgument, "epilogue->{}: offset {} + C's extent overflows 64 bits",
+           name, offset);
+    }
   }
-  return *end;
+  const std::uint64_t c_bytes = storage_bytes(p.c.storage);
+  auto end_bytes = checked_mul(*end, c_bytes);
+  if (!end_bytes) {
+    fail(Status::kInvalidArgument, "epilogue->{} spans more bytes than 64 bits hold", name);
+  }
+  return {handle, offset * c_bytes, *end_bytes};
 }
 
 }  // namespace
@@ -125,14 +135,8 @@ void fused_gemm(DeviceCall& call, const aethercl_gemm_desc* desc,
   }
   ByteSpan pre_span;
   if (e.pre != nullptr) {
-    const std::uint64_t c_bytes = storage_bytes(p.c.storage);
-    const std::uint64_t end = v.work ? c_layout_end(p, e.offset_pre) : e.offset_pre;
-    auto end_bytes = checked_mul(end, c_bytes);
-    if (!end_bytes) {
-      fail(Status::kInvalidArgument, "epilogue->pre spans more bytes than 64 bits hold");
-    }
-    pre_span = {e.pre, e.offset_pre * c_bytes, *end_bytes};
-    fused.pre = call.buffer(e.pre, "epilogue->pre", *end_bytes);
+    pre_span = c_layout_span(p, v.work, e.pre, e.offset_pre, "pre");
+    fused.pre = call.buffer(e.pre, "epilogue->pre", pre_span.end);
     fused.pre_offset = e.offset_pre;
     require_apart(pre_span, "epilogue->pre", v.a, "desc->a");
     require_apart(pre_span, "epilogue->pre", v.b, "desc->b");
@@ -141,15 +145,9 @@ void fused_gemm(DeviceCall& call, const aethercl_gemm_desc* desc,
   }
   require_apart(v.c, "desc->c", bias_span, "epilogue->bias");
   if (e.residual != nullptr) {
-    const std::uint64_t c_bytes = storage_bytes(p.c.storage);
-    const std::uint64_t end = v.work ? c_layout_end(p, e.offset_residual, "residual")
-                                     : e.offset_residual;
-    auto end_bytes = checked_mul(end, c_bytes);
-    if (!end_bytes) {
-      fail(Status::kInvalidArgument, "epilogue->residual spans more bytes than 64 bits hold");
-    }
-    const ByteSpan residual_span{e.residual, e.offset_residual * c_bytes, *end_bytes};
-    fused.residual = call.buffer(e.residual, "epilogue->residual", *end_bytes);
+    const ByteSpan residual_span = c_layout_span(p, v.work, e.residual, e.offset_residual,
+                                                 "residual");
+    fused.residual = call.buffer(e.residual, "epilogue->residual", residual_span.end);
     fused.residual_offset = e.offset_residual;
     require_apart(residual_span, "epilogue->residual", v.c, "desc->c");
     require_apart(residual_span, "epilogue->residual", pre_span, "epilogue->pre");

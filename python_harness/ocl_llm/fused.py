@@ -110,15 +110,17 @@ def _attention_desc(q, k, v, o, lse, heads: int, causal: bool, dout=None, dq=Non
     return desc
 
 
+def _run_attention(device, function: str, desc) -> None:
+    device.lib.check(function, device.index, ctypes.byref(desc), _stream(device))
+
+
 class AttentionContext(FunctionContext):
     def backward(self, g):
         q, k, v = self.parents
         o, lse, heads, causal = self.saved_data
         dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
         desc = _attention_desc(q, k, v, o, lse, heads, causal, g, dq, dk, dv)
-        device = g.device
-        device.lib.check("aethercl_attention_backward", device.index, ctypes.byref(desc),
-                         _stream(device))
+        _run_attention(g.device, "aethercl_attention_backward", desc)
         return dq, dk, dv
 
 
@@ -128,9 +130,7 @@ class PackedAttentionContext(FunctionContext):
         o, lse, heads, causal = self.saved_data
         dqkv = qkv.new_empty(qkv.shape)
         desc = _attention_desc(qkv, qkv, qkv, o, lse, heads, causal, g, dqkv, dqkv, dqkv, layout=2)
-        device = g.device
-        device.lib.check("aethercl_attention_backward", device.index, ctypes.byref(desc),
-                         _stream(device))
+        _run_attention(g.device, "aethercl_attention_backward", desc)
         return (dqkv,)
 
 
@@ -143,9 +143,7 @@ def packed_attention(qkv: OclTensor, heads: int, causal: bool) -> OclTensor:
     out = qkv._result((B, S, E3 // 3), ctx)
     lse = qkv.new_empty((B, heads, S), np.float32)
     desc = _attention_desc(qkv, qkv, qkv, out, lse, heads, causal, layout=2)
-    device = qkv.device
-    device.lib.check("aethercl_attention_forward", device.index, ctypes.byref(desc),
-                     _stream(device))
+    _run_attention(qkv.device, "aethercl_attention_forward", desc)
     ctx.save_for_backward(out.detach(), lse, heads, causal)
     return out
 
@@ -160,9 +158,7 @@ def attention(q: OclTensor, k: OclTensor, v: OclTensor, heads: int, causal: bool
     out = q._result(q.shape, ctx)
     lse = q.new_empty((B, heads, S), np.float32)
     desc = _attention_desc(q, k, v, out, lse, heads, causal)
-    device = q.device
-    device.lib.check("aethercl_attention_forward", device.index, ctypes.byref(desc),
-                     _stream(device))
+    _run_attention(q.device, "aethercl_attention_forward", desc)
     ctx.save_for_backward(out.detach(), lse, heads, causal)
     return out
 

@@ -6,12 +6,11 @@ float32 straight from the 16-bit operands (no 16-bit weight gradient is rounded)
 bias-free q, k and v projections run as one product into a packed [.., 3 * out] tensor
 (qkv_linear), which the fused attention reads as it is (layout 2); the feed-forward pair
 (feed_forward) is one node whose backward multiplies by GELU's slope in the second product's
-store (the DGELU epilogue) instead of a separate kernel. A residual connection r + Linear(x)
-(attention's output projection, the feed-forward's second product) is added in the product's
-store too: the float32 sum is written at once, with no 16-bit rounding of the branch before the
-add and no add kernel. LayerNorm
-normalises the float32 residual stream into 16 bits and returns a float32 dx. Every result is
-computed in float32 and rounded once.
+store (the DGELU epilogue) instead of a separate kernel. linear() and feed_forward() can also add
+a residual connection in the product's store (the float32 sum written at once, no add kernel);
+the model does so only where asked (ocl_llm.fused's "residual" path). LayerNorm normalises the
+float32 residual stream into 16 bits and returns a float32 dx, the residual connection's
+gradient added in the same kernel. Every result is computed in float32 and rounded once.
 """
 from __future__ import annotations
 

@@ -231,14 +231,13 @@ class TransformerBlock:
             x = self.attn(self.ln1(x), residual=x)
         else:
             x = x.add(self._drop(self.attn(self.ln1(x))))
-        h = self.ln2(x)
+        h, residual = self.ln2(x), (x if in_store else None)
         if self.ff1.b is not None and self.ff2.b is not None:
             y = mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W, self.ff2.b, dtype,
-                                   residual=x if in_store else None)
-            return y if in_store else x.add(self._drop(y))
-        if in_store:
-            return self.ff2(self.ff1(h, gelu=True), residual=x)
-        return x.add(self._drop(self.ff2(self.ff1(h, gelu=True))))
+                                   residual=residual)
+        else:
+            y = self.ff2(self.ff1(h, gelu=True), residual=residual)
+        return y if in_store else x.add(self._drop(y))
 
     def _dropping(self) -> bool:
         return self.training and self.dropout > 0.0

@@ -18,20 +18,6 @@ namespace aethercl::ops::train {
 
 // Reads a version-3 descriptor: refuses NULL and a struct_size below sizeof(Desc); a larger
 // struct (a newer header) is accepted and only the known prefix is read.
-template <typename Desc>
-Desc read_desc(const Desc* desc) {
-  if (desc == nullptr) fail(Status::kInvalidArgument, "desc is NULL");
-  std::size_t size = 0;
-  std::memcpy(&size, desc, sizeof size);
-  if (size < sizeof(Desc)) {
-    fail(Status::kInvalidArgument, "desc.struct_size = {} is smaller than the version-3 size {}",
-         size, sizeof(Desc));
-  }
-  Desc copy;
-  std::memcpy(&copy, desc, sizeof(Desc));
-  return copy;
-}
-
 // read_desc for a descriptor that grew after version 3: struct_size from `minimum` (the
 // version-3 prefix) up is accepted, and the fields past the caller's size read as zero.
 template <typename Desc>
@@ -46,6 +32,11 @@ Desc read_desc_from(const Desc* desc, std::size_t minimum) {
   Desc copy{};
   std::memcpy(&copy, desc, std::min(size, sizeof(Desc)));
   return copy;
+}
+
+template <typename Desc>
+Desc read_desc(const Desc* desc) {
+  return read_desc_from(desc, sizeof(Desc));
 }
 
 // Float arguments: NaN fails every comparison, so each check refuses NaN as well.
