@@ -109,19 +109,6 @@ bool aligned(std::uint64_t elements, std::uint64_t element_bytes, int chunk) {
   return (elements * element_bytes) % static_cast<std::uint64_t>(chunk) == 0;
 }
 
-// mma_chunk_bytes for one operand stored with `cols` columns.
-int operand_chunk_bytes(const GemmOperand& op, std::uint64_t cols) {
-  const std::uint64_t bytes = storage_bytes(op.storage);
-  const std::uint64_t ld = leading_dimension(op, cols);
-  for (int chunk : {16, 8, 4}) {
-    if (aligned(ld, bytes, chunk) && aligned(op.offset, bytes, chunk) &&
-        aligned(op.batch_stride, bytes, chunk)) {
-      return chunk;
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
 const char* mma_kind_name(MmaKind kind) {
@@ -222,6 +209,18 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
   // 3xTF32 splits its operands only in the bulk kernel's packing: mma.sync elsewhere.
   if (!config.wgmma || (!config.bulk && kind == MmaKind::k3xTF32)) config.drop_warpgroup();
   return config;
+}
+
+int operand_chunk_bytes(const GemmOperand& op, std::uint64_t cols) {
+  const std::uint64_t bytes = storage_bytes(op.storage);
+  const std::uint64_t ld = leading_dimension(op, cols);
+  for (int chunk : {16, 8, 4}) {
+    if (aligned(ld, bytes, chunk) && aligned(op.offset, bytes, chunk) &&
+        aligned(op.batch_stride, bytes, chunk)) {
+      return chunk;
+    }
+  }
+  return 0;
 }
 
 int mma_chunk_bytes(const GemmProblem& p) {

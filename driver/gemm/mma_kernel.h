@@ -93,6 +93,9 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
 // strides in bytes must be multiples of it; 0 when not even 4 works.
 int mma_chunk_bytes(const GemmProblem& p);
 
+// mma_chunk_bytes for one operand stored with `cols` columns (its batch stride counted).
+int operand_chunk_bytes(const GemmOperand& op, std::uint64_t cols);
+
 // The build options of the kernel for p (they name the kernel variant); cvt_rn: the kernel runs
 // on hardware that rounds to TF32 with one instruction (PTX cvt.rn.tf32.f32, compute capability
 // 9.0 and later), never in emulation.

@@ -10,6 +10,7 @@
 #include "gemm/device_state.h"
 #include "gemm/mma_kernel.h"
 #include "gemm/narrow_operands.h"
+#include "gemm/operand_copies.h"
 #include "gemm/split_k.h"
 #include "gemm/wgmma.h"
 #include "runtime/graph.h"
@@ -386,6 +387,55 @@ bool enqueue_narrowed_in_registers(DeviceCall& call, const GemmProblem& p, MmaKi
   return enqueue_mma_sync(call, p, MmaKind::kTF32, narrowed, config, chunk, mode);
 }
 
+// 16-bit operands whose rows, offset or batch stride are an odd number of elements (a
+// vocabulary of 50,257 or 53 columns) are out of cp.async's reach: each such operand is copied
+// with 16-byte rows and the product runs on those copies. The copies are an optional workspace:
+// without room for them, false (the portable kernel takes the product).
+bool enqueue_realigned(DeviceCall& call, const GemmProblem& p) {
+  Device& device = call.device();
+  struct Side {
+    GemmOperand& op;
+    std::uint64_t rows, cols;
+    bool copy;
+  };
+  GemmProblem q = p;
+  if (q.batch == 1) q.a.batch_stride = q.b.batch_stride = 0;  // never used
+  Side sides[2] = {{q.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, false},
+                   {q.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, false}};
+  std::vector<PoolBlock> temps;
+  bool ran = false;
+  try {
+    try {
+      for (Side& side : sides) {
+        side.copy = operand_chunk_bytes(side.op, side.cols) == 0;
+        if (!side.copy) continue;
+        temps.push_back(device.allocate(
+            call.stream(), copy_shape(side.op, side.rows, side.cols, q.batch, false).bytes));
+      }
+    } catch (const Error& error) {
+      if (error.status() != Status::kOutOfMemory) throw;
+      log().debug("device {}: no room to realign a {}x{}x{} product's 16-bit operands; the "
+                  "portable kernel takes it: {}", device.index(), p.m, p.n, p.k, error.what());
+      for (PoolBlock& block : temps) device.free_block(block, {});
+      return false;
+    }
+    std::size_t next = 0;
+    for (Side& side : sides) {
+      if (side.copy) {
+        side.op = pack_operand(call, side.op, side.rows, side.cols, q.batch, false, false,
+                               temps[next++]);
+      }
+    }
+    ran = enqueue_tensor_core_gemm(call, q);
+  } catch (...) {
+    for (PoolBlock& block : temps) device.free_block(block, {});
+    throw;
+  }
+  // Homed on the call's stream and used only there, as the narrowing copies.
+  for (PoolBlock& block : temps) device.free_block(block, {});
+  return ran;
+}
+
 }  // namespace
 
 bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
@@ -467,6 +517,8 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
          local_bytes(p, config, *mode), device.info().local_mem_bytes, config.threads(),
          device.info().max_work_group_size, tile_count(p, config));
   }
+  // (The warpgroup kernel's bulk packing above reads any alignment.)
+  if (chunk == 0 && config_fits) return enqueue_realigned(call, p);
   if (chunk == 0 || !config_fits || !kind_available(call, *kind, *mode, false)) return false;
   return enqueue_mma_sync(call, p, *kind, *kind, config, chunk, *mode);
 }

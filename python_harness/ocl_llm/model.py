@@ -17,6 +17,7 @@ from .buffer import GPUBuffer, causal_mask
 from .config import FP_TYPE, IDX_TYPE
 from .state import load_into, state_of
 from .tensor import OclTensor, Parameter, is_16bit
+from .weight_copies import prepared
 
 
 class Linear:
@@ -206,6 +207,12 @@ class MultiHeadAttention:
         return self.q.parameters() + self.k.parameters() + self.v.parameters() + \
             self.o.parameters()
 
+    def weight_groups(self, device) -> List[List[Parameter]]:
+        """The weights whose 16-bit copies a 16-bit forward asks for, grouped as it asks."""
+        if fused.attention_enabled(device):
+            return [[self.q.W, self.k.W, self.v.W], [self.o.W]]
+        return [[self.q.W], [self.k.W], [self.v.W], [self.o.W]]
+
 
 class TransformerBlock:
     """Pre-LN block: x + MHA(LN(x)), then x + W2 GELU(W1 LN(x) + b1) + b2."""
@@ -253,6 +260,9 @@ class TransformerBlock:
         # documented order: Wq, Wk, Wv, Wo, bo, W1, b1, W2, b2
         return self.attn.parameters() + self.ff1.parameters() + self.ff2.parameters()
 
+    def weight_groups(self, device) -> List[List[Parameter]]:
+        return self.attn.weight_groups(device) + [[self.ff1.W], [self.ff2.W]]
+
 
 class SimpleModel:
     """Embedding -> positional encoding -> transformer blocks -> LayerNorm -> Linear to vocab."""
@@ -275,9 +285,19 @@ class SimpleModel:
 
     def __call__(self, input_ids: np.ndarray, mask=None) -> OclTensor:
         x = self.pos_encoding(self.embedding(input_ids))
-        for block in self.blocks:
-            x = block(x)
-        return self.output_layer(self.final_norm(x))
+        # With 16-bit activations every weight's 16-bit copies are made first, in a few launches
+        # (ocl_llm.weight_copies.prepared) instead of one per layer.
+        dtype = mixed.activation_dtype(x.runtime)
+        groups = self.weight_groups(x.device) if dtype is not None else []
+        with prepared(groups, dtype):
+            for block in self.blocks:
+                x = block(x)
+            return self.output_layer(self.final_norm(x))
+
+    def weight_groups(self, device) -> List[List[Parameter]]:
+        """The weights whose 16-bit copies a 16-bit forward asks for, grouped as it asks."""
+        groups = [g for block in self.blocks for g in block.weight_groups(device)]
+        return groups + [[self.output_layer.W]]
 
     def parameters(self) -> List[Parameter]:
         params = self.embedding.parameters()

@@ -33,6 +33,7 @@ class Runtime:
         self.matmul_precision = "fp32"                               # set_matmul_precision's
         self.activation_dtype: Any = None     # set_activation_precision's; None is float32
         self.programs: Dict[Any, Any] = {}    # the frontend's own kernels, built once
+        self.weight_copies: Dict[Any, Any] = {}   # ocl_llm.weight_copies.prepared's, in a forward
 
     @property
     def index(self) -> int:

@@ -285,6 +285,26 @@ def test_narrowing_keeps_specials(lib, device, fp32_precision, monkeypatch, narr
 EMULATED = [("tf32", "f32"), ("3xtf32", "f32"), ("bf16", "bf16"), ("fp16", "f16")]
 
 
+@pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mode,ab", [("bf16", "bf16"), ("fp16", "f16")])
+@pytest.mark.parametrize("instructions", ["emulate", "emulate-wgmma"])
+def test_odd_16_bit_rows_are_realigned_for_the_tensor_cores(lib, device, rng, fp32_precision,
+                                                            monkeypatch, tmp_path, mode, ab,
+                                                            trans, instructions):
+    """16-bit operands whose rows, offsets and batch strides are odd numbers of elements (a
+    vocabulary of 53 or 50,257 columns), which cp.async cannot read: multiplied on the
+    tensor-core kernels, never the portable ones, the same products. mma.sync reads copies with
+    16-byte rows (gemm_pack_copy); the warpgroup kernel's bulk packing reads any alignment."""
+    monkeypatch.setenv("AETHERCL_TENSOR_CORES", instructions)
+    ta, tb = int(trans[0] == "t"), int(trans[1] == "t")
+    names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json", lambda: run_gemm(
+        lib, device, rng, mode=mode, ab=DTYPES[ab], trans_a=ta, trans_b=tb, m=29, n=53, k=37,
+        layout="batched", alpha=0.75, beta=0.5, c_init=1.0, pad=0, offsets=(1, 3, 1)))
+    assert "gemm_mma_product" in names, names
+    assert not {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"} & set(names), names
+    assert instructions != "emulate" or "gemm_pack_copy" in names, names
+
+
 @pytest.mark.matrix
 @pytest.mark.parametrize("trans", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("mode,ab", EMULATED)

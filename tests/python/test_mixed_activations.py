@@ -11,6 +11,7 @@ GELU slope times the upstream gradient), the reference may round it the other wa
 each term, so the bound uses 2u + K 2^-24 per term there."""
 import math
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ from ocl_llm.loss import cross_entropy_loss_and_backward  # noqa: E402
 from ocl_llm.model import Linear, SimpleModel  # noqa: E402
 from ocl_llm.optimizers import AdamOptimizer  # noqa: E402
 from ocl_llm.tensor import OclTensor, convert_into  # noqa: E402
+from ocl_llm import model as model_module  # noqa: E402
+from ocl_llm import weight_copies as weight_copies_module  # noqa: E402
 from ocl_llm.weight_copies import packed_weight_copies, weight_copies  # noqa: E402
 
 erf = np.vectorize(math.erf)
@@ -67,7 +70,8 @@ def assert_within(got, want, bound, what):
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
-@pytest.mark.parametrize("shape", [(37, 45), (64, 32), (1, 70), (130, 66), (66, 131)])
+@pytest.mark.parametrize("shape", [(37, 45), (64, 32), (1, 70), (130, 66), (66, 131),
+                                   (100, 132)])
 def test_weight_copies_round_as_convert_does(frontend, rng, name, shape):
     """W16 and W16T are aethercl_convert's bits (nearest even; ties, overflow, inf and NaN
     included) in both layouts."""
@@ -100,6 +104,54 @@ def test_packed_weight_copies_sit_side_by_side(frontend, rng, shape):
         np.testing.assert_array_equal(got_t[z * cols:(z + 1) * cols], bits.T)
     with pytest.raises(ValueError, match="one shape"):
         packed_weight_copies([weights[0], OclTensor(np.zeros((2, 2), np.float32))], bfloat16)
+
+
+def test_copies_of_many_groups_match_each_alone(frontend, rng):
+    """copies_of: more groups than one launch takes (JOBS weights), one to three weights each,
+    odd shapes and an empty one, bit for bit as packed_weight_copies of each group alone;
+    `prepared` hands those copies out for its groups only, and only inside the block."""
+    shapes = [(37, 45), (1, 70), (68, 100), (0, 5), (66, 131), (5, 1), (132, 64)]
+    groups = [[OclTensor(rng.standard_normal(shapes[i % len(shapes)]).astype(np.float32))
+               for _ in range(1 + i % 3)] for i in range(13)]
+    assert sum(map(len, groups)) > weight_copies_module.JOBS
+    made = weight_copies_module.copies_of(groups, bfloat16)
+    for weights, (w16, w16t) in zip(groups, made):
+        alone, alone_t = packed_weight_copies(weights, bfloat16)
+        assert w16.shape == alone.shape and w16t.shape == alone_t.shape
+        np.testing.assert_array_equal(w16.data.read(w16.shape, np.uint16),
+                                      alone.data.read(alone.shape, np.uint16))
+        np.testing.assert_array_equal(w16t.data.read(w16t.shape, np.uint16),
+                                      alone_t.data.read(alone_t.shape, np.uint16))
+    with weight_copies_module.prepared(groups[:2], bfloat16):
+        inside = packed_weight_copies(groups[1], bfloat16)
+        assert packed_weight_copies(groups[1], bfloat16) is inside
+        assert packed_weight_copies(groups[1][:1], bfloat16) is not inside
+        assert packed_weight_copies(groups[1], np.float16) is not inside
+    assert packed_weight_copies(groups[1], bfloat16) is not inside
+
+
+@pytest.mark.parametrize("fused_paths", ["", "1"], ids=["default", "fused"])
+def test_gpt_forward_makes_every_weight_copy_at_once(frontend, rng, monkeypatch, fused_paths):
+    """A 16-bit forward asks copies_of once, for every Linear's weights grouped as the layers
+    ask for them (a layer asking for another group would copy again), and gives the same logits
+    as copies made layer by layer."""
+    monkeypatch.setenv("OCL_LLM_FUSED", fused_paths)
+    L.set_activation_precision("bf16")
+    ids = rng.integers(1, 53, (2, 16)).astype(np.int32)
+    model = SimpleModel(GPT)
+    calls = []
+    copies_of = weight_copies_module.copies_of
+    monkeypatch.setattr(weight_copies_module, "copies_of",
+                        lambda groups, dtype: calls.append(len(groups)) or copies_of(groups, dtype))
+    logits = model(ids).to_host()
+    per_layer = 4 if fused_paths else 6
+    assert calls == [GPT["num_layers"] * per_layer + 1]
+    monkeypatch.setattr(weight_copies_module, "prepared", lambda groups, dtype: nullcontext())
+    monkeypatch.setattr(model_module, "prepared", lambda groups, dtype: nullcontext())
+    calls.clear()
+    np.testing.assert_array_equal(model(ids).to_host(), logits)
+    assert len(calls) == GPT["num_layers"] * per_layer + 1
+    model.free_memory()
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
