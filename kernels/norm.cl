@@ -2,7 +2,9 @@
 // work-group per row (power-of-two local size, fixed-order sums in acc_t: group_reduce.cl), and
 // one work-item per column for the parameter gradients (rows summed in ascending order).
 // Formats of x, y, dy, dx (operand_storage.cl): NORM_X, NORM_Y, NORM_DY, NORM_DX, float32 when
-// not set; gamma, beta, their gradients and the statistics are always float32.
+// not set; gamma, beta, their gradients and the statistics are always float32. The forward's
+// residual add (has_res: sum = x + res in x's format, then sum normalised) reads res as
+// NORM_RES; the backward's dx_copy (has_copy) is stored as NORM_DXC.
 
 #include "group_reduce.cl"
 #include "operand_storage.cl"
@@ -17,6 +19,12 @@
 #endif
 #ifndef NORM_DX
 #define NORM_DX 0
+#endif
+#ifndef NORM_RES
+#define NORM_RES 0
+#endif
+#ifndef NORM_DXC
+#define NORM_DXC 0
 #endif
 
 #define FOR_EACH_ROW(row, rows) \
@@ -49,10 +57,19 @@ __kernel void norm_forward(__global const OS_TYPE(NORM_X)* x, __global const flo
                            __global const float* beta, __global OS_TYPE(NORM_Y)* y, ulong rows,
                            ulong cols,
                            float eps, int rms, int has_gamma, int has_beta,
-                           __local acc_t* scratch) {
+                           __global const OS_TYPE(NORM_RES)* res, __global OS_TYPE(NORM_X)* sum,
+                           int has_res, __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
     __global const OS_TYPE(NORM_X)* xr = x + row * cols;
     __global OS_TYPE(NORM_Y)* yr = y + row * cols;
+    if (has_res) {  // the row's sum first; then it is the row normalised, as stored
+      FOR_EACH_COL(j, cols) {
+        OS_STORE(NORM_X, sum + row * cols, j,
+                 OS_LOAD(NORM_X, xr, j) + OS_LOAD(NORM_RES, res + row * cols, j));
+      }
+      xr = sum + row * cols;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);  // (outside the branch: see norm_backward_rows)
     acc_t mean, rstd;
     row_stats(xr, cols, eps, rms, scratch, &mean, &rstd);
     FOR_EACH_COL(j, cols) {
@@ -74,6 +91,7 @@ __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global con
                                  __global const OS_TYPE(NORM_DX)* dres,
                                  __global float* stats, ulong rows, ulong cols, float eps,
                                  int rms, int has_gamma, int has_dx, int has_dres,
+                                 __global OS_TYPE(NORM_DXC)* dx_copy, int has_copy,
                                  __local acc_t* scratch) {
   FOR_EACH_ROW(row, rows) {
     __global const OS_TYPE(NORM_X)* xr = x + row * cols;
@@ -105,6 +123,7 @@ __kernel void norm_backward_rows(__global const OS_TYPE(NORM_X)* x, __global con
       float out = (float)(rstd * (g - mean_g - xhat * mean_gx));
       if (has_dres) out += OS_LOAD(NORM_DX, dres + row * cols, j);
       if (has_dx) OS_STORE(NORM_DX, dxr, j, out);
+      if (has_copy) OS_STORE(NORM_DXC, dx_copy + row * cols, j, out);
     }
   }
 }
@@ -173,12 +192,23 @@ inline float4 quad_normalized(row_center_t c, float4 v) {
 __kernel void norm_forward_quads(__global const OS_TYPE(NORM_X)* x, __global const float* gamma,
                                  __global const float* beta, __global OS_TYPE(NORM_Y)* y,
                                  ulong rows, ulong cols, float eps, int rms, int has_gamma,
-                                 int has_beta, __local acc_t* scratch) {
+                                 int has_beta, __global const OS_TYPE(NORM_RES)* res,
+                                 __global OS_TYPE(NORM_X)* sum, int has_res,
+                                 __local acc_t* scratch) {
   const ulong quads = cols / 4;
   FOR_EACH_ROW(row, rows) {
     __global const OS_TYPE(NORM_X)* xr = x + row * cols;
     float4 v[NORM_QUADS];
-    FOR_EACH_QUAD(i, q, quads) v[i] = OS_LOAD4(NORM_X, xr, q);
+    FOR_EACH_QUAD(i, q, quads) {
+      v[i] = OS_LOAD4(NORM_X, xr, q);
+      if (has_res) {
+        v[i] += OS_LOAD4(NORM_RES, res + row * cols, q);
+        OS_STORE4(NORM_X, sum + row * cols, q, v[i]);
+#if NORM_X != 0
+        v[i] = OS_LOAD4(NORM_X, sum + row * cols, q);  // normalised as stored (rounded)
+#endif
+      }
+    }
     acc_t mean, rstd;
 #if LN_FUSED
     double sums[2] = {0.0, 0.0};
@@ -209,6 +239,7 @@ __kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
                                        __global const OS_TYPE(NORM_DX)* dres,
                                        __global float* stats, ulong rows, ulong cols, float eps,
                                        int rms, int has_gamma, int has_dx, int has_dres,
+                                       __global OS_TYPE(NORM_DXC)* dx_copy, int has_copy,
                                        __local acc_t* scratch) {
   const ulong quads = cols / 4;
   FOR_EACH_ROW(row, rows) {
@@ -254,6 +285,7 @@ __kernel void norm_backward_rows_quads(__global const OS_TYPE(NORM_X)* x,
         float4 out = (float)rstd * (g[i] - mean_g - NORM_XHAT(v[i]) * mean_gx);
         if (has_dres) out += OS_LOAD4(NORM_DX, dres + row * cols, q);
         OS_STORE4(NORM_DX, dx + row * cols, q, out);
+        if (has_copy) OS_STORE4(NORM_DXC, dx_copy + row * cols, q, out);
       }
     }
   }

@@ -881,7 +881,16 @@ enum aethercl_norm_kind {
  * added to dx (dx = the normalisation's gradient + dres, summed in float32 and rounded once), as
  * when x also feeds a residual connection; it may be dx itself (accumulated in place) but not x,
  * dy, gamma, dgamma or dbeta, and needs dx. A struct_size of the version-3 descriptor (up to
- * dbeta) is accepted and means dres = NULL. */
+ * dbeta) is accepted and means dres = NULL.
+ * res and sum (ABI version 4; forward only, optional, both or neither): the residual add before
+ * a pre-LN block's normalisation in the same kernel: sum = x + res (summed in float32, rounded
+ * once to sum's format, which must be x's), then the rows of sum, as stored, are normalised
+ * into y. res has x's shape in any format and may be x; sum must be apart from x, res, y,
+ * gamma and beta. The backward then takes sum as its x. Ignored by the backward.
+ * dx_copy (ABI version 4; backward only, optional): dx's values, also rounded once into
+ * dx_copy's format (a 16-bit copy of a float32 residual gradient for the branch products that
+ * read it); needs dx, apart from every other operand. Ignored by the forward. A struct_size
+ * ending at dres (or at dbeta) is accepted and means res, sum and dx_copy NULL. */
 typedef struct aethercl_norm_desc {
   size_t struct_size;
   int kind;
@@ -896,6 +905,9 @@ typedef struct aethercl_norm_desc {
   void* dgamma;
   void* dbeta;
   void* dres;      /* version 4: added to dx (backward); NULL: nothing added */
+  void* res;       /* version 4: added to x into sum before normalising (forward) */
+  void* sum;       /* version 4: x + res, the rows normalised (forward) */
+  void* dx_copy;   /* version 4: dx rounded into this buffer's format too (backward) */
 } aethercl_norm_desc;
 
 AETHERCL_API int aethercl_norm_forward(int gpu_index, const aethercl_norm_desc* desc,

@@ -232,6 +232,9 @@ class NormDesc(ctypes.Structure):
         ("dgamma", ctypes.c_void_p),
         ("dbeta", ctypes.c_void_p),
         ("dres", ctypes.c_void_p),
+        ("res", ctypes.c_void_p),
+        ("sum", ctypes.c_void_p),
+        ("dx_copy", ctypes.c_void_p),
     ]
 
 

@@ -9,22 +9,24 @@ bias-free q, k and v projections run as one product into a packed [.., 3 * out] 
 store (the DGELU epilogue) instead of a separate kernel. linear() and feed_forward() can also add
 a residual connection in the product's store (the float32 sum written at once, no add kernel);
 the model does so only where asked (ocl_llm.fused's "residual" path). LayerNorm normalises the
-float32 residual stream into 16 bits and returns a float32 dx, the residual connection's
-gradient added in the same kernel. Every result is computed in float32 and rounded once.
+float32 residual stream into 16 bits (add_layer_norm: with the residual add before it in the same
+kernel) and returns a float32 dx, the residual connection's gradient added in the same kernel and
+a 16-bit copy written beside it for the branches. Every result is computed in float32 and
+rounded once.
 """
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
+from typing import Optional, Tuple
 
 from aethercl import dtypes
 from aethercl import train as train_ops
 from aethercl.gemm import COMPUTE_DEFAULT, F32, gemm_desc, gemm_epilogue
 from aethercl.streams import resolve
 
-from .autograd import FunctionContext
+from .autograd import AddBackwardContext, FunctionContext
 from .runtime import Runtime
-from .tensor import OclTensor, convert_into
+from .tensor import OclTensor, convert_into, is_16bit
 from .weight_copies import packed_weight_copies, weight_copies
 
 def activation_dtype(runtime: Runtime):
@@ -244,16 +246,22 @@ def qkv_linear(x: OclTensor, Wq: OclTensor, Wk: OclTensor, Wv: OclTensor, dtype)
 class NormContext(FunctionContext):
     """LayerNorm without affine parameters: dx (x's format) from dy (y's), statistics recomputed
     from x. The gradient x already holds from its other consumers (the residual connection's)
-    is added in the same kernel (desc.dres) instead of by a separate add."""
+    is added in the same kernel (desc.dres) instead of by a separate add. A float32 dx is also
+    written in the normalised output's 16-bit format (desc.dx_copy, dx.rounded_copy): the 16-bit
+    branches that x's gradient reaches through residual adds take that copy instead of a
+    conversion of their own."""
 
     def backward(self, g):
         (x,) = self.parents
         rows, cols, eps = self.saved_data
         dx = x.new_empty(x.shape)
+        if is_16bit(g.dtype) and not is_16bit(x.dtype):
+            dx.rounded_copy = x.new_empty(x.shape, g.dtype)
         self.folded = x.requires_grad and x.grad is not None
         desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=eps, x=x.data.ptr,
                                     dy=g.data.ptr, dx=dx.data.ptr,
-                                    dres=x.grad.data.ptr if self.folded else None)
+                                    dres=x.grad.data.ptr if self.folded else None,
+                                    dx_copy=dx.rounded_copy.data.ptr if dx.rounded_copy else None)
         train_ops.norm_backward(g.device, desc)
         return (dx,)
 
@@ -276,6 +284,25 @@ def layer_norm(x: OclTensor, eps: float, dtype) -> OclTensor:
                                 y=out.data.ptr)
     train_ops.norm_forward(x.device, desc)
     return out
+
+
+def add_layer_norm(x: OclTensor, r: OclTensor, eps: float, dtype) -> Tuple[OclTensor, OclTensor]:
+    """(s, y): the residual add s = x + r (float32 unless both share a 16-bit format, as add()
+    promotes) and layer_norm(s, eps, dtype), in one kernel (desc.res, desc.sum) where s keeps x's
+    format; autograd sees the add and the normalisation as two nodes, as when called apart."""
+    if r.shape != x.shape or (r.dtype != x.dtype and is_16bit(x.dtype)):
+        s = x.add(r)
+        return s, layer_norm(s, eps, dtype)
+    cols = x.shape[-1]
+    rows = x.numel // cols
+    s = x._result(x.shape, AddBackwardContext(x, r))
+    ctx = NormContext(s)
+    ctx.save_for_backward(rows, cols, float(eps))
+    out = s._result(s.shape, ctx, dtype)
+    desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=float(eps), x=x.data.ptr,
+                                y=out.data.ptr, res=r.data.ptr, sum=s.data.ptr)
+    train_ops.norm_forward(x.device, desc)
+    return s, out
 
 
 def cross_entropy_rows(logits: OclTensor, targets, loss_rows, weights: Optional[OclTensor]):

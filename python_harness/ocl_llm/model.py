@@ -231,20 +231,33 @@ class TransformerBlock:
         if dtype is None:
             x = x.add(self._drop(self.attn(self.ln1(x))))
             return x.add(self._drop(self.ff2(self.ff1(self.ln2(x), gelu=True))))
-        # 16-bit activations: the feed-forward pair as one node; each residual add in its
-        # branch's last product where that path is on (fused.residual_enabled) and no dropout.
+        x, branch = self.forward_pending(x, None)
+        return x if branch is None else x.add(branch)
+
+    def forward_pending(self, x: OclTensor, pending: Optional[OclTensor]):
+        """The 16-bit forward of x + pending (pending: the previous block's last branch, not yet
+        added, or None), returned the same way: (stream, branch) whose sum is the block's output
+        (branch None when added already). Each residual add goes into the LayerNorm after it
+        (mixed.add_layer_norm), or into its branch's last product where that path is on
+        (fused.residual_enabled) and nothing drops out; the feed-forward pair is one node."""
+        dtype = mixed.activation_dtype(x.runtime)
         in_store = not self._dropping() and fused.residual_enabled(x.device)
-        if in_store:
-            x = self.attn(self.ln1(x), residual=x)
+        if pending is None:
+            h = self.ln1(x)
         else:
-            x = x.add(self._drop(self.attn(self.ln1(x))))
-        h, residual = self.ln2(x), (x if in_store else None)
+            x, h = mixed.add_layer_norm(x, pending, self.ln1.eps, dtype)
+        if in_store:
+            x = self.attn(h, residual=x)
+            h = self.ln2(x)
+        else:
+            x, h = mixed.add_layer_norm(x, self._drop(self.attn(h)), self.ln2.eps, dtype)
+        residual = x if in_store else None
         if self.ff1.b is not None and self.ff2.b is not None:
             y = mixed.feed_forward(h, self.ff1.W, self.ff1.b, self.ff2.W, self.ff2.b, dtype,
                                    residual=residual)
         else:
             y = self.ff2(self.ff1(h, gelu=True), residual=residual)
-        return y if in_store else x.add(self._drop(y))
+        return (y, None) if in_store else (x, self._drop(y))
 
     def _dropping(self) -> bool:
         return self.training and self.dropout > 0.0
@@ -288,11 +301,20 @@ class SimpleModel:
         # With 16-bit activations every weight's 16-bit copies are made first, in a few launches
         # (ocl_llm.weight_copies.prepared) instead of one per layer.
         dtype = mixed.activation_dtype(x.runtime)
-        groups = self.weight_groups(x.device) if dtype is not None else []
-        with prepared(groups, dtype):
+        if dtype is None:
             for block in self.blocks:
                 x = block(x)
             return self.output_layer(self.final_norm(x))
+        # 16-bit: each block's last residual add goes into the next LayerNorm (forward_pending).
+        pending = None
+        with prepared(self.weight_groups(x.device), dtype):
+            for block in self.blocks:
+                x, pending = block.forward_pending(x, pending)
+            if pending is None:
+                h = self.final_norm(x)
+            else:
+                _, h = mixed.add_layer_norm(x, pending, self.final_norm.eps, dtype)
+            return self.output_layer(h)
 
     def weight_groups(self, device) -> List[List[Parameter]]:
         """The weights whose 16-bit copies a 16-bit forward asks for, grouped as it asks."""

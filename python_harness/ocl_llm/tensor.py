@@ -62,6 +62,9 @@ class OclTensor:
         self.requires_grad = bool(requires_grad) and grad_mode.enabled
         self.grad: Optional[OclTensor] = None
         self._ctx: Optional[FunctionContext] = None
+        # The same values in a 16-bit format, written by the kernel that wrote these (a float32
+        # gradient's copy for 16-bit branches: ocl_llm.mixed's LayerNorm backward), or None.
+        self.rounded_copy: Optional[OclTensor] = None
 
     # --- construction ---------------------------------------------------------------------------
     @staticmethod
@@ -134,9 +137,13 @@ class OclTensor:
         if incoming.numel != self.numel:
             raise ValueError(f"gradient of {incoming.shape} for a tensor of {self.shape}")
         if incoming.dtype != self.dtype:   # a float32 gradient reaching a 16-bit tensor, ...
-            converted = self.new_empty(incoming.shape)
-            convert_into(incoming, converted)
-            incoming = converted
+            copy = incoming.rounded_copy
+            if copy is not None and copy.dtype == self.dtype:
+                incoming = copy
+            else:
+                converted = self.new_empty(incoming.shape)
+                convert_into(incoming, converted)
+                incoming = converted
         if self.grad is None:
             # Gradient buffers are never written after creation, so adopting one is safe.
             self.grad = incoming if incoming.shape == self.shape else incoming._view(self.shape)

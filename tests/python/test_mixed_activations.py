@@ -389,6 +389,43 @@ def test_gpt_step_in_bf16_follows_float32(frontend, rng, monkeypatch, fused_path
         model.free_memory()
 
 
+def test_gpt_step_adds_residuals_in_its_layer_norms(frontend, lib, device, rng, tmp_path,
+                                                    monkeypatch):
+    """A 16-bit GPT step with the flash attention (as GPUs run it) launches no add and converts
+    no float32 gradient for a branch: each residual add runs in the LayerNorm after it
+    (desc.res, desc.sum) and each branch takes the 16-bit copy the LayerNorm backward wrote
+    beside its float32 dx (desc.dx_copy). The gradients are bit for bit the ones of the step
+    with the adds and conversions on their own. (The op-by-op attention adds the gradients of
+    q, k and v's shared input and converts its scores: adds of its own.)"""
+    monkeypatch.setenv("OCL_LLM_FUSED", "attention")
+    from support.helpers import kernels_launched
+    ids = rng.integers(1, 53, (2, 16)).astype(np.int32)
+    targets = np.roll(ids, -1, 1)
+    names, (model, _, loss, grads) = kernels_launched(
+        lib, device.index, tmp_path / "trace.json", lambda: gpt_gradients("bf16", ids, targets))
+    assert not {n for n in names if n.startswith(("binary_add", "convert_f32"))}, names
+    fused_add = mixed.add_layer_norm
+    monkeypatch.setattr(mixed, "add_layer_norm",
+                        lambda x, r, eps, dtype: (lambda s: (s, mixed.layer_norm(s, eps, dtype)))(
+                            x.add(r)))
+    monkeypatch.setattr(OclTensor, "rounded_copy", None, raising=False)
+    plain_norm = mixed.NormContext.backward
+
+    def without_copy(ctx, g):
+        (dx,) = plain_norm(ctx, g)
+        dx.rounded_copy = None
+        return (dx,)
+    monkeypatch.setattr(mixed.NormContext, "backward", without_copy)
+    names, (plain, _, plain_loss, plain_grads) = kernels_launched(
+        lib, device.index, tmp_path / "trace2.json", lambda: gpt_gradients("bf16", ids, targets))
+    assert {n for n in names if n.startswith(("binary_add", "convert_f32"))}, names
+    assert fused_add is not mixed.add_layer_norm and loss == plain_loss
+    for p, a, b in zip(model.parameters(), grads, plain_grads):
+        np.testing.assert_array_equal(a.to_host(), b.to_host(), err_msg=p.name)
+    for m in (model, plain):
+        m.free_memory()
+
+
 @pytest.mark.parametrize("fused_paths", ["", "1"], ids=["default", "fused"])
 def test_captured_bf16_step_replays_the_eager_step(frontend, rng, monkeypatch, fused_paths):
     """A captured step runs the same kernels on the same values: losses and weights agree bit

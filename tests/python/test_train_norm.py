@@ -146,6 +146,142 @@ def test_norm_dres_refusals_and_the_version_3_size(scope, device, lib, rng):
     assert "struct_size" in lib.last_error()
 
 
+def bits16(scope, lib, device, values, dtype_code):
+    """A buffer of 16-bit patterns tagged with dtype_code (1: f16, 2: bf16)."""
+    t = scope.in_(np.ascontiguousarray(values, np.uint16))
+    assert lib.aethercl_buffer_set_dtype(device.index, t.handle, dtype_code) == 1
+    return t
+
+
+def as_bf16_bits(values):
+    from support.typed_operands import round_bf16
+    return (round_bf16(values).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+@pytest.mark.parametrize("kind", [T.NORM_LAYER, T.NORM_RMS])
+@pytest.mark.parametrize("cols", [48, 45])   # register form (whole quads) and row form
+@pytest.mark.parametrize("formats", ["f32+f32", "f32+bf16", "bf16+f16", "x+x"])
+def test_norm_forward_adds_res(scope, device, lib, rng, row_group, kind, cols, formats):
+    """sum = x + res in float32, rounded once to x's format; y is the normalisation of sum as
+    stored, bit for bit the y of a plain call on that sum ("x+x": res is x itself)."""
+    rows = 7
+    x = (rng.standard_normal((rows, cols)) * 2 + 0.5).astype(np.float32)
+    r = rng.standard_normal((rows, cols)).astype(np.float32)
+    x_fmt, r_fmt = formats.split("+") if formats != "x+x" else ("f32", "x")
+    if x_fmt == "bf16":
+        x_bits = as_bf16_bits(x)
+        tx, ts = bits16(scope, lib, device, x_bits, 2), bits16(scope, lib, device,
+                                                               np.full(x.shape, 0xFFFF), 2)
+        x = bf16_values(x_bits)
+    else:
+        tx, ts = scope.in_(x), scope.out((rows, cols))
+    if r_fmt == "x":
+        tr, r = tx, x
+    elif r_fmt == "f32":
+        tr = scope.in_(r)
+    elif r_fmt == "bf16":
+        r_bits = as_bf16_bits(r)
+        tr, r = bits16(scope, lib, device, r_bits, 2), bf16_values(r_bits)
+    else:
+        r16 = r.astype(np.float16)
+        tr, r = bits16(scope, lib, device, r16.view(np.uint16), 1), r16.astype(np.float32)
+    ty = scope.out((rows, cols))
+    desc = norm_desc(kind=kind, rows=rows, cols=cols, eps=1e-5, x=tx.handle, y=ty.handle,
+                     res=tr.handle, sum=ts.handle)
+    ops.norm_forward(device.index, desc)
+    total = x + r
+    want_sum = as_bf16_bits(total) if x_fmt == "bf16" else total
+    np.testing.assert_array_equal(ts.numpy(), want_sum)
+    plain = scope.out((rows, cols))
+    ops.norm_forward(device.index, norm_desc(kind=kind, rows=rows, cols=cols, eps=1e-5,
+                                             x=ts.handle, y=plain.handle))
+    no_poison(ty.numpy())
+    np.testing.assert_array_equal(ty.numpy(), plain.numpy())
+
+
+@pytest.mark.parametrize("cols", [48, 45])
+def test_norm_backward_writes_dx_copy(scope, device, lib, rng, row_group, cols):
+    """dx_copy holds dx's float32 values rounded once into its format: a bf16 copy of a float32
+    dx (with dres added) is that dx rounded, dx itself unchanged; a float32 copy of a bf16 dx
+    is the unrounded float32 gradient."""
+    rows = 7
+    x = (rng.standard_normal((rows, cols)) * 2 + 0.5).astype(np.float32)
+    dy = rng.standard_normal((rows, cols)).astype(np.float32)
+    dres = rng.standard_normal((rows, cols)).astype(np.float32)
+    tx, tdy, tres = scope.in_(x), scope.in_(dy), scope.in_(dres)
+    plain = scope.out((rows, cols))
+    base = dict(kind=T.NORM_LAYER, rows=rows, cols=cols, eps=1e-5, x=tx.handle, dy=tdy.handle)
+    ops.norm_backward(device.index, norm_desc(**dict(base, dx=plain.handle, dres=tres.handle)))
+    tdx, tcopy = scope.out((rows, cols)), bits16(scope, lib, device, np.full(x.shape, 0xFFFF), 2)
+    ops.norm_backward(device.index, norm_desc(**dict(base, dx=tdx.handle, dres=tres.handle,
+                                                      dx_copy=tcopy.handle)))
+    np.testing.assert_array_equal(tdx.numpy(), plain.numpy())
+    np.testing.assert_array_equal(tcopy.numpy(), as_bf16_bits(plain.numpy()))
+    unrounded = scope.out((rows, cols))
+    ops.norm_backward(device.index, norm_desc(**dict(base, dx=unrounded.handle)))
+    tdx16, tcopy32 = bits16(scope, lib, device, np.zeros(x.shape), 2), scope.out((rows, cols))
+    ops.norm_backward(device.index, norm_desc(**dict(base, dx=tdx16.handle,
+                                                      dx_copy=tcopy32.handle)))
+    np.testing.assert_array_equal(tcopy32.numpy(), unrounded.numpy())
+    np.testing.assert_array_equal(tdx16.numpy(), as_bf16_bits(unrounded.numpy()))
+
+
+def test_norm_res_sum_and_dx_copy_refusals(scope, device, lib, rng):
+    """Each refusal names its field; a descriptor of the size that ends at res (the first
+    version-4 size) is accepted and reads none of the fields past it."""
+    import ctypes
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    tx, tdy, tdx, ty, tr, ts = (scope.in_(x), scope.in_(x), scope.out((4, 8)), scope.out((4, 8)),
+                                scope.in_(x), scope.out((4, 8)))
+    tg, short = scope.in_(np.ones(8, np.float32)), scope.out((1, 8))
+    base = dict(kind=0, rows=4, cols=8, eps=1e-5, x=tx.handle)
+
+    def refused(call, words, **fields):
+        desc = norm_desc(**dict(base, **fields))
+        assert getattr(lib, call)(device.index, desc.address, None) == 0
+        assert words in lib.last_error(), lib.last_error()
+
+    forward = dict(y=ty.handle)
+    refused("aethercl_norm_forward", "desc.res is set but desc.sum is NULL", res=tr.handle,
+            **forward)
+    refused("aethercl_norm_forward", "desc.sum is set but desc.res is NULL", sum=ts.handle,
+            **forward)
+    for other in (tx, tr, ty, tg):
+        fields = dict(forward, res=tr.handle, sum=other.handle, gamma=tg.handle)
+        refused("aethercl_norm_forward", "same buffer" if other is not tg else "desc.sum",
+                **fields)
+    refused("aethercl_norm_forward", "same buffer", y=ty.handle, res=ty.handle, sum=ts.handle)
+    refused("aethercl_norm_forward", "desc.sum", res=tr.handle, sum=short.handle, **forward)
+    refused("aethercl_norm_forward", "desc.res", res=12345, sum=ts.handle, **forward)
+    tagged = bits16(scope, lib, device, np.zeros((4, 8)), 2)
+    refused("aethercl_norm_forward", "desc.sum is stored as AETHERCL_BF16 but desc.x as "
+            "AETHERCL_F32", res=tr.handle, sum=tagged.handle, **forward)
+    backward = dict(dy=tdy.handle)
+    refused("aethercl_norm_backward", "desc.dx_copy is set but desc.dx is NULL",
+            dx_copy=ts.handle, dgamma=scope.out((8,)).handle, **backward)
+    tres = scope.in_(x)
+    for other in (tx, tdy, tdx, tres):
+        refused("aethercl_norm_backward", "same buffer", dx=tdx.handle, dres=tres.handle,
+                dx_copy=other.handle, **backward)
+    refused("aethercl_norm_backward", "desc.dx_copy", dx=tdx.handle, dx_copy=short.handle,
+            **backward)
+    # The first version-4 size ends at res: res, sum and dx_copy past it are not read.
+    desc = norm_desc(**dict(base, y=ty.handle, res=tr.handle, sum=ts.handle))
+    desc.struct_size = T.NormDesc.res.offset
+    assert lib.aethercl_norm_forward(device.index, desc.address, None) == 1
+    plain = scope.out((4, 8))
+    ops.norm_forward(device.index, norm_desc(**dict(base, y=plain.handle)))
+    np.testing.assert_array_equal(ty.numpy(), plain.numpy())
+    desc = norm_desc(**dict(base, dy=tdy.handle, dx=tdx.handle, dx_copy=12345))
+    desc.struct_size = T.NormDesc.res.offset
+    assert lib.aethercl_norm_backward(device.index, desc.address, None) == 1
+    assert ctypes.sizeof(T.NormDesc) == T.NormDesc.dx_copy.offset + ctypes.sizeof(ctypes.c_void_p)
+
+
 # ---- BatchNorm ------------------------------------------------------------------------------
 def bn_desc(**fields):
     return T.BatchNormDesc(**fields)

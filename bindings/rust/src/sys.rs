@@ -223,6 +223,9 @@ pub struct aethercl_norm_desc {
     pub dgamma: *mut c_void,
     pub dbeta: *mut c_void,
     pub dres: *mut c_void,
+    pub res: *mut c_void,
+    pub sum: *mut c_void,
+    pub dx_copy: *mut c_void,
 }
 
 /// struct aethercl_batchnorm_desc of include/aethercl/driver.h.

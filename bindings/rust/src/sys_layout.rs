@@ -233,6 +233,15 @@ pub fn layout_lines() -> Vec<String> {
         // SAFETY: only the field's address is taken; nothing is read.
         let at = unsafe { std::ptr::addr_of!((*base).dres) };
         lines.push(format!("aethercl_norm_desc.dres offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).res) };
+        lines.push(format!("aethercl_norm_desc.res offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).sum) };
+        lines.push(format!("aethercl_norm_desc.sum offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).dx_copy) };
+        lines.push(format!("aethercl_norm_desc.dx_copy offset {}", at as usize - base as usize));
     }
     lines.push(format!("aethercl_batchnorm_desc size {}", size_of::<aethercl_batchnorm_desc>()));
     lines.push(format!("aethercl_batchnorm_desc align {}", align_of::<aethercl_batchnorm_desc>()));

@@ -87,6 +87,9 @@ int main(void) {
   printf("aethercl_norm_desc.dgamma offset %zu\n", offsetof(aethercl_norm_desc, dgamma));
   printf("aethercl_norm_desc.dbeta offset %zu\n", offsetof(aethercl_norm_desc, dbeta));
   printf("aethercl_norm_desc.dres offset %zu\n", offsetof(aethercl_norm_desc, dres));
+  printf("aethercl_norm_desc.res offset %zu\n", offsetof(aethercl_norm_desc, res));
+  printf("aethercl_norm_desc.sum offset %zu\n", offsetof(aethercl_norm_desc, sum));
+  printf("aethercl_norm_desc.dx_copy offset %zu\n", offsetof(aethercl_norm_desc, dx_copy));
   printf("aethercl_batchnorm_desc size %zu\n", sizeof(aethercl_batchnorm_desc));
   printf("aethercl_batchnorm_desc align %zu\n", _Alignof(aethercl_batchnorm_desc));
   printf("aethercl_batchnorm_desc.struct_size offset %zu\n", offsetof(aethercl_batchnorm_desc, struct_size));

@@ -7,6 +7,9 @@
 #include "ops/train/operand_storage.h"
 #include "ops/typed_memory.h"
 
+#include <fmt/format.h>
+#include <utility>
+
 namespace aethercl::ops::train {
 namespace {
 
@@ -33,9 +36,18 @@ constexpr const char* kMaster = "a float32 master (gamma, beta and their gradien
 // The roles of kernels/norm.cl. A direction names the operands it lacks in the format of their
 // partners (dy as y, dx as x; y as dy), so training whose gradients keep their activations'
 // formats builds one program for both directions.
-FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx) {
-  return {kFamily, storage_options({{"NORM_X", x}, {"NORM_Y", y}, {"NORM_DY", dy},
-                                    {"NORM_DX", dx}})};
+// The forward's res and the backward's dx_copy add their formats only where they are 16-bit,
+// so the programs without them are the version-3 ones.
+FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx, Storage res = Storage::kF32,
+                        Storage dx_copy = Storage::kF32) {
+  std::string options = storage_options({{"NORM_X", x}, {"NORM_Y", y}, {"NORM_DY", dy},
+                                         {"NORM_DX", dx}});
+  for (auto [macro, storage] : {std::pair{"NORM_RES", res}, {"NORM_DXC", dx_copy}}) {
+    if (storage == Storage::kF32) continue;
+    if (!options.empty()) options += ' ';
+    options += fmt::format("-D{}={}", macro, static_cast<int>(storage));
+  }
+  return {kFamily, options};
 }
 
 // Elements per item of kernels/norm.cl's register forms (NORM_QUADS quads).
@@ -72,15 +84,36 @@ void norm_forward(DeviceCall& call, const aethercl_norm_desc& d) {
   auto gamma = float32_operand(call, d.gamma, "desc.gamma", s.cols, kMaster, true);
   auto beta = float32_operand(call, d.beta, "desc.beta", s.cols, kMaster, true);
   const Operand y = operand(call, d.y, "desc.y", s.count);
+  auto res = optional_operand(call, d.res, "desc.res", s.count);
+  auto sum = optional_operand(call, d.sum, "desc.sum", s.count);
   require_distinct(d.x, "desc.x", d.y, "desc.y");
   require_distinct(d.gamma, "desc.gamma", d.y, "desc.y");
   require_distinct(d.beta, "desc.beta", d.y, "desc.y");
+  if (bool(res) != bool(sum)) {
+    fail(Status::kInvalidArgument, "desc.{} is set but desc.{} is NULL: the residual add takes "
+         "both", res ? "res" : "sum", res ? "sum" : "res");
+  }
+  if (sum) {
+    if (sum->storage != x.storage) {
+      fail(Status::kInvalidArgument, "desc.sum is stored as {} but desc.x as {}: the sum is "
+           "written in x's format", dtype_constant_name(static_cast<int>(sum->storage)),
+           dtype_constant_name(static_cast<int>(x.storage)));
+    }
+    for (auto [other, name] : {std::pair{d.x, "desc.x"}, {d.res, "desc.res"}, {d.y, "desc.y"},
+                               {d.gamma, "desc.gamma"}, {d.beta, "desc.beta"}}) {
+      require_distinct(d.sum, "desc.sum", other, name);
+    }
+    require_distinct(d.res, "desc.res", d.y, "desc.y");
+  }
   if (s.count == 0) return;
   cl_mem x_mem = x.view.mem;
-  launch_rows(call, family_of(x.storage, y.storage, y.storage, x.storage), "norm_forward", s,
-              x_mem, gamma ? gamma->mem : x_mem, beta ? beta->mem : x_mem, y.view.mem,
-              ul(s.rows), ul(s.cols), d.eps, static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS),
-              static_cast<cl_int>(bool(gamma)), static_cast<cl_int>(bool(beta)));
+  const Storage res_storage = res ? res->storage : Storage::kF32;
+  launch_rows(call, family_of(x.storage, y.storage, y.storage, x.storage, res_storage),
+              "norm_forward", s, x_mem, gamma ? gamma->mem : x_mem, beta ? beta->mem : x_mem,
+              y.view.mem, ul(s.rows), ul(s.cols), d.eps,
+              static_cast<cl_int>(d.kind == AETHERCL_NORM_RMS), static_cast<cl_int>(bool(gamma)),
+              static_cast<cl_int>(bool(beta)), res ? res->view.mem : x_mem,
+              sum ? sum->view.mem : x_mem, static_cast<cl_int>(bool(res)));
 }
 
 void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
@@ -92,6 +125,7 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   auto dgamma = float32_operand(call, d.dgamma, "desc.dgamma", s.cols, kMaster, true);
   auto dbeta = float32_operand(call, d.dbeta, "desc.dbeta", s.cols, kMaster, true);
   auto dres_op = optional_operand(call, d.dres, "desc.dres", s.count);
+  auto copy_op = optional_operand(call, d.dx_copy, "desc.dx_copy", s.count);
   cl_mem x = x_op.view.mem, dy = dy_op.view.mem;
   std::optional<BufferView> dx;
   if (dx_op) dx = dx_op->view;
@@ -117,6 +151,15 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
       require_distinct(d.dres, "desc.dres", other, name);
     }
   }
+  if (copy_op) {  // a second store of dx's values, apart from everything else
+    if (!dx_op) fail(Status::kInvalidArgument, "desc.dx_copy is set but desc.dx is NULL");
+    for (auto [other, name] : {std::pair{d.x, "desc.x"}, {d.dy, "desc.dy"},
+                               {d.gamma, "desc.gamma"}, {d.dx, "desc.dx"},
+                               {d.dgamma, "desc.dgamma"}, {d.dbeta, "desc.dbeta"},
+                               {d.dres, "desc.dres"}}) {
+      require_distinct(d.dx_copy, "desc.dx_copy", other, name);
+    }
+  }
   if (!dx && !dgamma && !dbeta) return;
   if (s.count == 0) {
     // Parameter gradients over zero rows are zero; with zero columns there is nothing at all.
@@ -130,11 +173,14 @@ void norm_backward(DeviceCall& call, const aethercl_norm_desc& d) {
   Scratch stats(call, bytes_of(s.rows, 2 * sizeof(float)), "the norm backward's row statistics");
   const cl_int rms = d.kind == AETHERCL_NORM_RMS;
   const Storage dx_storage = dx_op ? dx_op->storage : x_op.storage;
-  const FamilyVariant family = family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_storage);
+  const Storage copy_storage = copy_op ? copy_op->storage : Storage::kF32;
+  const FamilyVariant family = family_of(x_op.storage, dy_op.storage, dy_op.storage, dx_storage,
+                                         Storage::kF32, copy_storage);
   launch_rows(call, family, "norm_backward_rows", s, x, gamma ? gamma->mem : x, dy,
               dx ? dx->mem : stats.mem(), dres_op ? dres_op->view.mem : x, stats.mem(),
               ul(s.rows), ul(s.cols), d.eps, rms, static_cast<cl_int>(bool(gamma)),
-              static_cast<cl_int>(bool(dx)), static_cast<cl_int>(bool(dres_op)));
+              static_cast<cl_int>(bool(dx)), static_cast<cl_int>(bool(dres_op)),
+              copy_op ? copy_op->view.mem : stats.mem(), static_cast<cl_int>(bool(copy_op)));
   if (dgamma || dbeta) {
     launch_linear(call, family, "norm_backward_params", s.cols, x, dy, stats.mem(),
                   dgamma ? dgamma->mem : stats.mem(), dbeta ? dbeta->mem : stats.mem(),

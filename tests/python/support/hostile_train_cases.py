@@ -361,11 +361,76 @@ def norm_dres_cases() -> List[tuple]:
     return cases
 
 
+def norm_res_and_copy_cases() -> List[tuple]:
+    """aethercl_norm_forward's res and sum and aethercl_norm_backward's dx_copy (version 4): bad
+    tokens, one element short, one without the other (or without dx), and buffers shared with
+    an operand they may not share are refused with nothing written; res = x is accepted."""
+    rows, cols = 5, 7
+    nbytes = rows * cols * 4
+    cases = []
+
+    def forward_setup(h):
+        x, res = h.alloc(nbytes, 0x3F), h.alloc(nbytes, 0x3F)
+        y, total = h.alloc(nbytes, 0x7F), h.alloc(nbytes, 0x7F)
+        desc = T.NormDesc(kind=0, rows=rows, cols=cols, eps=1e-5, x=x, y=y, res=res, sum=total)
+        return desc, [y, total]
+
+    def backward_setup(h):
+        x, dy = h.alloc(nbytes, 0x3F), h.alloc(nbytes, 0x3F)
+        dx, copy = h.alloc(nbytes, 0x7F), h.alloc(nbytes, 0x7F)
+        desc = T.NormDesc(kind=0, rows=rows, cols=cols, eps=1e-5, x=x, dy=dy, dx=dx, dx_copy=copy)
+        return desc, [dx, copy]
+
+    def refused(function, setup, case_id, change, words):
+        def run(h):
+            desc, outputs = setup(h)
+            change(h, desc)
+            result = getattr(h.lib, function)(h.index, ctypes.addressof(desc), None)
+            h.refused(result, 0, {C_INVALID_ARGUMENT, C_INVALID_HANDLE, C_OUT_OF_RANGE}, words)
+            for out in outputs:
+                if h.contents(out, nbytes) != bytes([0x7F]) * nbytes:
+                    from support.hostile_harness import fail
+                    fail("a refused call wrote an output")
+        cases.append((f"{function}/{case_id}", run))
+
+    forward = ("aethercl_norm_forward", forward_setup)
+    backward = ("aethercl_norm_backward", backward_setup)
+    for field, (function, setup) in (("res", forward), ("sum", forward), ("dx_copy", backward)):
+        for kind in BAD_TOKENS:
+            refused(function, setup, f"{field}={kind}",
+                    lambda h, d, kind=kind, field=field: setattr(d, field, h.token(kind)),
+                    [f"desc.{field}", TOKEN_WORDS[kind]])
+        refused(function, setup, f"{field}_one_element_too_small",
+                lambda h, d, field=field: setattr(d, field, h.alloc(nbytes - 4, 0x3F)),
+                [f"desc.{field}"])
+    refused(*forward, "res_without_sum", lambda h, d: setattr(d, "sum", None),
+            ["desc.res", "desc.sum"])
+    refused(*forward, "sum_without_res", lambda h, d: setattr(d, "res", None),
+            ["desc.sum", "desc.res"])
+    for other in ("x", "res", "y"):
+        refused(*forward, f"sum=desc.{other}",
+                lambda h, d, other=other: setattr(d, "sum", getattr(d, other)), ["same buffer"])
+    refused(*forward, "res=desc.y", lambda h, d: setattr(d, "res", d.y), ["same buffer"])
+    refused(*backward, "dx_copy_without_dx", lambda h, d: setattr(d, "dx", None),
+            ["desc.dx_copy", "desc.dx"])
+    for other in ("x", "dy", "dx"):
+        refused(*backward, f"dx_copy=desc.{other}",
+                lambda h, d, other=other: setattr(d, "dx_copy", getattr(d, other)),
+                ["same buffer"])
+
+    def res_is_x(h):
+        desc, _ = forward_setup(h)
+        desc.res = desc.x
+        h.succeeded(h.lib.aethercl_norm_forward(h.index, ctypes.addressof(desc), None))
+    cases.append(("aethercl_norm_forward/res=desc.x_is_read_twice", res_is_x))
+    return cases
+
+
 def all_train_cases(symbols) -> List[tuple]:
     cases = []
     for symbol in symbols:
         if symbol.name in TRAIN_SPECS:
             cases += train_cases(symbol)
     if any(symbol.name == "aethercl_norm_backward" for symbol in symbols):
-        cases += norm_dres_cases()
+        cases += norm_dres_cases() + norm_res_and_copy_cases()
     return cases
