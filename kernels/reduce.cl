@@ -69,6 +69,26 @@ inline void fold_lanes(__local float4* partial_hi, __local float4* partial_lo, f
   }
 }
 
+// load_columns of partial sums another work-group of this launch wrote: volatile loads (never a
+// stale L1 line of a neighbouring tile's row).
+inline float4 load_handed_columns(__global volatile const float* row, ulong n0, ulong cols) {
+  float4 v = (float4)(row[n0], 0.0f, 0.0f, 0.0f);
+  if (n0 + 1 < cols) v.y = row[n0 + 1];
+  if (n0 + 2 < cols) v.z = row[n0 + 2];
+  if (n0 + 3 < cols) v.w = row[n0 + 3];
+  return v;
+}
+
+// Orders this work-item's global memory accesses before and after a hand-off between the
+// work-groups of one launch (device scope).
+inline void device_fence(void) {
+#if ACL_WARP_SHUFFLE  // NVIDIA (compute capability 7.0+): the device-scope fence, in PTX
+  __asm__ __volatile__("membar.gl;" ::: "memory");
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+
 // Writes the in-range lanes of v to at[0 .. 3] (columns n0 .. n0 + 3 of cols).
 inline void store_columns(__global float* at, float4 v, ulong n0, ulong cols) {
   at[0] = v.x;
@@ -87,6 +107,23 @@ inline void store_sums(__global OS_TYPE(RED_OUT)* out, float4 v, float scale, ul
   if (n0 + 3 < cols) OS_STORE(RED_OUT, out, n0 + 3, v.w);
 }
 
+// The chunks' pairs of columns n0 .. n0 + 3 summed (lanes along the chunks: lane y adds chunks
+// y, y + ly, ... in ascending order), folded by fold_lanes and stored scaled by lanes y = 0.
+// Every lane of the group calls it.
+inline void fold_chunks(__global volatile const float* parts, __global OS_TYPE(RED_OUT)* out,
+                        ulong cols, ulong chunks, ulong n0, uint lid, uint cx, uint ly,
+                        float scale, __local float4* partial_hi, __local float4* partial_lo) {
+  float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+  if (n0 < cols) {
+    for (ulong c = lid / cx; c < chunks; c += ly) {
+      two_sum_add4(&hi, &lo, load_handed_columns(parts + c * cols, n0, cols));
+      lo += load_handed_columns(parts + (chunks + c) * cols, n0, cols);
+    }
+  }
+  fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
+  if (lid < cx && n0 < cols) store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
+}
+
 // out[n] = scale * the sum over r < rows of in[r * cols + n], in column tiles
 // (execute_reduce_sum_gpu with scale 1, aethercl_binary_backward's sums over leading dimensions).
 // A work-group of cx * ly lanes owns the 4 * cx adjacent columns of tile get_group_id(0) over the
@@ -96,14 +133,18 @@ inline void store_sums(__global OS_TYPE(RED_OUT)* out, float4 v, float scale, ul
 // (hi, lo), four rows' loads issued before their additions; the ly pairs of each column are then
 // folded by a local-memory tree that handles any ly. With one chunk the sums go to out; otherwise
 // chunk c's pairs go to parts[c * cols + n] (hi) and parts[(chunks + c) * cols + n] (lo) and
-// reduce_sum_columns_fold adds the chunks. The order depends only on the shape and the launch
+// reduce_sum_columns_fold adds the chunks, or (fold_here) the tile's last group to store its
+// pairs does, in the same launch: counters[tile] counts the tile's groups done (zero at the start;
+// that group sets it back to zero). The order depends only on the shape and the launch
 // geometry, so results are repeatable. aligned: cols % 4 == 0 (every row's tile starts on 16
 // bytes; in is a whole buffer), so whole float4 loads; otherwise vload4 and a scalar tail.
 __kernel void reduce_sum_columns_tile(__global const OS_TYPE(RED_IN)* in,
                                       __global OS_TYPE(RED_OUT)* out, __global float* parts,
                                       ulong rows, ulong cols, ulong span, uint cx, int aligned,
-                                      float scale, __local float4* partial_hi,
+                                      float scale, __global volatile uint* counters,
+                                      int fold_here, __local float4* partial_hi,
                                       __local float4* partial_lo) {
+  __local uint ticket;
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
   const uint y = lid / cx;
@@ -128,13 +169,25 @@ __kernel void reduce_sum_columns_tile(__global const OS_TYPE(RED_IN)* in,
     }
   }
   fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
-  if (y > 0 || n0 >= cols) return;
+  const int stores = y == 0 && n0 < cols;
   if (chunks == 1) {
-    store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
-  } else {
+    if (stores) store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
+    return;
+  }
+  if (stores) {
     store_columns(parts + chunk * cols + n0, partial_hi[lid], n0, cols);
     store_columns(parts + (chunks + chunk) * cols + n0, partial_lo[lid], n0, cols);
   }
+  if (!fold_here) return;
+  device_fence();  // this item's partials before the count
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  const uint tile = (uint)get_group_id(0);
+  if (lid == 0) ticket = atomic_inc(&counters[tile]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (ticket != chunks - 1) return;  // the group's whole, alike
+  device_fence();  // the other groups' partials after the count
+  fold_chunks(parts, out, cols, chunks, n0, lid, cx, ly, scale, partial_hi, partial_lo);
+  if (lid == 0) counters[tile] = 0;
 }
 
 // out[n] = the sum of the chunks' pairs of column n (the second pass of reduce_sum_columns_tile):
@@ -142,20 +195,12 @@ __kernel void reduce_sum_columns_tile(__global const OS_TYPE(RED_IN)* in,
 // get_group_id(0) in ascending order, then the same tree folds the ly pairs.
 __kernel void reduce_sum_columns_fold(__global const float* parts,
                                       __global OS_TYPE(RED_OUT)* out, ulong cols, ulong chunks,
-                                      uint cx, int aligned, float scale,
-                                      __local float4* partial_hi, __local float4* partial_lo) {
+                                      uint cx, float scale, __local float4* partial_hi,
+                                      __local float4* partial_lo) {
   const uint lid = (uint)get_local_id(0);
   const uint ly = (uint)get_local_size(0) / cx;
   const ulong n0 = (get_group_id(0) * cx + lid % cx) * 4;
-  float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-  if (n0 < cols) {
-    for (ulong c = lid / cx; c < chunks; c += ly) {
-      two_sum_add4(&hi, &lo, load_columns(parts + c * cols, n0, cols, aligned));
-      lo += load_columns(parts + (chunks + c) * cols, n0, cols, aligned);
-    }
-  }
-  fold_lanes(partial_hi, partial_lo, hi, lo, lid, cx, ly);
-  if (lid < cx && n0 < cols) store_sums(out, partial_hi[lid] + partial_lo[lid], scale, n0, cols);
+  fold_chunks(parts, out, cols, chunks, n0, lid, cx, ly, scale, partial_hi, partial_lo);
 }
 
 // c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).

@@ -1,7 +1,8 @@
 // Reductions and broadcasts: validate, then launch kernels/reduce.cl. reduce_sum sums column
 // tiles (float4 lanes along the row, strips of rows per lane, a local tree), in one pass where the
-// tiles fill the device and otherwise over chunks of rows into scratch partials and their fold
-// (plans in ops/column_tiles.h).
+// tiles fill the device and otherwise over chunks of rows into scratch partials, which each
+// tile's last group folds in the same launch (a second launch folds them where the launch
+// counters are not to be had; plans in ops/column_tiles.h).
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
@@ -62,11 +63,15 @@ void column_sums(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t 
   const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * plan.local(),
                                  static_cast<std::size_t>(plan.chunks)};
   const std::size_t group[2] = {plan.local(), 1};
+  // The chunks folded in the same launch by each tile's last group where counters are to be had
+  // (a second launch costs an H200 about 5 us plus the gap between kernels).
+  cl_mem counters = parts ? call.counters(plan.tiles) : nullptr;
   call.launch(tile, LaunchGeometry::grid(2, global, group), in_mem, out_mem,
               parts ? parts->mem() : out_mem, static_cast<cl_ulong>(rows),
               static_cast<cl_ulong>(out_count), static_cast<cl_ulong>(plan.span),
-              static_cast<cl_uint>(plan.cx), aligned, scale, pair_bytes, pair_bytes);
-  if (!parts) return;
+              static_cast<cl_uint>(plan.cx), aligned, scale, counters ? counters : out_mem,
+              static_cast<cl_int>(counters != nullptr), pair_bytes, pair_bytes);
+  if (!parts || counters) return;
   Kernel& fold = formats.empty() ? family_kernel(call, kFamily, "reduce_sum_columns_fold")
                                  : family_kernel(call, kFamily, "reduce_sum_columns_fold", formats);
   const ColumnTiles folding = fold_tiles(device, fold, plan, out_count);
@@ -74,7 +79,7 @@ void column_sums(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t 
   call.launch(fold, LaunchGeometry::linear(static_cast<std::size_t>(folding.tiles) * folding.local(),
                                            folding.local()),
               parts->mem(), out_mem, static_cast<cl_ulong>(out_count),
-              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), aligned, scale,
+              static_cast<cl_ulong>(plan.chunks), static_cast<cl_uint>(folding.cx), scale,
               fold_pair_bytes, fold_pair_bytes);
 }
 

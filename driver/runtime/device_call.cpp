@@ -2,8 +2,11 @@
 #include "runtime/device_call.h"
 
 #include "runtime/graph.h"
+#include "runtime/stream.h"
 #include "runtime/token_table.h"
 #include "support/checked.h"
+#include "support/env.h"
+#include "support/log.h"
 
 namespace aethercl {
 
@@ -118,6 +121,19 @@ std::uint64_t byte_count(std::uint64_t elements, std::uint64_t element_size) {
   auto bytes = checked_mul(elements, element_size);
   if (!bytes) fail(Status::kInvalidArgument, "{} elements of {} bytes overflow 64 bits", elements, element_size);
   return *bytes;
+}
+
+cl_mem DeviceCall::counters(std::size_t count) {
+  if (count > kMaxLaunchCounters || !env::flag(env::kLaunchCounters, true)) return nullptr;
+  try {
+    if (Graph* graph = stream_->capture()) return graph->counters(device_->context(), count);
+    return stream_->counters(device_->context());
+  } catch (const Error& error) {
+    if (error.status() != Status::kOutOfMemory) throw;
+    log().debug("device {}: no room for {} launch counters; the two-launch form takes over: {}",
+                device_->index(), count, error.what());
+    return nullptr;
+  }
 }
 
 }  // namespace aethercl

@@ -61,6 +61,10 @@ class DeviceCall {
   void launch(Kernel& kernel, const LaunchGeometry& geometry, const Args&... args) {
     device_->enqueue(*stream_, make_launch(kernel, geometry, args...));
   }
+  // Zero counters for one launch's hand-offs between its work-groups (runtime/launch_counters.h):
+  // the stream's, or the capturing graph's own for this op; nullptr when count exceeds
+  // kMaxLaunchCounters or the device has no room for them (the op's other form takes over).
+  cl_mem counters(std::size_t count);
   // Enqueues a launch record built elsewhere (user kernels) on the call's stream.
   void enqueue(const LaunchRecord& record) { device_->enqueue(*stream_, record); }
 

@@ -90,7 +90,13 @@ void Graph::clear() {
   commands_.shrink_to_fit();
   snapshots_.clear();
   host_memory_.clear();
+  counters_.clear();
   kernels_ = 0;
+}
+
+cl_mem Graph::counters(cl_context context, std::size_t count) {
+  counters_.push_back(make_launch_counters(context, count));
+  return counters_.back().get();
 }
 
 CapturePause::CapturePause(Stream& stream) : stream_(stream), paused_(stream.capture_graph()) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "runtime/command.h"
+#include "runtime/launch_counters.h"
 #include "runtime/memory_pool.h"
 
 #include <cstdint>
@@ -41,6 +42,9 @@ class Graph {
   void record(Command&& command, GraphHolds& holds);
   // A copy of size bytes of source that lives as long as the graph (staged host writes).
   const void* snapshot(const void* source, std::uint64_t size);
+  // Launch counters (runtime/launch_counters.h) of one recorded op, its own: held while the
+  // graph can replay.
+  cl_mem counters(cl_context context, std::size_t count);
   // Pinned host memory a recorded transfer names by address: kept allocated while the graph
   // can replay, even after aethercl_host_free (which then only invalidates the pointer).
   void keep_host_memory(std::shared_ptr<void> allocation);
@@ -88,6 +92,7 @@ class Graph {
   std::vector<PoolBlock> reusable_;       // while recording
   std::vector<std::unique_ptr<unsigned char[]>> snapshots_;
   std::vector<std::shared_ptr<void>> host_memory_;
+  std::vector<cl::Mem> counters_;
   std::uint64_t last_stream_;
   bool destroyed_ = false;
   std::unique_ptr<GraphCommandBuffers> command_buffers_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cl/handle.h"
+#include "runtime/launch_counters.h"
 
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,13 @@ class Stream {
   const std::shared_ptr<Graph>& capture_graph() const { return capture_; }
   void set_capture(std::shared_ptr<Graph> graph) { capture_ = std::move(graph); }
 
+  // Launch counters for the stream's kernels (runtime/launch_counters.h), made at first use;
+  // with the device's mutex held.
+  cl_mem counters(cl_context context) {
+    if (!counters_) counters_ = make_launch_counters(context, kMaxLaunchCounters);
+    return counters_.get();
+  }
+
   // With the device's mutex held and the stream idle: a new queue (tracing turns profiling on).
   void replace_queue(cl::Queue queue, bool profiling) {
     queue_ = std::move(queue);
@@ -54,6 +62,7 @@ class Stream {
   bool timing_;
   bool profiling_;
   std::shared_ptr<Graph> capture_;
+  cl::Mem counters_;
 };
 
 // This thread's current stream of a device, as a stream id (0: the default stream). Ids are

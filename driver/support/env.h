@@ -71,6 +71,7 @@ inline constexpr const char* kReadPath = "AETHERCL_READ_PATH";       // pinned|d
 inline constexpr const char* kRowKernel = "AETHERCL_ROW_KERNEL";     // loop: no register path
 inline constexpr const char* kRowGroupMin = "AETHERCL_ROW_GROUP_MIN";  // benchmarks: register groups
 inline constexpr const char* kReduceLaneRows = "AETHERCL_REDUCE_LANE_ROWS";  // benchmarks: chunking
+inline constexpr const char* kLaunchCounters = "AETHERCL_LAUNCH_COUNTERS";  // 0: two-launch folds
 inline constexpr const char* kMatmulPrecision = "AETHERCL_MATMUL_PRECISION";  // seed matmul mode
 inline constexpr const char* kTensorCores = "AETHERCL_TENSOR_CORES";  // 0: portable GEMM only
 inline constexpr const char* kMmaParams = "AETHERCL_MMA_PARAMS";  // tensor-core tile override

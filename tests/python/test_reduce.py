@@ -49,19 +49,49 @@ def test_reduce_sum_with_small_and_odd_work_groups(lib, device, rng, monkeypatch
 TWO_LEVEL_SHAPES = [(4, 5000, 33), (1, 70001, 1), (3, 999, 37), (2, 4100, 16)]
 
 
+@pytest.mark.parametrize("fold", ["same_launch", "second_launch"])
 @pytest.mark.parametrize("limit", [None, "7"])
 @pytest.mark.parametrize("b,m,n", TWO_LEVEL_SHAPES)
 def test_reduce_sum_two_level(lib, device, rng, monkeypatch, tmp_path, kernel_forms, limit, b, m,
-                              n):
+                              n, fold):
     """Tall inputs (at least 2^16 floats, rows for two chunks) are summed in two passes: chunks of
-    rows into scratch partials, then their fold in chunk order. Same bound, and bit-identical on
-    repeated calls (the chunks depend only on the shape and the device)."""
+    rows into scratch partials, then their fold in chunk order, by each column tile's last
+    work-group in the same launch (its stream's counters, left zero for the next call), or by a
+    second launch (AETHERCL_LAUNCH_COUNTERS=0). Same bound, and bit-identical on repeated calls
+    (the chunks depend only on the shape and the device)."""
     from support.helpers import kernels_launched
     if limit:
         monkeypatch.setenv("AETHERCL_WG_LIMIT", limit)
+    monkeypatch.setenv("AETHERCL_LAUNCH_COUNTERS", "1" if fold == "same_launch" else "0")
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
                                 lambda: test_reduce_sum(lib, device, rng, b, m, n))
-    assert {"reduce_sum_columns_tile", "reduce_sum_columns_fold"} <= names, names
+    assert "reduce_sum_columns_tile" in names, names
+    assert ("reduce_sum_columns_fold" in names) == (fold == "second_launch"), names
+
+
+def test_reduce_sum_folded_in_a_captured_graph(lib, device, rng, kernel_forms):
+    """A captured two-level sum has counters of its own, which every replay leaves zero: three
+    replays on other values (and eager calls on the stream's counters in between) give the
+    eager call's bits each time."""
+    b, m, n = TWO_LEVEL_SHAPES[0]
+    x = [(rng.standard_normal((b, m, n)) * 4).astype(np.float32) for _ in range(3)]
+    tin, tout, eager = device.upload(x[0]), device.empty((n,)), device.empty((n,))
+    index = device.index
+    assert lib.aethercl_graph_capture_begin(index, None) == 1, lib.last_error()
+    lib.check("execute_reduce_sum_gpu", index, tin.handle, tout.handle, b, m, n)
+    graph = lib.aethercl_graph_capture_end(index, None)
+    assert graph, lib.last_error()
+    try:
+        for values in x + x[:1]:
+            tin.write(values)
+            assert lib.aethercl_graph_launch(graph, None) == 1, lib.last_error()
+            lib.check("execute_reduce_sum_gpu", index, tin.handle, eager.handle, b, m, n)
+            assert_bitwise(tout.numpy(), eager.numpy())
+            ref = values.astype(np.float64).sum(axis=(0, 1))
+            assert np.all(np.abs(tout.numpy() - ref) <= reduce_tolerance(values, ref))
+    finally:
+        assert lib.aethercl_graph_destroy(graph) == 1
+    tin.free(), tout.free(), eager.free()
 
 
 def test_reduce_sum_small_inputs_keep_one_kernel(lib, device, rng, tmp_path, kernel_forms):
