@@ -2,7 +2,6 @@
 #include "gemm/wgmma.h"
 
 #include "gemm/operand_copies.h"
-
 #include "runtime/launch.h"
 #include "support/error.h"
 

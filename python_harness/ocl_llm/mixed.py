@@ -273,17 +273,24 @@ class NormContext(FunctionContext):
         x.grad = grads[0]   # x's earlier gradient is in it already
 
 
+def _normalized(s: OclTensor, eps: float, dtype, **fields) -> OclTensor:
+    """The LayerNorm node of s (its output in dtype, NormContext) and its forward call; fields
+    are the descriptor's others (x, res, sum: where s is written by the same kernel)."""
+    cols = s.shape[-1]
+    rows = s.numel // cols
+    ctx = NormContext(s)
+    ctx.save_for_backward(rows, cols, float(eps))
+    out = s._result(s.shape, ctx, dtype)
+    fields.setdefault("x", s.data.ptr)
+    desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=float(eps), y=out.data.ptr,
+                                **fields)
+    train_ops.norm_forward(s.device, desc)
+    return out
+
+
 def layer_norm(x: OclTensor, eps: float, dtype) -> OclTensor:
     """(x - mean) / sqrt(var + eps) over the last axis, written in dtype; x in any format."""
-    cols = x.shape[-1]
-    rows = x.numel // cols
-    ctx = NormContext(x)
-    ctx.save_for_backward(rows, cols, float(eps))
-    out = x._result(x.shape, ctx, dtype)
-    desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=float(eps), x=x.data.ptr,
-                                y=out.data.ptr)
-    train_ops.norm_forward(x.device, desc)
-    return out
+    return _normalized(x, eps, dtype)
 
 
 def add_layer_norm(x: OclTensor, r: OclTensor, eps: float, dtype) -> Tuple[OclTensor, OclTensor]:
@@ -293,16 +300,8 @@ def add_layer_norm(x: OclTensor, r: OclTensor, eps: float, dtype) -> Tuple[OclTe
     if r.shape != x.shape or (r.dtype != x.dtype and is_16bit(x.dtype)):
         s = x.add(r)
         return s, layer_norm(s, eps, dtype)
-    cols = x.shape[-1]
-    rows = x.numel // cols
     s = x._result(x.shape, AddBackwardContext(x, r))
-    ctx = NormContext(s)
-    ctx.save_for_backward(rows, cols, float(eps))
-    out = s._result(s.shape, ctx, dtype)
-    desc = train_ops.T.NormDesc(kind=0, rows=rows, cols=cols, eps=float(eps), x=x.data.ptr,
-                                y=out.data.ptr, res=r.data.ptr, sum=s.data.ptr)
-    train_ops.norm_forward(x.device, desc)
-    return s, out
+    return s, _normalized(s, eps, dtype, x=x.data.ptr, res=r.data.ptr, sum=s.data.ptr)
 
 
 def cross_entropy_rows(logits: OclTensor, targets, loss_rows, weights: Optional[OclTensor]):

@@ -15,11 +15,9 @@
 
 namespace aethercl::ops::train {
 
-
-// Reads a version-3 descriptor: refuses NULL and a struct_size below sizeof(Desc); a larger
-// struct (a newer header) is accepted and only the known prefix is read.
-// read_desc for a descriptor that grew after version 3: struct_size from `minimum` (the
-// version-3 prefix) up is accepted, and the fields past the caller's size read as zero.
+// Reads a descriptor that grew after version 3: refuses NULL and a struct_size below `minimum`
+// (the version-3 prefix); a larger struct (a newer header) is accepted, only the known prefix is
+// read, and the fields past the caller's size read as zero.
 template <typename Desc>
 Desc read_desc_from(const Desc* desc, std::size_t minimum) {
   if (desc == nullptr) fail(Status::kInvalidArgument, "desc is NULL");
@@ -34,6 +32,7 @@ Desc read_desc_from(const Desc* desc, std::size_t minimum) {
   return copy;
 }
 
+// read_desc_from for a descriptor that has not grown: the whole struct is the minimum.
 template <typename Desc>
 Desc read_desc(const Desc* desc) {
   return read_desc_from(desc, sizeof(Desc));

@@ -7,7 +7,6 @@
 #include "ops/train/operand_storage.h"
 #include "ops/typed_memory.h"
 
-#include <fmt/format.h>
 #include <utility>
 
 namespace aethercl::ops::train {
@@ -35,19 +34,16 @@ constexpr const char* kMaster = "a float32 master (gamma, beta and their gradien
 
 // The roles of kernels/norm.cl. A direction names the operands it lacks in the format of their
 // partners (dy as y, dx as x; y as dy), so training whose gradients keep their activations'
-// formats builds one program for both directions.
-// The forward's res and the backward's dx_copy add their formats only where they are 16-bit,
-// so the programs without them are the version-3 ones.
+// formats builds one program for both directions. The forward's res and the backward's dx_copy
+// name their formats apart (only where one is 16-bit), so the programs without them are the
+// version-3 ones.
 FamilyVariant family_of(Storage x, Storage y, Storage dy, Storage dx, Storage res = Storage::kF32,
                         Storage dx_copy = Storage::kF32) {
   std::string options = storage_options({{"NORM_X", x}, {"NORM_Y", y}, {"NORM_DY", dy},
                                          {"NORM_DX", dx}});
-  for (auto [macro, storage] : {std::pair{"NORM_RES", res}, {"NORM_DXC", dx_copy}}) {
-    if (storage == Storage::kF32) continue;
-    if (!options.empty()) options += ' ';
-    options += fmt::format("-D{}={}", macro, static_cast<int>(storage));
-  }
-  return {kFamily, options};
+  const std::string extra = storage_options({{"NORM_RES", res}, {"NORM_DXC", dx_copy}});
+  if (!options.empty() && !extra.empty()) options += ' ';
+  return {kFamily, options + extra};
 }
 
 // Elements per item of kernels/norm.cl's register forms (NORM_QUADS quads).
