@@ -48,9 +48,17 @@ inline void adamw_element(__global float* p, __global const float* g, __global f
   p[i] = param - step_size * (m_new / denominator);
 }
 
+// finite_gate: with `gated`, the update runs only if gate[0] is finite (every work-item reads the
+// same value, so a launch updates all of its elements or none).
+inline bool gate_open(__global const float* gate, int gated) {
+  return !gated || isfinite(gate[0]);
+}
+
 __kernel void optim_sgd(__global float* p, __global const float* g, __global float* buf, ulong n,
                        float lr, float weight_decay, float momentum, float dampening,
-                       int nesterov, int first_step, int has_momentum) {
+                       int nesterov, int first_step, int has_momentum,
+                       __global const float* gate, int gated) {
+  if (!gate_open(gate, gated)) return;
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     sgd_element(p, g, buf, i, lr, weight_decay, momentum, dampening, nesterov, first_step,
                 has_momentum);
@@ -59,15 +67,17 @@ __kernel void optim_sgd(__global float* p, __global const float* g, __global flo
 
 __kernel void optim_adamw(__global float* p, __global const float* g, __global float* m,
                          __global float* v, ulong n, float decay_factor, float beta1, float beta2,
-                         float eps, float step_size, float inv_sqrt_bc2) {
+                         float eps, float step_size, float inv_sqrt_bc2,
+                         __global const float* gate, int gated) {
+  if (!gate_open(gate, gated)) return;
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     adamw_element(p, g, m, v, i, decay_factor, beta1, beta2, eps, step_size, inv_sqrt_bc2);
   }
 }
 
 // ---- Many tensors in one launch (aethercl_optimizer_step_multi) ----
-// Up to OPTIM_MULTI_SLOTS tensors per launch, each with its own four buffers (OpenCL 1.2 has no
-// pointers in tables). Tensor k owns the flat range [first[k], first[k] + count[k]) of the
+// Up to OPTIM_MULTI_SLOTS tensors per launch, each with its own five buffers (param, grad, two
+// states, gate; OpenCL 1.2 has no pointers in tables). Tensor k owns the flat range [first[k], first[k] + count[k]) of the
 // launch's index space; first[k] is a multiple of 64 so every tensor starts aligned. The host
 // struct OptimMultiTable (ops/train/optim_multi.cpp) mirrors this layout (360 bytes).
 #define OPTIM_MULTI_SLOTS 8
@@ -77,6 +87,7 @@ __kernel void optim_adamw(__global float* p, __global const float* g, __global f
 #define OPTIM_MODE_NESTEROV 16
 #define OPTIM_MODE_FIRST_STEP 32
 #define OPTIM_MODE_HAS_MOMENTUM 64
+#define OPTIM_MODE_GATED 128
 
 typedef struct optim_multi_table {
   ulong first[OPTIM_MULTI_SLOTS + 1];  // first[OPTIM_MULTI_SLOTS]: the launch's index space
@@ -97,14 +108,15 @@ inline void multi_element(__global float* p, __global const float* g, __global f
   }
 }
 
-#define OPTIM_MULTI_ARGS(k) \
-  __global float* p##k, __global const float* g##k, __global float* a##k, __global float* b##k
+#define OPTIM_MULTI_ARGS(k)                                                                  \
+  __global float *p##k, __global const float *g##k, __global float *a##k, __global float *b##k, \
+      __global const float *gate##k
 // Tensor k, with constant indices into the table (no dynamic indexing of a by-value argument).
 // Ranges are tested in order, so reaching case k means i >= first[k].
 #define OPTIM_MULTI_CASE(k)                                                                    \
   if (i < t.first[k + 1]) {                                                                    \
     const ulong j = i - t.first[k];                                                            \
-    if (j < t.count[k]) {                                                                      \
+    if (j < t.count[k] && gate_open(gate##k, t.mode[k] & OPTIM_MODE_GATED)) {                  \
       multi_element(p##k, g##k, a##k, b##k, j, t.mode[k], t.hyper[k * OPTIM_MULTI_HYPER],      \
                     t.hyper[k * OPTIM_MULTI_HYPER + 1], t.hyper[k * OPTIM_MULTI_HYPER + 2],    \
                     t.hyper[k * OPTIM_MULTI_HYPER + 3], t.hyper[k * OPTIM_MULTI_HYPER + 4],    \

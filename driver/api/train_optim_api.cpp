@@ -17,7 +17,7 @@ AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer
   return api::guarded_status(__func__, [&] {
     DeviceCall call(gpu_index);
     call.use_stream(stream, "stream");
-    train::optimizer_step(call, train::read_desc(desc));
+    train::optimizer_step(call, train::read_desc_from(desc, train::kOptimizerDescV3Size));
   });
 }
 

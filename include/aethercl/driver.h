@@ -961,7 +961,15 @@ enum aethercl_optimizer_kind {
 /* One update, in place on param and the state buffers, over count float32 elements. SGD:
  * state1 is the momentum buffer (required when momentum > 0, else unused); nesterov needs
  * momentum > 0 and dampening 0. AdamW: state1 = m, state2 = v (both required). step >= 1 counts
- * updates from 1. lr, weight_decay, momentum, dampening, eps >= 0 and finite; betas in [0, 1). */
+ * updates from 1. lr, weight_decay, momentum, dampening, eps >= 0 and finite; betas in [0, 1).
+ *
+ * finite_gate (version 4, optional): a buffer whose first float32 the update reads on the device
+ * when it runs; the update happens only if that value is finite, and otherwise leaves param and
+ * the states unchanged (a non-finite loss or gradient norm computed on the device skips the step
+ * with no host read, and a captured graph keeps the check). It is only read: it may be grad, but
+ * not param or a state the kind uses. A finite gate gives the bits of an ungated update. The
+ * caller's step count is its own: after a skipped update, the next call passes the same step.
+ * A struct_size ending at step (the version-3 size) means no gate. */
 typedef struct aethercl_optimizer_desc {
   size_t struct_size;
   int kind;
@@ -979,6 +987,7 @@ typedef struct aethercl_optimizer_desc {
   float beta2;
   float eps;
   int step;
+  void* finite_gate; /* version 4: NULL, or a float32 read on the device (see above) */
 } aethercl_optimizer_desc;
 
 AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer_desc* desc,
@@ -993,7 +1002,7 @@ AETHERCL_API int aethercl_optimizer_step(int gpu_index, const aethercl_optimizer
  * size, at most 4096 bytes); every element must carry that same struct_size. A buffer an update
  * writes (param, a state the kind uses) may not appear in another descriptor in any role (the
  * in-order result would depend on the order; refused, naming both); several descriptors may
- * share one grad. count in [0, 65536]; descs may be NULL when count is 0, which does nothing.
+ * share one grad, and one finite_gate (each gate is read, as a grad is). count in [0, 65536]; descs may be NULL when count is 0, which does nothing.
  * Launches: ceil(n / 8) for the n descriptors with count > 0, whatever their kinds (each launch
  * takes 8 tensors' buffers and their hyper-parameters by value; 57 tensors: 8 launches). */
 AETHERCL_API int aethercl_optimizer_step_multi(int gpu_index, const aethercl_optimizer_desc* descs,

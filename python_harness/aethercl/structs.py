@@ -282,6 +282,7 @@ class OptimizerDesc(ctypes.Structure):
         ("beta2", ctypes.c_float),
         ("eps", ctypes.c_float),
         ("step", ctypes.c_int),
+        ("finite_gate", ctypes.c_void_p),
     ]
 
 

@@ -6,12 +6,17 @@ per-op cost is paid once instead of every step.
     loss = step(inputs, targets)                             # write the batch, replay, optimise
 
 Each call writes the batch's token ids, targets and per-row loss weights into buffers the graph
-reads, replays it (gradients land in the same buffers every time), reads the loss and runs the
-optimizer eagerly (its step counter changes per step), skipping it for a non-finite loss as
-train_step does (with a LossScaler, for fp16 activations, the scale goes into the batch's loss
-weights and the gradients are unscaled and checked before the optimizer). Batches keep the shape
-of the first one; models with dropout are refused (the graph would replay one mask). Replay
-computes what the eager step computes, bit for bit."""
+reads and replays it (gradients land in the same buffers every time). The graph ends with the
+largest row loss in a one-float buffer: SGD and AdamW are then enqueued at once behind the replay
+with that buffer as their finite gate (aethercl_optimizer_desc.finite_gate), so the device runs
+the optimizer straight after the backward pass while the host reads the loss, and a non-finite
+loss leaves the parameters as they were without a host decision in between. The gate counts every
+row, padding included: a step whose only non-finite losses are padding rows is skipped here and
+taken by train_step (which looks at the counted rows); otherwise the two agree. The documented
+Adam (no gate) and steps with a LossScaler (fp16 activations: the scale goes into the batch's loss
+weights, the gradients are unscaled and checked first) run the optimizer after the loss is read,
+as train_step does. Batches keep the shape of the first one; models with dropout are refused (the
+graph would replay one mask). Replay computes what the eager step computes, bit for bit."""
 from __future__ import annotations
 
 import math
@@ -19,6 +24,8 @@ from typing import List, Optional
 
 import numpy as np
 
+from aethercl import train as train_ops
+from aethercl import train_types as T
 from aethercl.graphs import Graph
 
 from .buffer import GPUBuffer
@@ -49,6 +56,8 @@ class CapturedStep:
         self.targets = GPUBuffer(rows * 4, tag="targets", dtype=IDX_TYPE, runtime=runtime)
         self.weights = OclTensor.empty((1, rows, 1), runtime=runtime)
         self.loss_rows = GPUBuffer(rows * 4, tag="loss_per_row", runtime=runtime)
+        self.largest_loss = GPUBuffer(4, tag="largest_row_loss", runtime=runtime)
+        self.gated = scaler is None and hasattr(optimizer, "gate_closed")   # SGD, AdamW
         self.parameters: List[Parameter] = model.parameters()
         optimizer.zero_grad()
         self.graph = Graph(runtime.device)
@@ -56,6 +65,10 @@ class CapturedStep:
             logits = model(self.ids)
             loss_and_backward_on_device(logits, self.targets, self.weights, self.loss_rows)
             del logits
+            # NaN propagates through MAX, and cross-entropy rows are >= 0: the largest row is
+            # finite exactly when every row is.
+            train_ops.reduce(runtime.device, T.MAX, self.loss_rows.ptr, self.largest_loss.ptr,
+                             (rows,), 0)
         # The gradients the backward pass made: the replay writes them, the optimizer reads them.
         self.grads: List[Optional[OclTensor]] = [p.grad for p in self.parameters]
 
@@ -63,15 +76,23 @@ class CapturedStep:
         valid = self._write_batch(inputs, targets)
         count = int(valid.sum())
         self.graph.replay()
+        # No optimizer step without a gradient (a batch of padding only), as train_step.
+        if count and self.gated:
+            self._attach_grads()
+            self.optimizer.step(finite_gate=self.largest_loss)
         losses = self.loss_rows.read((valid.size,))
         loss = float(losses[valid].astype(np.float64).sum() / count) if count else 0.0
-        # As train_step: no optimizer step for a non-finite loss, and none without a gradient
-        # (a batch of padding only).
-        if count and math.isfinite(loss):
-            for p, grad in zip(self.parameters, self.grads):
-                p.grad = grad
+        if count and self.gated:
+            if not np.isfinite(losses.max()):   # the device's test: the gate stayed shut
+                self.optimizer.gate_closed()
+        elif count and math.isfinite(loss):     # as train_step: none for a non-finite loss
+            self._attach_grads()
             apply_step(self.parameters, self.optimizer, self.scaler)
         return loss
+
+    def _attach_grads(self) -> None:
+        for p, grad in zip(self.parameters, self.grads):
+            p.grad = grad
 
     def _write_batch(self, inputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
         if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape:
@@ -96,6 +117,6 @@ class CapturedStep:
     def close(self) -> None:
         """Releases the graph and the step's buffers (the model and optimizer stay)."""
         self.graph.close()
-        for buffer in (self.ids, self.targets, self.loss_rows):
+        for buffer in (self.ids, self.targets, self.loss_rows, self.largest_loss):
             buffer.free()
         self.weights.data.free()

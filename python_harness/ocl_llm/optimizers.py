@@ -38,6 +38,7 @@ class _Optimizer:
         # buffers and hyper-parameters (every step of a training loop) only renews the step
         # counts (building 57 descriptors took 0.6 ms of Python per step).
         self._descs: Optional[Tuple[tuple, Any]] = None
+        self._last_active: List[int] = []   # the parameters the last step() updated
 
     def zero_grad(self) -> None:
         zero_grad(self.parameters)
@@ -55,15 +56,20 @@ class _Optimizer:
         """The constructor's hyper-parameters (JSON values)."""
         raise NotImplementedError
 
-    def step(self) -> int:
-        """One update of every parameter with a gradient; returns how many were updated."""
+    def step(self, finite_gate: Optional[GPUBuffer] = None) -> int:
+        """One update of every parameter with a gradient; returns how many were updated. With
+        finite_gate (a buffer whose first float32 is written on the device, such as a loss or a
+        gradient norm), the device makes the updates only if that value is finite when they run;
+        once the caller knows it was not, gate_closed() takes the step counts back."""
         active = [(i, p, p.grad) for i, p in enumerate(self.parameters) if p.grad is not None]
+        self._last_active = [i for i, _, _ in active]
         if not active:
             return 0
         for i, _, _ in active:
             self.steps[i] += 1
+        gate = finite_gate.ptr if finite_gate is not None else None
         key = (tuple((i, p.data.ptr, g.data.ptr) for i, p, g in active),
-               tuple(self.hyper().values()))
+               tuple(self.hyper().values()), gate)
         if self._descs is not None and self._descs[0] == key:
             array = self._descs[1]
             for slot, (i, _, _) in zip(array, active):
@@ -71,7 +77,8 @@ class _Optimizer:
         else:
             array = train_ops.optimizer_desc_array([
                 T.OptimizerDesc(kind=self.kind, count=p.numel, param=p.data.ptr,
-                                grad=g.data.ptr, step=self.steps[i], **self._fields(i, p))
+                                grad=g.data.ptr, step=self.steps[i], finite_gate=gate,
+                                **self._fields(i, p))
                 for i, p, g in active])
             self._descs = (key, array)
         device = self.parameters[0].device
@@ -81,6 +88,13 @@ class _Optimizer:
             for desc in array:
                 train_ops.optimizer_step(device, desc)
         return len(active)
+
+    def gate_closed(self) -> None:
+        """The last step(finite_gate=...) found its gate not finite: the device changed no
+        parameter and no state, so the step counts that step advanced go back."""
+        for i in self._last_active:
+            self.steps[i] -= 1
+        self._last_active = []
 
     def _named_states(self):
         for slot, states in zip(self.slots, (self.state1, self.state2)):

@@ -2,7 +2,9 @@
 the same losses and parameters, bit for bit (a replay runs the eager step's kernels with the same
 arguments on the same values: driver.h's graph rule), with the fused and op-by-op forms, AdamW
 and the documented Adam; batches with padding (per-row loss weights rewritten each step) and a
-batch of padding only (no optimizer step, as train_step); wrong shapes and dropout refused."""
+batch of padding only (no optimizer step, as train_step); a non-finite loss (a NaN weight) skips
+the update on the device through the optimizer's finite gate and takes its step counts back, so
+training continues as train_step's does; wrong shapes and dropout refused."""
 import sys
 from pathlib import Path
 
@@ -86,3 +88,56 @@ def test_refusals(device, monkeypatch):
         step.close()
     finally:
         ocl_shutdown(shutdown_driver=False)
+
+
+def bits_of(state):
+    return {name: value.view(np.uint32).copy() for name, value in state.items()}
+
+
+def nan_step_then_recover(device, monkeypatch, captured: bool):
+    """Step 0, then a step with NaN weights (its loss NaN: no update), then the weights restored
+    and two more steps; returns the losses' bits, the state after the NaN step and at the end,
+    and the optimizer's step counts at both points."""
+    monkeypatch.setenv("OCL_LLM_FUSED", "1")
+    config = dict(CONFIG, optimizer="adamw")
+    ocl_initialize(device.index, verbose=False)
+    try:
+        model = SimpleModel(config)
+        optimizer = make_optimizer(model, config)
+        data = batches(3)
+        if captured:
+            step = CapturedStep(model, optimizer, *data[0])
+            losses = [step.first_loss]
+        else:
+            def step(inputs, targets):
+                return train_step(model, optimizer, inputs, targets)
+            losses = [step(*data[0])]
+        weight = model.parameters()[0]
+        good = weight.data.read(weight.shape)
+        weight.data.write(np.full_like(good, np.nan))
+        before = bits_of(model.state_dict())
+        counts_before = list(optimizer.steps)
+        losses.append(step(*data[1]))
+        skipped = bits_of(model.state_dict()), list(optimizer.steps)
+        assert all(np.array_equal(before[k], skipped[0][k]) for k in before)
+        assert skipped[1] == counts_before
+        weight.data.write(good)
+        losses += [step(*batch) for batch in data[2:4]]
+        if captured:
+            step.close()
+        return (np.array(losses, np.float64).view(np.uint64), skipped,
+                bits_of(model.state_dict()), list(optimizer.steps))
+    finally:
+        ocl_shutdown(shutdown_driver=False)
+
+
+def test_non_finite_loss_skips_the_update_on_the_device(device, monkeypatch):
+    eager = nan_step_then_recover(device, monkeypatch, False)
+    replayed = nan_step_then_recover(device, monkeypatch, True)
+    assert np.isnan(eager[0].view(np.float64)[1])
+    assert np.array_equal(eager[0], replayed[0])
+    assert eager[3] == replayed[3] == [3] * len(eager[3])   # steps 0, 2 and 3 counted
+    for state in (1, 2):
+        e, r = (eager[state][0], replayed[state][0]) if state == 1 else (eager[2], replayed[2])
+        assert e.keys() == r.keys()
+        assert all(np.array_equal(e[k], r[k]) for k in e), state

@@ -1,7 +1,10 @@
 """aethercl_optimizer_step_multi: bit-identical to aethercl_optimizer_step on each descriptor in
 order (mixtures of SGD / momentum / Nesterov / AdamW, sizes 1 to 70,001, varied hyper-parameters
 and step counts, several calls in a row so the state carries over), close to float64 references,
-launched ceil(n / 8) times; refusals name the descriptor and change no buffer.
+launched ceil(n / 8) times; refusals name the descriptor and change no buffer. finite_gate (both
+calls): a finite gate gives the ungated bits, a NaN or infinite one leaves every buffer of its
+descriptors as it was while the others in the same launch update; a gate may be shared and may be
+a gradient, never a buffer an update writes; the version-3 struct size means no gate.
 
 Tolerances of the float64 comparison are those of the one-tensor suite (test_train_optim.py): an
 update is a few float32 operations per element, rtol 1e-5 and atol 1e-6 per step, compounding
@@ -18,6 +21,7 @@ from aethercl import train_types as T
 from support.helpers import POISON_F32
 
 SIZES = [1, 2, 7, 63, 64, 65, 1031, 4097, 70_001]
+V3_SIZE = T.OptimizerDesc.finite_gate.offset   # the struct before finite_gate (version 3)
 
 
 def bits(array):
@@ -47,9 +51,10 @@ class Case:
             return True
         return state == 1 and self.hyper.get("momentum", 0.0) > 0
 
-    def desc(self, which, step=None):
+    def desc(self, which, step=None, gate=None):
         fields = {name: t.handle for name, t in self.sets[which].items()}
         return T.OptimizerDesc(kind=self.kind, count=self.n, step=step or self.step,
+                               finite_gate=gate.handle if gate is not None else None,
                                **fields, **self.hyper)
 
     def write_grad(self, g):
@@ -234,9 +239,9 @@ def test_one_bad_descriptor_refuses_all(scope, device, rng, lib, bad_index, chan
 
 
 def raw_array(descs, stride):
-    """The descriptors at a stride of `stride` bytes (a newer header's larger struct), each with
-    struct_size = stride."""
-    size = ctypes.sizeof(T.OptimizerDesc)
+    """The descriptors at a stride of `stride` bytes (a newer header's larger struct, or the
+    version-3 one: its first stride bytes), each with struct_size = stride."""
+    size = min(ctypes.sizeof(T.OptimizerDesc), stride)
     raw = (ctypes.c_ubyte * (stride * len(descs)))()
     for i, d in enumerate(descs):
         d.struct_size = stride
@@ -259,7 +264,7 @@ def test_struct_size_rules(scope, device, rng, lib):
         one, multi = c.read(0), c.read(1)
         assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
     before = snapshot(cases)
-    for index, value, words in [(0, size - 8, "descs[0].struct_size"),
+    for index, value, words in [(0, V3_SIZE - 8, "descs[0].struct_size"),
                                 (2, size - 8, "descs[2].struct_size"),
                                 (3, size + 8, "descs[3].struct_size"),
                                 (0, 1 << 20, "descs[0].struct_size"), (1, 0, "descs[1]")]:
@@ -324,3 +329,136 @@ def test_sgd_without_momentum_needs_no_state(scope, device, rng):
                            lr=0.25, step=3)
     ops.optimizer_step_multi(device.index, [desc])
     assert np.array_equal(p.numpy(), np.full(5, 0.5, np.float32))
+
+
+def both_sets(cases):
+    return [{k: bits(v).copy() for which in (0, 1) for k, v in
+             ((f"{which}.{name}", value) for name, value in c.read(which).items())}
+            for c in cases]
+
+
+@pytest.mark.parametrize("value,opens", [(1.5, True), (0.0, True), (-3.4e38, True),
+                                         (float("nan"), False), (float("inf"), False),
+                                         (float("-inf"), False)])
+def test_finite_gate(scope, device, rng, value, opens):
+    # 11 descriptors: two multi launches. Set 0: gated one-tensor calls; set 1: one gated multi
+    # call. Open: both equal an ungated one-tensor run; shut: nothing changes in either.
+    cases = make_cases(scope, rng, 11)
+    gate = scope.in_(np.array([value, 1.0], np.float32))   # only the first float counts
+    for c in cases:
+        c.write_grad(rng.standard_normal(c.n).astype(np.float32))
+    before = both_sets(cases)
+    for c in cases:
+        ops.optimizer_step(device.index, c.desc(0, gate=gate))
+    ops.optimizer_step_multi(device.index, [c.desc(1, gate=gate) for c in cases])
+    if not opens:
+        after = both_sets(cases)
+        assert all(np.array_equal(b[k], a[k]) for b, a in zip(before, after) for k in b)
+        return
+    gated = [c.read(0) for c in cases]
+    multi = [c.read(1) for c in cases]
+    # The reference: the same start, ungated, on set 1 reset to the initial values.
+    for c in cases:
+        for name, t in c.sets[1].items():
+            if name != "grad":
+                t.write({"param": c.p, "state1": c.s1, "state2": c.s2}[name])
+        ops.optimizer_step(device.index, c.desc(1))
+    for c, g, m in zip(cases, gated, multi):
+        ref = c.read(1)
+        for name in ref:
+            assert np.array_equal(bits(g[name]), bits(ref[name])), (name, c.kind, c.n)
+            assert np.array_equal(bits(m[name]), bits(ref[name])), (name, c.kind, c.n)
+
+
+def test_gates_differ_within_one_launch(scope, device, rng):
+    # Seven descriptors in one launch: shut (NaN), open (finite) and ungated interleaved.
+    cases = make_cases(scope, rng, 7, sizes=[1, 63, 65, 1031])
+    shut, open_ = scope.in_(np.array([np.nan], np.float32)), scope.in_(np.array([2.0], np.float32))
+    gates = [shut, open_, None, shut, None, open_, shut]
+    for c in cases:
+        c.write_grad(rng.standard_normal(c.n).astype(np.float32))
+    before = snapshot(cases)
+    for c, gate in zip(cases, gates):
+        if gate is not shut:
+            ops.optimizer_step(device.index, c.desc(0))
+    ops.optimizer_step_multi(device.index, [c.desc(1, gate=g) for c, g in zip(cases, gates)])
+    for c, gate, b in zip(cases, gates, before):
+        multi = c.read(1)
+        if gate is shut:
+            assert all(np.array_equal(bits(multi[k]), b[k]) for k in multi)
+        else:
+            one = c.read(0)
+            assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
+
+
+def test_gate_may_be_a_gradient_and_shared(scope, device, rng):
+    cases = make_cases(scope, rng, 4, sizes=[9])
+    for c in cases:
+        c.write_grad(np.linspace(-1, 1, c.n).astype(np.float32))
+    for c in cases:
+        ops.optimizer_step(device.index, c.desc(0))
+    gate = cases[0].sets[1]["grad"]   # finite: -1.0
+    ops.optimizer_step_multi(device.index, [c.desc(1, gate=gate) for c in cases])
+    for c in cases:
+        one, multi = c.read(0), c.read(1)
+        assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
+
+
+@pytest.mark.parametrize("field", ["param", "state1", "state2"])
+def test_gate_may_not_be_written(scope, device, rng, lib, field):
+    code, hyper = random_hyper(rng, "adamw")
+    cases = [Case(scope, rng, code, 17, hyper, 1) for _ in range(2)]
+    for c in cases:
+        c.write_grad(rng.standard_normal(c.n).astype(np.float32))
+    before = snapshot(cases)
+    own = cases[0].desc(1, gate=cases[0].sets[1][field])
+    with pytest.raises(Exception, match=rf"desc\.{field} .*desc\.finite_gate|"
+                                        rf"desc\.finite_gate .*desc\.{field}"):
+        ops.optimizer_step(device.index, own)
+    # Another descriptor's written buffer as this one's gate.
+    descs = [cases[0].desc(1), cases[1].desc(1, gate=cases[0].sets[1][field])]
+    with pytest.raises(Exception) as error:
+        ops.optimizer_step_multi(device.index, descs)
+    assert "descs[1].finite_gate" in str(error.value) and f"descs[0].{field}" in str(error.value)
+    assert all(np.array_equal(b[k], a[k]) for b, a in zip(before, snapshot(cases)) for k in b)
+
+
+def test_gate_format_and_size(scope, device, rng, lib):
+    cases = make_cases(scope, rng, 1, sizes=[5])
+    cases[0].write_grad(np.ones(5, np.float32))
+    before = snapshot(cases)
+    small = device.alloc(2)
+    try:
+        desc = cases[0].desc(1)
+        desc.set("finite_gate", small)
+        with pytest.raises(Exception, match=r"desc\.finite_gate"):
+            ops.optimizer_step(device.index, desc)
+        with pytest.raises(Exception, match=r"descs\[0\]\.finite_gate"):
+            ops.optimizer_step_multi(device.index, [desc])
+    finally:
+        lib.free_gpu_memory(device.index, small)
+    half = scope.in_(np.zeros(4, np.float32))
+    assert lib.aethercl_buffer_set_dtype(device.index, half.handle, 2) == 1   # AETHERCL_BF16
+    with pytest.raises(Exception, match=r"desc\.finite_gate"):
+        ops.optimizer_step(device.index, cases[0].desc(1, gate=half))
+    assert all(np.array_equal(b[k], a[k]) for b, a in zip(before, snapshot(cases)) for k in b)
+
+
+def test_version3_size_means_no_gate(scope, device, rng, lib):
+    # The gate field past a version-3 struct_size is not read: a NaN gate there is ignored.
+    cases = make_cases(scope, rng, 3, sizes=[11])
+    shut = scope.in_(np.array([np.nan], np.float32))
+    for c in cases:
+        c.write_grad(rng.standard_normal(c.n).astype(np.float32))
+    for c in cases:
+        ops.optimizer_step(device.index, c.desc(0))
+    single = cases[0].desc(1, gate=shut)
+    single.struct_size = V3_SIZE
+    assert lib.aethercl_optimizer_step(device.index, ctypes.addressof(single), None) == 1, \
+        lib.last_error()
+    raw = raw_array([c.desc(1, gate=shut) for c in cases[1:]], V3_SIZE)
+    assert lib.aethercl_optimizer_step_multi(device.index, ctypes.addressof(raw), 2, None) == 1, \
+        lib.last_error()
+    for c in cases:
+        one, multi = c.read(0), c.read(1)
+        assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)

@@ -273,6 +273,7 @@ pub struct aethercl_optimizer_desc {
     pub beta2: f32,
     pub eps: f32,
     pub step: c_int,
+    pub finite_gate: *mut c_void,
 }
 
 /// struct aethercl_cross_entropy_desc of include/aethercl/driver.h.

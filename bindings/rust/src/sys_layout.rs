@@ -359,6 +359,9 @@ pub fn layout_lines() -> Vec<String> {
         // SAFETY: only the field's address is taken; nothing is read.
         let at = unsafe { std::ptr::addr_of!((*base).step) };
         lines.push(format!("aethercl_optimizer_desc.step offset {}", at as usize - base as usize));
+        // SAFETY: only the field's address is taken; nothing is read.
+        let at = unsafe { std::ptr::addr_of!((*base).finite_gate) };
+        lines.push(format!("aethercl_optimizer_desc.finite_gate offset {}", at as usize - base as usize));
     }
     lines.push(format!("aethercl_cross_entropy_desc size {}", size_of::<aethercl_cross_entropy_desc>()));
     lines.push(format!("aethercl_cross_entropy_desc align {}", align_of::<aethercl_cross_entropy_desc>()));

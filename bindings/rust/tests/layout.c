@@ -129,6 +129,7 @@ int main(void) {
   printf("aethercl_optimizer_desc.beta2 offset %zu\n", offsetof(aethercl_optimizer_desc, beta2));
   printf("aethercl_optimizer_desc.eps offset %zu\n", offsetof(aethercl_optimizer_desc, eps));
   printf("aethercl_optimizer_desc.step offset %zu\n", offsetof(aethercl_optimizer_desc, step));
+  printf("aethercl_optimizer_desc.finite_gate offset %zu\n", offsetof(aethercl_optimizer_desc, finite_gate));
   printf("aethercl_cross_entropy_desc size %zu\n", sizeof(aethercl_cross_entropy_desc));
   printf("aethercl_cross_entropy_desc align %zu\n", _Alignof(aethercl_cross_entropy_desc));
   printf("aethercl_cross_entropy_desc.struct_size offset %zu\n", offsetof(aethercl_cross_entropy_desc, struct_size));

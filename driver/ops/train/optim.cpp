@@ -5,6 +5,7 @@
 
 #include "ops/aliasing.h"
 #include "ops/train/common.h"
+#include "ops/train/operand_storage.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,14 +39,27 @@ std::uint64_t count_bytes(const aethercl_optimizer_desc& d, const Namer& name) {
   return static_cast<std::uint64_t>(d.count) * 4;
 }
 
+// param and the states the update writes differ from each other and from grad and the gate;
+// grad may be the gate (both only read).
 void check_distinct(const PreparedStep& s, const Namer& name) {
-  static const char* const kFields[] = {"param", "grad", "state1", "state2"};
-  for (int i = 0; i < 4; ++i) {
-    for (int j = i + 1; j < 4; ++j) {
+  static const char* const kFields[] = {"param", "grad", "state1", "state2", "finite_gate"};
+  constexpr int kGrad = 1, kGate = 4;
+  for (int i = 0; i < 5; ++i) {
+    for (int j = i + 1; j < 5; ++j) {
+      if (i == kGrad && j == kGate) continue;
       require_distinct(s.handles[i], name(kFields[i]).c_str(), s.handles[j],
                        name(kFields[j]).c_str());
     }
   }
+}
+
+void prepare_gate(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer& name,
+                  PreparedStep& s) {
+  const auto gate = float32_operand(call, d.finite_gate, name("finite_gate").c_str(), 1,
+                                    "a float32 value the update tests", true);
+  if (!gate) return;
+  s.gate = gate->mem;
+  s.handles[4] = d.finite_gate;
 }
 
 void prepare_sgd(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer& name,
@@ -70,6 +84,7 @@ void prepare_sgd(DeviceCall& call, const aethercl_optimizer_desc& d, const Namer
   s.handles[0] = d.param;
   s.handles[1] = d.grad;
   s.handles[2] = s.has_momentum ? d.state1 : nullptr;
+  prepare_gate(call, d, name, s);
   check_distinct(s, name);
   s.nesterov = d.nesterov != 0;
   s.first_step = d.step == 1;
@@ -95,6 +110,7 @@ void prepare_adamw(DeviceCall& call, const aethercl_optimizer_desc& d, const Nam
   s.handles[1] = d.grad;
   s.handles[2] = d.state1;
   s.handles[3] = d.state2;
+  prepare_gate(call, d, name, s);
   check_distinct(s, name);
   const double bc1 = 1.0 - std::pow(static_cast<double>(d.beta1), d.step);
   const double bc2 = 1.0 - std::pow(static_cast<double>(d.beta2), d.step);
@@ -132,14 +148,16 @@ PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& d,
 void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& d) {
   const PreparedStep s = prepare_step(call, d, "desc");
   if (s.count == 0) return;
+  // Without a gate the kernels read grad in its place and are told not to test it.
+  cl_mem gate = s.gate != nullptr ? s.gate : s.grad;
   if (s.kind == AETHERCL_OPTIMIZER_SGD) {
     launch_linear(call, kFamily, "optim_sgd", s.count, s.param, s.grad, s.state1, ul(s.count),
                   s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], flag(s.nesterov),
-                  flag(s.first_step), flag(s.has_momentum));
+                  flag(s.first_step), flag(s.has_momentum), gate, flag(s.gate != nullptr));
   } else {
     launch_linear(call, kFamily, "optim_adamw", s.count, s.param, s.grad, s.state1, s.state2,
                   ul(s.count), s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], s.hyper[4],
-                  s.hyper[5]);
+                  s.hyper[5], gate, flag(s.gate != nullptr));
   }
 }
 

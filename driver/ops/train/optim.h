@@ -13,16 +13,20 @@ namespace aethercl::ops::train {
 
 void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& desc);
 
+// The descriptor's version-3 size: a struct_size ending at step means no finite_gate.
+constexpr std::size_t kOptimizerDescV3Size = offsetof(aethercl_optimizer_desc, finite_gate);
+
 // One descriptor, validated (messages name its fields "<desc_name>.lr" ...), in the form the
 // update kernels take: the buffers (param standing in for a state the kind does not read), the
 // handles the update touches (NULL where unused), and the kernels' float arguments (SGD: lr,
 // weight_decay, momentum, dampening; AdamW: decay factor, beta1, beta2, eps, step size,
-// 1 / sqrt(1 - beta2^step), computed in double and rounded once).
+// 1 / sqrt(1 - beta2^step), computed in double and rounded once). gate is the finite_gate buffer,
+// or NULL without one; handles[4] is its handle (read, like grad's).
 struct PreparedStep {
   int kind = 0;
   std::uint64_t count = 0;
-  cl_mem param = nullptr, grad = nullptr, state1 = nullptr, state2 = nullptr;
-  const void* handles[4] = {nullptr, nullptr, nullptr, nullptr};
+  cl_mem param = nullptr, grad = nullptr, state1 = nullptr, state2 = nullptr, gate = nullptr;
+  const void* handles[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   float hyper[6] = {0, 0, 0, 0, 0, 0};
   bool nesterov = false, first_step = false, has_momentum = false;
 };

@@ -19,7 +19,7 @@ constexpr int kMaxDescriptors = 65536;
 constexpr std::size_t kMaxStructSize = 4096;
 constexpr int kSlots = 8;             // OPTIM_MULTI_SLOTS
 constexpr std::uint64_t kAlign = 64;  // each tensor's range starts on a multiple of this
-constexpr int kModeNesterov = 16, kModeFirstStep = 32, kModeHasMomentum = 64;
+constexpr int kModeNesterov = 16, kModeFirstStep = 32, kModeHasMomentum = 64, kModeGated = 128;
 
 // Mirrors struct optim_multi_table of kernels/optim.cl, passed by value.
 struct OptimMultiTable {
@@ -31,15 +31,15 @@ struct OptimMultiTable {
 static_assert(sizeof(OptimMultiTable) == 360, "layout of optim_multi_table in kernels/optim.cl");
 
 // Reads descs[i] with the array's stride (descs[0].struct_size); every element must carry the
-// same struct_size, at least the version-3 size.
+// same struct_size, at least the version-3 size (fields past a shorter size stay zero).
 std::vector<aethercl_optimizer_desc> read_descs(const aethercl_optimizer_desc* descs, int count) {
   std::vector<aethercl_optimizer_desc> out(static_cast<std::size_t>(count));
   if (count == 0) return out;
   std::size_t stride = 0;
   std::memcpy(&stride, descs, sizeof stride);
-  if (stride < sizeof(aethercl_optimizer_desc) || stride > kMaxStructSize) {
+  if (stride < kOptimizerDescV3Size || stride > kMaxStructSize) {
     fail(Status::kInvalidArgument, "descs[0].struct_size = {} must lie in [{}, {}] (it is the "
-         "array's stride)", stride, sizeof(aethercl_optimizer_desc), kMaxStructSize);
+         "array's stride)", stride, kOptimizerDescV3Size, kMaxStructSize);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(descs);
   for (int i = 0; i < count; ++i) {
@@ -50,26 +50,28 @@ std::vector<aethercl_optimizer_desc> read_descs(const aethercl_optimizer_desc* d
       fail(Status::kInvalidArgument, "descs[{}].struct_size = {} differs from descs[0]"
            ".struct_size = {} (the array's stride)", i, size, stride);
     }
-    std::memcpy(&out[static_cast<std::size_t>(i)], at, sizeof(aethercl_optimizer_desc));
+    std::memcpy(&out[static_cast<std::size_t>(i)], at,
+                std::min(stride, sizeof(aethercl_optimizer_desc)));
   }
   return out;
 }
 
 // In-order semantics would let a later descriptor read an earlier one's writes; the launches run
 // the tensors concurrently, so a buffer a step writes (param, state) may belong to one descriptor
-// only. A gradient is only read: several descriptors may share one (autograd hands one gradient
-// buffer to two parameters of x + y).
+// only. A gradient or a gate is only read: several descriptors may share one (autograd hands one
+// gradient buffer to two parameters of x + y).
 void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
-  static const char* const kFields[] = {"param", "grad", "state1", "state2"};
-  constexpr int kGrad = 1;
+  static const char* const kFields[] = {"param", "grad", "state1", "state2", "finite_gate"};
+  constexpr int kGrad = 1, kGate = 4;
+  const auto read_only = [](int field) { return field == kGrad || field == kGate; };
   std::map<const void*, std::pair<std::size_t, int>> owner;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    for (int f = 0; f < 4; ++f) {
+    for (int f = 0; f < 5; ++f) {
       const void* handle = steps[i].handles[f];
       if (handle == nullptr) continue;
       auto [it, inserted] = owner.emplace(handle, std::make_pair(i, f));
       if (inserted) continue;
-      if (f == kGrad && it->second.second == kGrad) continue;  // read by both
+      if (read_only(f) && read_only(it->second.second)) continue;  // read by both
       fail(Status::kInvalidArgument, "descs[{}].{} ({}) is also descs[{}].{}: a buffer an update "
            "writes may belong to one descriptor only", i, kFields[f], handle, it->second.first,
            kFields[it->second.second]);
@@ -79,14 +81,14 @@ void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
 
 cl_int mode_of(const PreparedStep& s) {
   return s.kind | (s.nesterov ? kModeNesterov : 0) | (s.first_step ? kModeFirstStep : 0) |
-         (s.has_momentum ? kModeHasMomentum : 0);
+         (s.has_momentum ? kModeHasMomentum : 0) | (s.gate != nullptr ? kModeGated : 0);
 }
 
 // One launch over steps[begin, end) (at most kSlots, none empty).
 void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& steps,
                   std::size_t begin, std::size_t end) {
   OptimMultiTable table{};
-  cl_mem mems[kSlots][4];
+  cl_mem mems[kSlots][5];  // param, grad, state1, state2, gate (grad when ungated: not read)
   std::uint64_t next = 0;
   for (int k = 0; k < kSlots; ++k) {
     const std::size_t index = begin + static_cast<std::size_t>(k);
@@ -100,20 +102,22 @@ void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& step
       mems[k][1] = s.grad;
       mems[k][2] = s.state1;
       mems[k][3] = s.state2;
+      mems[k][4] = s.gate != nullptr ? s.gate : s.grad;
       next += (s.count + kAlign - 1) / kAlign * kAlign;
     } else {
       // An empty slot: any valid buffer stands in, the kernel never touches it.
-      for (int f = 0; f < 4; ++f) mems[k][f] = steps[begin]->param;
+      for (int f = 0; f < 5; ++f) mems[k][f] = steps[begin]->param;
     }
   }
   table.first[kSlots] = next;
   Kernel& kernel = named_kernel(call, "optim", "optim_multi");
   call.launch(kernel, linear_geometry(call.device(), kernel, next),
-              mems[0][0], mems[0][1], mems[0][2], mems[0][3], mems[1][0], mems[1][1], mems[1][2],
-              mems[1][3], mems[2][0], mems[2][1], mems[2][2], mems[2][3], mems[3][0], mems[3][1],
-              mems[3][2], mems[3][3], mems[4][0], mems[4][1], mems[4][2], mems[4][3], mems[5][0],
-              mems[5][1], mems[5][2], mems[5][3], mems[6][0], mems[6][1], mems[6][2], mems[6][3],
-              mems[7][0], mems[7][1], mems[7][2], mems[7][3], table);
+              mems[0][0], mems[0][1], mems[0][2], mems[0][3], mems[0][4], mems[1][0], mems[1][1],
+              mems[1][2], mems[1][3], mems[1][4], mems[2][0], mems[2][1], mems[2][2], mems[2][3],
+              mems[2][4], mems[3][0], mems[3][1], mems[3][2], mems[3][3], mems[3][4], mems[4][0],
+              mems[4][1], mems[4][2], mems[4][3], mems[4][4], mems[5][0], mems[5][1], mems[5][2],
+              mems[5][3], mems[5][4], mems[6][0], mems[6][1], mems[6][2], mems[6][3], mems[6][4],
+              mems[7][0], mems[7][1], mems[7][2], mems[7][3], mems[7][4], table);
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 SGD with momentum, plain SGD), foreign gpu indices, a bad stream, count 0 / negative / too large,
 NULL descs, struct_size rules at index 0 and at a later index, every buffer of the middle
 descriptor NULL / a bad token / one element short / of a huge count, refused hyper-parameters,
-NaN floats, a written buffer shared between descriptors (refused) and a shared gradient
-(accepted). Every refusal must name the descriptor and leave every buffer as it was. Imported by
+NaN floats, finite_gate (gate_cases), a written buffer shared between descriptors (refused) and a
+shared gradient (accepted). Every refusal must name the descriptor and leave every buffer as it was. Imported by
 hostile_cases.all_cases."""
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def call(h, fields=None, buffers=None, gpu=None, stream=None, count=None, descs=
         for name, handle in b.items():
             desc.set(name, handle)
         made.append(desc)
-    size = ctypes.sizeof(T.OptimizerDesc)
-    stride = stride or size
+    stride = stride or ctypes.sizeof(T.OptimizerDesc)
+    size = min(ctypes.sizeof(T.OptimizerDesc), stride)   # a version-3 stride: its first bytes
     raw = ctypes.create_string_buffer(stride * max(len(made), 1))
     for i, desc in enumerate(made):
         desc.struct_size = (sizes or {}).get(i, stride)
@@ -85,6 +85,49 @@ def refused_unchanged(h, codes, words, **kw):
     buffers = kw.pop("buffers", None) or buffers_for(h)
     h.refused(call(h, buffers=buffers, **kw), 0, codes, words)
     unchanged(h, buffers)
+
+
+def gate_cases(add, size) -> None:
+    """finite_gate of the middle descriptor: bad tokens and a short buffer refused, a buffer an
+    update writes refused (its own or another descriptor's), a shut gate (NaN) accepted and
+    leaving that descriptor's buffers as they were, a gradient or one gate for all accepted, and
+    a version-3 stride reading no gate."""
+    def with_gate(h, gate_of):
+        buffers = buffers_for(h)
+        for i, b in enumerate(buffers):
+            gate = gate_of(h, i, buffers)
+            if gate is not None:
+                b["finite_gate"] = gate
+        return buffers
+
+    for kind in BAD_TOKENS:
+        add(f"descs[1].finite_gate={kind}", lambda h, kind=kind: refused_unchanged(
+            h, {C_INVALID_HANDLE}, ["descs[1].finite_gate", TOKEN_WORDS[kind]],
+            buffers=with_gate(h, lambda h, i, b: h.token(kind) if i == 1 else None)))
+    add("descs[1].finite_gate_too_small", lambda h: refused_unchanged(
+        h, {C_OUT_OF_RANGE}, ["descs[1].finite_gate"],
+        buffers=with_gate(h, lambda h, i, b: h.alloc(2, 0x40) if i == 1 else None)))
+    for owner, field in ((1, "param"), (1, "state2"), (0, "state1"), (2, "param")):
+        add(f"descs[1].finite_gate=descs[{owner}].{field}",
+            lambda h, owner=owner, field=field: refused_unchanged(
+                h, {C_INVALID_ARGUMENT}, ["finite_gate", f"descs[{owner}].{field}"],
+                buffers=with_gate(h, lambda h, i, b: b[owner][field] if i == 1 else None)))
+
+    def shut(h):
+        from support.hostile_cases import fail
+        nan = bytes.fromhex("0000c07f")   # a float32 NaN
+        gate = h.alloc(4, 0x00)
+        h.lib.write_host_to_gpu_blocking(h.index, gate, 0, 4, nan)
+        buffers = with_gate(h, lambda h, i, b: gate if i == 1 else None)
+        h.succeeded(call(h, buffers=buffers))
+        for name, handle in buffers.originals[1].items():
+            if h.contents(handle, COUNTS[1] * 4) != bytes([0x12]) * (COUNTS[1] * 4):
+                fail(f"a shut gate let descs[1].{name} change")
+    add("descs[1].finite_gate=NaN_leaves_it_unchanged", shut)
+    add("finite_gate=descs[0].grad_for_all_accepted", lambda h: h.succeeded(call(
+        h, buffers=with_gate(h, lambda h, i, b: b[0]["grad"]))))
+    add("struct_size=version3_stride_accepted", lambda h: h.succeeded(call(
+        h, stride=T.OptimizerDesc.finite_gate.offset)))
 
 
 def optim_multi_cases() -> List[tuple]:
@@ -170,6 +213,8 @@ def optim_multi_cases() -> List[tuple]:
                       [f"descs[{later[0]}].{later[1]}", f"descs[{earlier[0]}]"])
             unchanged(h, buffers)
         add(f"descs[{second[1]}].{second[0]}=descs[{first[1]}].{first[0]}", shared)
+
+    gate_cases(add, size)
 
     def shared_grad(h):  # gradients are only read: descriptors may share one
         buffers = buffers_for(h)

@@ -27,7 +27,8 @@ DIM_NAME = re.compile(r"^(n|c_in|c_out|h|w|channels|spatial|rows|cols|classes|co
 SIZE_T_NAMES = {"count"}
 # Descriptors that grew in version 4: the version-3 size is still accepted, so the short-struct
 # case takes one byte less than that.
-FIRST_SIZES = {"NormDesc": T.NormDesc.dres.offset}
+FIRST_SIZES = {"NormDesc": T.NormDesc.dres.offset,
+               "OptimizerDesc": T.OptimizerDesc.finite_gate.offset}
 CLIP_COUNTS = (5, 9)
 
 
