@@ -193,6 +193,10 @@ MmaConfig mma_config(const GemmProblem& p, MmaKind kind, std::uint32_t compute_u
     // tiles of one warpgroup, 64 rows, twice as many; measured 11% faster there, slower where
     // the 128-row tiles fill the device twice (docs/PERFORMANCE.md, "Warpgroup tiles of 64 rows").
     if (!repaid && tiles < 2ull * compute_units) config.bm = 64;
+    // The cp.async kernel copies both operands when A is stored k x m and B k x n (a weight
+    // gradient dY^T X); bulk copies of the same tiles cost no more and feed a faster loop (GPT
+    // medium's 3072 x 768 x 4096 dW on an H200: 101 -> 74 us; docs/PERFORMANCE.md, session 20).
+    if (!repaid && p.trans_a && !p.trans_b) config.bulk = 1;
   } else if (tiles < compute_units) {
     // Fewer 128 x 128 tiles than compute units leaves the GPU idle: smaller tiles then, with
     // K-tiles of 128 bytes per row (half the barriers per k; 48 KiB in three stages).
