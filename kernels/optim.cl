@@ -10,128 +10,158 @@ typedef double acc_t;
 typedef float acc_t;
 #endif
 
-// The per-element updates. The one-tensor kernels and optim_multi both call these, so the two
-// paths run the same float operations in the same order: aethercl_optimizer_step_multi promises
-// the bits of aethercl_optimizer_step. Contraction is off inside them so that no inlining context
-// can fuse a multiply-add in one path and not in the other.
+// The per-element updates, on values: the one-tensor kernels and optim_multi both call these,
+// so the two paths run the same float operations in the same order (aethercl_optimizer_step_multi
+// promises the bits of aethercl_optimizer_step). Contraction is off inside them so that no
+// inlining context can fuse a multiply-add in one path and not in the other.
 
-// PyTorch's SGD step on element i. first_step initialises the momentum buffer with the gradient.
-inline void sgd_element(__global float* p, __global const float* g, __global float* buf, ulong i,
-                        float lr, float weight_decay, float momentum, float dampening,
-                        int nesterov, int first_step, int has_momentum) {
+// PyTorch's SGD step: returns the new parameter; first_step initialises the momentum buffer *buf
+// with the gradient.
+inline float sgd_value(float param, float grad, float* buf, float lr, float weight_decay,
+                       float momentum, float dampening, int nesterov, int first_step,
+                       int has_momentum) {
 #pragma OPENCL FP_CONTRACT OFF
-  const float param = p[i];
-  float grad = g[i];
   if (weight_decay != 0.0f) grad = grad + weight_decay * param;
   if (has_momentum) {
-    const float b = first_step ? grad : momentum * buf[i] + (1.0f - dampening) * grad;
-    buf[i] = b;
+    const float b = first_step ? grad : momentum * *buf + (1.0f - dampening) * grad;
+    *buf = b;
     grad = nesterov ? grad + momentum * b : b;
   }
-  p[i] = param - lr * grad;
+  return param - lr * grad;
 }
 
-// AdamW on element i: decoupled decay, then Adam with bias correction; step_size =
-// lr / (1 - beta1^t) and inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t) come from the host (double, rounded
-// to float).
-inline void adamw_element(__global float* p, __global const float* g, __global float* m,
-                          __global float* v, ulong i, float decay_factor, float beta1,
-                          float beta2, float eps, float step_size, float inv_sqrt_bc2) {
+// AdamW: decoupled decay, then Adam with bias correction; returns the new parameter and updates
+// *m and *v. step_size = lr / (1 - beta1^t) and inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t) come from
+// the host (double, rounded to float).
+inline float adamw_value(float param, float grad, float* m, float* v, float decay_factor,
+                         float beta1, float beta2, float eps, float step_size,
+                         float inv_sqrt_bc2) {
 #pragma OPENCL FP_CONTRACT OFF
-  const float grad = g[i];
-  const float param = p[i] * decay_factor;
-  const float m_new = beta1 * m[i] + (1.0f - beta1) * grad;
-  const float v_new = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-  m[i] = m_new;
-  v[i] = v_new;
+  param = param * decay_factor;
+  const float m_new = beta1 * *m + (1.0f - beta1) * grad;
+  const float v_new = beta2 * *v + (1.0f - beta2) * grad * grad;
+  *m = m_new;
+  *v = v_new;
   const float denominator = sqrt(v_new) * inv_sqrt_bc2 + eps;
-  p[i] = param - step_size * (m_new / denominator);
+  return param - step_size * (m_new / denominator);
 }
 
-// finite_gate: with `gated`, the update runs only if gate[0] is finite (every work-item reads the
-// same value, so a launch updates all of its elements or none).
-inline bool gate_open(__global const float* gate, int gated) {
-  return !gated || isfinite(gate[0]);
-}
-
-__kernel void optim_sgd(__global float* p, __global const float* g, __global float* buf, ulong n,
-                       float lr, float weight_decay, float momentum, float dampening,
-                       int nesterov, int first_step, int has_momentum,
-                       __global const float* gate, int gated) {
-  if (!gate_open(gate, gated)) return;
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    sgd_element(p, g, buf, i, lr, weight_decay, momentum, dampening, nesterov, first_step,
-                has_momentum);
-  }
-}
-
-__kernel void optim_adamw(__global float* p, __global const float* g, __global float* m,
-                         __global float* v, ulong n, float decay_factor, float beta1, float beta2,
-                         float eps, float step_size, float inv_sqrt_bc2,
-                         __global const float* gate, int gated) {
-  if (!gate_open(gate, gated)) return;
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    adamw_element(p, g, m, v, i, decay_factor, beta1, beta2, eps, step_size, inv_sqrt_bc2);
-  }
-}
-
-// ---- Many tensors in one launch (aethercl_optimizer_step_multi) ----
-// Up to OPTIM_MULTI_SLOTS tensors per launch, each with its own five buffers (param, grad, two
-// states, gate; OpenCL 1.2 has no pointers in tables). Tensor k owns the flat range [first[k], first[k] + count[k]) of the
-// launch's index space; first[k] is a multiple of 64 so every tensor starts aligned. The host
-// struct OptimMultiTable (ops/train/optim_multi.cpp) mirrors this layout (360 bytes).
-#define OPTIM_MULTI_SLOTS 8
-#define OPTIM_MULTI_HYPER 6
-// mode bits: the aethercl_optimizer_kind, then SGD's flags.
+// The hyper-parameters of one tensor's update, as the multi-tensor table holds them: mode bits
+// (the aethercl_optimizer_kind, then SGD's flags) and six floats (SGD: lr, weight_decay,
+// momentum, dampening; AdamW: the arguments of adamw_value after its buffers).
 #define OPTIM_MODE_KIND 15
 #define OPTIM_MODE_NESTEROV 16
 #define OPTIM_MODE_FIRST_STEP 32
 #define OPTIM_MODE_HAS_MOMENTUM 64
 #define OPTIM_MODE_GATED 128
 
-typedef struct optim_multi_table {
-  ulong first[OPTIM_MULTI_SLOTS + 1];  // first[OPTIM_MULTI_SLOTS]: the launch's index space
-  ulong count[OPTIM_MULTI_SLOTS];
-  float hyper[OPTIM_MULTI_SLOTS * OPTIM_MULTI_HYPER];  // SGD: lr, weight_decay, momentum,
-                                       // dampening; AdamW: the six arguments of adamw_element
-  int mode[OPTIM_MULTI_SLOTS];
-} optim_multi_table;
+typedef struct optim_hyper {
+  int mode;
+  float h[6];
+} optim_hyper;
 
-inline void multi_element(__global float* p, __global const float* g, __global float* a,
-                          __global float* b, ulong i, int mode, float h0, float h1, float h2,
-                          float h3, float h4, float h5) {
-  if ((mode & OPTIM_MODE_KIND) == 0) {
-    sgd_element(p, g, a, i, h0, h1, h2, h3, (mode & OPTIM_MODE_NESTEROV) != 0,
-                (mode & OPTIM_MODE_FIRST_STEP) != 0, (mode & OPTIM_MODE_HAS_MOMENTUM) != 0);
-  } else {
-    adamw_element(p, g, a, b, i, h0, h1, h2, h3, h4, h5);
+inline float update_value(float param, float grad, float* a, float* b, const optim_hyper* u) {
+  if ((u->mode & OPTIM_MODE_KIND) == 0) {
+    return sgd_value(param, grad, a, u->h[0], u->h[1], u->h[2], u->h[3],
+                     (u->mode & OPTIM_MODE_NESTEROV) != 0,
+                     (u->mode & OPTIM_MODE_FIRST_STEP) != 0,
+                     (u->mode & OPTIM_MODE_HAS_MOMENTUM) != 0);
+  }
+  return adamw_value(param, grad, a, b, u->h[0], u->h[1], u->h[2], u->h[3], u->h[4], u->h[5]);
+}
+
+// Elements 4q .. 4q + 3 of a tensor of n elements (those below n): one 16-byte load and store per
+// buffer when all four exist (buffers start 16-byte aligned), element by element at the tail.
+// SGD without momentum and the states a kind does not use are never read or written.
+inline void update_quad(__global float* p, __global const float* g, __global float* a,
+                        __global float* b, ulong q, ulong n, const optim_hyper* u) {
+  const bool adamw = (u->mode & OPTIM_MODE_KIND) != 0;
+  const bool uses_a = adamw || (u->mode & OPTIM_MODE_HAS_MOMENTUM) != 0;
+  const ulong i = q * 4;
+  if (i + 4 <= n) {
+    float4 P = ((__global const float4*)p)[q];
+    const float4 G = ((__global const float4*)g)[q];
+    float4 A = uses_a ? ((__global const float4*)a)[q] : (float4)(0.0f);
+    float4 B = adamw ? ((__global const float4*)b)[q] : (float4)(0.0f);
+    float a0 = A.x, a1 = A.y, a2 = A.z, a3 = A.w, b0 = B.x, b1 = B.y, b2 = B.z, b3 = B.w;
+    P.x = update_value(P.x, G.x, &a0, &b0, u);
+    P.y = update_value(P.y, G.y, &a1, &b1, u);
+    P.z = update_value(P.z, G.z, &a2, &b2, u);
+    P.w = update_value(P.w, G.w, &a3, &b3, u);
+    ((__global float4*)p)[q] = P;
+    if (uses_a) ((__global float4*)a)[q] = (float4)(a0, a1, a2, a3);
+    if (adamw) ((__global float4*)b)[q] = (float4)(b0, b1, b2, b3);
+    return;
+  }
+  for (ulong j = i; j < n; ++j) {
+    float x = uses_a ? a[j] : 0.0f, y = adamw ? b[j] : 0.0f;
+    p[j] = update_value(p[j], g[j], &x, &y, u);
+    if (uses_a) a[j] = x;
+    if (adamw) b[j] = y;
   }
 }
+
+// finite_gate: with OPTIM_MODE_GATED, the update runs only if gate[0] is finite (every work-item
+// reads the same value, so a launch updates all of a tensor's elements or none).
+inline bool gate_open(__global const float* gate, int mode) {
+  return (mode & OPTIM_MODE_GATED) == 0 || isfinite(gate[0]);
+}
+
+// One tensor: work-item q updates quads q, q + global size, ...
+__kernel void optim_update(__global float* p, __global const float* g, __global float* a,
+                           __global float* b, ulong n, int mode, float h0, float h1, float h2,
+                           float h3, float h4, float h5, __global const float* gate) {
+  if (!gate_open(gate, mode)) return;
+  const optim_hyper u = {mode, {h0, h1, h2, h3, h4, h5}};
+  const ulong quads = (n + 3) / 4;
+  for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {
+    update_quad(p, g, a, b, q, n, &u);
+  }
+}
+
+// ---- Many tensors in one launch (aethercl_optimizer_step_multi) ----
+// Up to OPTIM_MULTI_SLOTS tensors per launch, each with its own five buffers (param, grad, two
+// states, gate; OpenCL 1.2 has no pointers in tables). Tensor k owns the quads [first[k],
+// first[k] + ceil(count[k] / 4)) of the launch's index space; first[k] is a multiple of 16 so
+// every tensor starts on a whole group of neighbouring work-items. The host struct
+// OptimMultiTable (ops/train/optim_multi.cpp) mirrors this layout (360 bytes).
+#define OPTIM_MULTI_SLOTS 8
+#define OPTIM_MULTI_HYPER 6
+
+typedef struct optim_multi_table {
+  ulong first[OPTIM_MULTI_SLOTS + 1];  // first[OPTIM_MULTI_SLOTS]: the launch's quads
+  ulong count[OPTIM_MULTI_SLOTS];
+  float hyper[OPTIM_MULTI_SLOTS * OPTIM_MULTI_HYPER];
+  int mode[OPTIM_MULTI_SLOTS];
+} optim_multi_table;
 
 #define OPTIM_MULTI_ARGS(k)                                                                  \
   __global float *p##k, __global const float *g##k, __global float *a##k, __global float *b##k, \
       __global const float *gate##k
 // Tensor k, with constant indices into the table (no dynamic indexing of a by-value argument).
-// Ranges are tested in order, so reaching case k means i >= first[k].
+// Ranges are tested in order, so reaching case k means q >= first[k].
 #define OPTIM_MULTI_CASE(k)                                                                    \
-  if (i < t.first[k + 1]) {                                                                    \
-    const ulong j = i - t.first[k];                                                            \
-    if (j < t.count[k] && gate_open(gate##k, t.mode[k] & OPTIM_MODE_GATED)) {                  \
-      multi_element(p##k, g##k, a##k, b##k, j, t.mode[k], t.hyper[k * OPTIM_MULTI_HYPER],      \
-                    t.hyper[k * OPTIM_MULTI_HYPER + 1], t.hyper[k * OPTIM_MULTI_HYPER + 2],    \
-                    t.hyper[k * OPTIM_MULTI_HYPER + 3], t.hyper[k * OPTIM_MULTI_HYPER + 4],    \
-                    t.hyper[k * OPTIM_MULTI_HYPER + 5]);                                       \
+  if (q < t.first[k + 1]) {                                                                    \
+    if (gate_open(gate##k, t.mode[k])) {                                                       \
+      const optim_hyper u = {t.mode[k],                                                        \
+                             {t.hyper[k * OPTIM_MULTI_HYPER], t.hyper[k * OPTIM_MULTI_HYPER + 1], \
+                              t.hyper[k * OPTIM_MULTI_HYPER + 2],                              \
+                              t.hyper[k * OPTIM_MULTI_HYPER + 3],                              \
+                              t.hyper[k * OPTIM_MULTI_HYPER + 4],                              \
+                              t.hyper[k * OPTIM_MULTI_HYPER + 5]}};                            \
+      update_quad(p##k, g##k, a##k, b##k, q - t.first[k], t.count[k], &u);                    \
     }                                                                                          \
     continue;                                                                                  \
   }
 
-// Grid-stride over the launch's index space: neighbouring items take neighbouring elements of one
-// tensor (coalesced); an item changes tensor only at a range boundary.
+// Grid-stride over the launch's quads: neighbouring items take neighbouring quads of one tensor
+// (coalesced); an item changes tensor only at a range boundary. A range's quads beyond its
+// tensor's count (the padding to 16) find nothing to do in update_quad.
 __kernel void optim_multi(OPTIM_MULTI_ARGS(0), OPTIM_MULTI_ARGS(1), OPTIM_MULTI_ARGS(2),
                           OPTIM_MULTI_ARGS(3), OPTIM_MULTI_ARGS(4), OPTIM_MULTI_ARGS(5),
                           OPTIM_MULTI_ARGS(6), OPTIM_MULTI_ARGS(7), optim_multi_table t) {
   const ulong total = t.first[OPTIM_MULTI_SLOTS];
-  for (ulong i = get_global_id(0); i < total; i += get_global_size(0)) {
+  for (ulong q = get_global_id(0); q < total; q += get_global_size(0)) {
     OPTIM_MULTI_CASE(0)
     OPTIM_MULTI_CASE(1)
     OPTIM_MULTI_CASE(2)

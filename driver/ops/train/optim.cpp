@@ -145,20 +145,21 @@ PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& d,
   return s;
 }
 
+int update_mode(const PreparedStep& s) {
+  constexpr int kNesterov = 16, kFirstStep = 32, kHasMomentum = 64, kGated = 128;
+  return s.kind | (s.nesterov ? kNesterov : 0) | (s.first_step ? kFirstStep : 0) |
+         (s.has_momentum ? kHasMomentum : 0) | (s.gate != nullptr ? kGated : 0);
+}
+
 void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& d) {
   const PreparedStep s = prepare_step(call, d, "desc");
   if (s.count == 0) return;
-  // Without a gate the kernels read grad in its place and are told not to test it.
+  // Without a gate the kernel is told not to test one and reads nothing through the argument.
   cl_mem gate = s.gate != nullptr ? s.gate : s.grad;
-  if (s.kind == AETHERCL_OPTIMIZER_SGD) {
-    launch_linear(call, kFamily, "optim_sgd", s.count, s.param, s.grad, s.state1, ul(s.count),
-                  s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], flag(s.nesterov),
-                  flag(s.first_step), flag(s.has_momentum), gate, flag(s.gate != nullptr));
-  } else {
-    launch_linear(call, kFamily, "optim_adamw", s.count, s.param, s.grad, s.state1, s.state2,
-                  ul(s.count), s.hyper[0], s.hyper[1], s.hyper[2], s.hyper[3], s.hyper[4],
-                  s.hyper[5], gate, flag(s.gate != nullptr));
-  }
+  const std::uint64_t quads = (s.count + kElementsPerItem - 1) / kElementsPerItem;
+  launch_linear(call, kFamily, "optim_update", quads, s.param, s.grad, s.state1, s.state2,
+                ul(s.count), static_cast<cl_int>(update_mode(s)), s.hyper[0], s.hyper[1],
+                s.hyper[2], s.hyper[3], s.hyper[4], s.hyper[5], gate);
 }
 
 void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,

@@ -33,6 +33,13 @@ struct PreparedStep {
 PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& desc,
                           const std::string& desc_name);
 
+// The update kernels' mode word (kernels/optim.cl OPTIM_MODE_*): the kind, then SGD's flags and
+// whether a gate is tested.
+int update_mode(const PreparedStep& step);
+
+// The update kernels take four elements per work-item and index quads.
+constexpr std::uint64_t kElementsPerItem = 4;
+
 // aethercl_optimizer_step_multi (ops/train/optim_multi.cpp).
 void optimizer_step_multi(DeviceCall& call, const aethercl_optimizer_desc* descs, int count);
 void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,

@@ -18,8 +18,7 @@ constexpr int kMaxDescriptors = 65536;
 // past this (it bounds how far a wrong struct_size can make the call read).
 constexpr std::size_t kMaxStructSize = 4096;
 constexpr int kSlots = 8;             // OPTIM_MULTI_SLOTS
-constexpr std::uint64_t kAlign = 64;  // each tensor's range starts on a multiple of this
-constexpr int kModeNesterov = 16, kModeFirstStep = 32, kModeHasMomentum = 64, kModeGated = 128;
+constexpr std::uint64_t kAlign = 16;  // each tensor's range of quads starts on a multiple of this
 
 // Mirrors struct optim_multi_table of kernels/optim.cl, passed by value.
 struct OptimMultiTable {
@@ -79,11 +78,6 @@ void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
   }
 }
 
-cl_int mode_of(const PreparedStep& s) {
-  return s.kind | (s.nesterov ? kModeNesterov : 0) | (s.first_step ? kModeFirstStep : 0) |
-         (s.has_momentum ? kModeHasMomentum : 0) | (s.gate != nullptr ? kModeGated : 0);
-}
-
 // One launch over steps[begin, end) (at most kSlots, none empty).
 void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& steps,
                   std::size_t begin, std::size_t end) {
@@ -96,14 +90,15 @@ void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& step
     if (index < end) {
       const PreparedStep& s = *steps[index];
       table.count[k] = s.count;
-      table.mode[k] = mode_of(s);
+      table.mode[k] = update_mode(s);
       for (int h = 0; h < 6; ++h) table.hyper[k * 6 + h] = s.hyper[h];
       mems[k][0] = s.param;
       mems[k][1] = s.grad;
       mems[k][2] = s.state1;
       mems[k][3] = s.state2;
       mems[k][4] = s.gate != nullptr ? s.gate : s.grad;
-      next += (s.count + kAlign - 1) / kAlign * kAlign;
+      const std::uint64_t quads = (s.count + kElementsPerItem - 1) / kElementsPerItem;
+      next += (quads + kAlign - 1) / kAlign * kAlign;
     } else {
       // An empty slot: any valid buffer stands in, the kernel never touches it.
       for (int f = 0; f < 5; ++f) mems[k][f] = steps[begin]->param;
