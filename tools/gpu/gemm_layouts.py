@@ -19,7 +19,7 @@ sys.path[:0] = [str(ROOT / "python_harness"), str(ROOT / "tools" / "bench")]
 
 from aethercl import Library  # noqa: E402
 from aethercl import gemm as g  # noqa: E402
-from gemm import Ours, encode, timed  # noqa: E402
+from gemm import Ours, decode, encode, timed  # noqa: E402
 
 
 def products(tokens: int, width: int, ff: int):
@@ -33,12 +33,24 @@ def products(tokens: int, width: int, ff: int):
     return out
 
 
+def relative_error(lib, hc, a, b, ta, tb, c_fmt) -> float:
+    """max |C - C64| / max |C64|, C64 the float64 product of the bf16-rounded operands."""
+    a64, b64 = decode(encode(a, g.BF16), g.BF16), decode(encode(b, g.BF16), g.BF16)
+    ref = (a64.T if ta else a64) @ (b64.T if tb else b64)
+    raw = np.empty(ref.size, np.float32 if c_fmt == g.F32 else np.uint16)
+    lib.check("read_gpu_to_host_blocking", 0, hc, 0, raw.nbytes, raw.ctypes.data)
+    got = decode(raw, c_fmt).reshape(ref.shape)
+    return float(np.abs(got - ref).max() / np.abs(ref).max())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--ff", type=int, default=3072)
     parser.add_argument("--torch", action="store_true")
+    parser.add_argument("--check", action="store_true",
+                        help="also compare each result with float64 NumPy on the rounded inputs")
     parser.add_argument("--only", default="", help="products whose name holds this (\"dW\")")
     args = parser.parse_args()
     lib = Library()
@@ -60,6 +72,7 @@ def main() -> None:
         try:
             seconds = timed(lambda: g.gemm(lib, 0, desc),
                             lambda: lib.check("aethercl_synchronize", 0))
+            deviation = relative_error(lib, hc, a, b, ta, tb, c_fmt) if args.check else None
         except Exception as error:   # an AETHERCL_MMA_PARAMS this product cannot take
             print(f"{name:10s} {m:5d}x{n:5d}x{k:5d} t{ta}{tb}  refused: {error}", flush=True)
             continue
@@ -68,6 +81,8 @@ def main() -> None:
                 lib.free_gpu_memory(0, h)
         line = (f"{name:10s} {m:5d}x{n:5d}x{k:5d} t{ta}{tb}  ours {seconds * 1e6:8.1f} us "
                 f"{2 * m * n * k / seconds / 1e12:6.1f} TF/s")
+        if deviation is not None:
+            line += f"  max error {deviation:.2e} of max |C|"
         if torch is not None:
             ta_ = torch.from_numpy(a).to("cuda", torch.bfloat16)
             tb_ = torch.from_numpy(b).to("cuda", torch.bfloat16)
