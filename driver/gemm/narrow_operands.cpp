@@ -33,9 +33,8 @@ struct NarrowedOperand {
   }
 };
 
-NarrowedOperand plan(DeviceCall& call, const GemmOperand& op, std::uint64_t rows,
-                     std::uint64_t cols, std::uint64_t batch, bool transpose,
-                     std::vector<PoolBlock>& temps) {
+NarrowedOperand plan(const GemmOperand& op, std::uint64_t rows, std::uint64_t cols,
+                     std::uint64_t batch, bool transpose, ScratchBlocks& temps) {
   const std::uint64_t out_rows = transpose ? cols : rows;
   const std::uint64_t out_ld = ((transpose ? rows : cols) + 7) / 8 * 8;
   const std::uint64_t items = op.batch_stride == 0 ? 1 : batch;
@@ -44,9 +43,8 @@ NarrowedOperand plan(DeviceCall& call, const GemmOperand& op, std::uint64_t rows
   // Rows of whole 16-byte units are copied four elements at a time.
   const bool units = ld % 4 == 0 && op.offset % 4 == 0 && (items == 1 || op.batch_stride % 4 == 0);
   const NarrowMode mode = transpose ? kTranspose : units ? kCopy4 : kCopy;
-  temps.push_back(call.device().allocate(
-      call.stream(), std::max<std::uint64_t>(items * out_rows * out_ld * 2, 16)));
-  return {op, rows, cols, ld, items, out_ld, out_stride, mode, temps.back()};
+  const PoolBlock block = temps.add(std::max<std::uint64_t>(items * out_rows * out_ld * 2, 16));
+  return {op, rows, cols, ld, items, out_ld, out_stride, mode, block};
 }
 
 }  // namespace
@@ -59,14 +57,14 @@ std::optional<MmaKind> narrowed_kind(const GemmProblem& p) {
 }
 
 GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind,
-                            std::vector<PoolBlock>& temps) {
+                            ScratchBlocks& temps) {
   const GemmStorage target = kind == MmaKind::kBF16 ? GemmStorage::kBF16 : GemmStorage::kF16;
   // A as m x k and B as n x k, which every tensor-core kernel reads in place (the warpgroup
   // kernels would otherwise transpose the other forms in a pass of their own); both in one
   // launch (gemm_pack_narrow_pair).
-  const NarrowedOperand a = plan(call, p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k,
+  const NarrowedOperand a = plan(p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k,
                                  p.batch, p.trans_a, temps);
-  const NarrowedOperand b = plan(call, p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n,
+  const NarrowedOperand b = plan(p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n,
                                  p.batch, !p.trans_b, temps);
   const std::uint64_t groups = a.groups() + b.groups();
   if (groups > kMaxGroups1D || a.rows > 0xffffffffull || a.cols > 0xffffffffull ||

@@ -4,9 +4,9 @@
 
 #include "gemm/gemm.h"
 #include "gemm/mma_kernel.h"
+#include "runtime/scratch.h"
 
 #include <optional>
-#include <vector>
 
 namespace aethercl::gemm {
 
@@ -15,9 +15,9 @@ namespace aethercl::gemm {
 std::optional<MmaKind> narrowed_kind(const GemmProblem& p);
 
 // p with A and B copied, rounded to nearest even, into kind's 16-bit format as m x k and n x k
-// (trans_a false, trans_b true; pool blocks appended to temps, which the caller releases), their
+// (trans_a false, trans_b true; their blocks added to temps, released with it), their
 // rows padded to 16 bytes, and rounding kNone: the same product as p computes in its mode.
 GemmProblem narrow_operands(DeviceCall& call, const GemmProblem& p, MmaKind kind,
-                            std::vector<PoolBlock>& temps);
+                            ScratchBlocks& temps);
 
 }  // namespace aethercl::gemm

@@ -14,6 +14,7 @@
 #include "gemm/split_k.h"
 #include "gemm/wgmma.h"
 #include "runtime/graph.h"
+#include "runtime/scratch.h"
 #include "support/env.h"
 #include "support/error.h"
 #include "support/log.h"
@@ -402,38 +403,29 @@ bool enqueue_realigned(DeviceCall& call, const GemmProblem& p) {
   if (q.batch == 1) q.a.batch_stride = q.b.batch_stride = 0;  // never used
   Side sides[2] = {{q.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, false},
                    {q.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, false}};
-  std::vector<PoolBlock> temps;
-  bool ran = false;
+  ScratchBlocks temps(call);
+  PoolBlock blocks[2];
   try {
-    try {
-      for (Side& side : sides) {
-        side.copy = operand_chunk_bytes(side.op, side.cols) == 0;
-        if (!side.copy) continue;
-        temps.push_back(device.allocate(
-            call.stream(), copy_shape(side.op, side.rows, side.cols, q.batch, false).bytes));
-      }
-    } catch (const Error& error) {
-      if (error.status() != Status::kOutOfMemory) throw;
-      log().debug("device {}: no room to realign a {}x{}x{} product's 16-bit operands; the "
-                  "portable kernel takes it: {}", device.index(), p.m, p.n, p.k, error.what());
-      for (PoolBlock& block : temps) device.free_block(block, {});
-      return false;
-    }
-    std::size_t next = 0;
-    for (Side& side : sides) {
-      if (side.copy) {
-        side.op = pack_operand(call, side.op, side.rows, side.cols, q.batch, false, false,
-                               temps[next++]);
+    for (int i = 0; i < 2; ++i) {
+      sides[i].copy = operand_chunk_bytes(sides[i].op, sides[i].cols) == 0;
+      if (sides[i].copy) {
+        blocks[i] = temps.add(
+            copy_shape(sides[i].op, sides[i].rows, sides[i].cols, q.batch, false).bytes);
       }
     }
-    ran = enqueue_tensor_core_gemm(call, q);
-  } catch (...) {
-    for (PoolBlock& block : temps) device.free_block(block, {});
-    throw;
+  } catch (const Error& error) {
+    if (error.status() != Status::kOutOfMemory) throw;
+    log().debug("device {}: no room to realign a {}x{}x{} product's 16-bit operands; the "
+                "portable kernel takes it: {}", device.index(), p.m, p.n, p.k, error.what());
+    return false;
   }
-  // Homed on the call's stream and used only there, as the narrowing copies.
-  for (PoolBlock& block : temps) device.free_block(block, {});
-  return ran;
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i].copy) {
+      sides[i].op = pack_operand(call, sides[i].op, sides[i].rows, sides[i].cols, q.batch,
+                                 false, false, blocks[i]);
+    }
+  }
+  return enqueue_tensor_core_gemm(call, q);
 }
 
 }  // namespace
@@ -454,29 +446,21 @@ bool enqueue_tensor_core_gemm(DeviceCall& call, const GemmProblem& p) {
       return true;
     }
     if (!kind_available(call, *narrowed, *mode, false)) return false;
-    std::vector<PoolBlock> temps;
-    bool ran = false;
+    ScratchBlocks temps(call);
+    std::optional<GemmProblem> narrow;
     try {
-      std::optional<GemmProblem> narrow;
-      try {
-        narrow = narrow_operands(call, p, *narrowed, temps);
-      } catch (const Error& error) {
-        // The copies are an optional workspace (allocated before their launch): without room
-        // for them the portable kernel runs the product, rounding the operands as the mode
-        // does while it reads them (the same products, summed in float32).
-        if (error.status() != Status::kOutOfMemory) throw;
-        log().debug("device {}: no room for the {} copies of a {}x{}x{} product's operands; "
-                    "the portable kernel takes it: {}", device.index(),
-                    mma_kind_name(*narrowed), p.m, p.n, p.k, error.what());
-      }
-      if (narrow) ran = enqueue_tensor_core_gemm(call, *narrow);
-    } catch (...) {
-      for (PoolBlock& block : temps) device.free_block(block, {});
-      throw;
+      narrow = narrow_operands(call, p, *narrowed, temps);
+    } catch (const Error& error) {
+      // The copies are an optional workspace (allocated before their launch): without room for
+      // them the portable kernel runs the product, rounding the operands as the mode does while
+      // it reads them (the same products, summed in float32).
+      if (error.status() != Status::kOutOfMemory) throw;
+      log().debug("device {}: no room for the {} copies of a {}x{}x{} product's operands; the "
+                  "portable kernel takes it: {}", device.index(), mma_kind_name(*narrowed), p.m,
+                  p.n, p.k, error.what());
+      return false;
     }
-    // Homed on the call's stream and used only there, as the warpgroup kernel's packed copies.
-    for (PoolBlock& block : temps) device.free_block(block, {});
-    return ran;
+    return enqueue_tensor_core_gemm(call, *narrow);
   }
   const TensorCoreSupport& support = device_support(device, *mode);
   if (!support.available) return false;

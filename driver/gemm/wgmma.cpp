@@ -3,12 +3,12 @@
 
 #include "gemm/operand_copies.h"
 #include "runtime/launch.h"
+#include "runtime/scratch.h"
 #include "support/error.h"
 
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
-#include <vector>
 
 namespace aethercl::gemm {
 namespace {
@@ -133,75 +133,57 @@ const BinaryPatch& sm90a_patch() {
 
 void enqueue_wgmma_gemm(DeviceCall& call, const GemmProblem& p, MmaKind kind,
                         const MmaConfig& config, MmaMode mode) {
-  Device& device = call.device();
-  std::vector<PoolBlock> temps;
-  try {
-    GemmProblem packed = p;
-    // TF32 with the documented rounding: both operands are copied rounded, and the kernel leaves
-    // them as they are (rounding every staged tile in local memory cost a third of its speed on
-    // products that fill the device). tf32_round=2 asks the cp.async kernel to round its staged
-    // tiles instead, which spares products that read few tiles per operand element a pass.
-    const bool round_tf32 = kind == MmaKind::kTF32 && config.tf32_round == 1;
-    MmaConfig kernel_config = config;
-    if (round_tf32) kernel_config.tf32_round = 0;
-    if (config.tf32_round == 2) kernel_config.tf32_round = 1;
-    // Every copy is allocated before the first is launched: where one does not fit (the
-    // caller then takes the mma.sync kernel), no copy has run.
-    if (config.bulk) {  // both as stage images: A as m x k, B as n x k
-      const PackValues values = kind == MmaKind::k3xTF32 ? PackValues::kSplitTF32
-                                : round_tf32             ? PackValues::kRoundTF32
-                                                         : PackValues::kAsStored;
-      for (std::uint64_t bytes :
-           {tile_shape(p.a, p.m, p.k, p.batch, config.bm, config.row_bytes, values).bytes,
-            tile_shape(p.b, p.n, p.k, p.batch, config.bn, config.row_bytes, values).bytes}) {
-        temps.push_back(device.allocate(call.stream(), bytes));
-      }
-      packed.a = pack_tiles(call, p.a, p.m, p.k, p.batch, p.trans_a, config.bm, config.row_bytes,
-                            values, temps[0]);
-      packed.b = pack_tiles(call, p.b, p.n, p.k, p.batch, !p.trans_b, config.bn, config.row_bytes,
-                            values, temps[1]);
+  GemmProblem packed = p;
+  // TF32 with the documented rounding: both operands are copied rounded, and the kernel leaves
+  // them as they are (rounding every staged tile in local memory cost a third of its speed on
+  // products that fill the device). tf32_round=2 asks the cp.async kernel to round its staged
+  // tiles instead, which spares products that read few tiles per operand element a pass.
+  const bool round_tf32 = kind == MmaKind::kTF32 && config.tf32_round == 1;
+  MmaConfig kernel_config = config;
+  if (round_tf32) kernel_config.tf32_round = 0;
+  if (config.tf32_round == 2) kernel_config.tf32_round = 1;
+  // Every copy is allocated before the first is launched: where one does not fit (the caller
+  // then takes the mma.sync kernel), no copy has run.
+  ScratchBlocks temps(call);
+  if (config.bulk) {  // both as stage images: A as m x k, B as n x k
+    const PackValues values = kind == MmaKind::k3xTF32 ? PackValues::kSplitTF32
+                              : round_tf32             ? PackValues::kRoundTF32
+                                                       : PackValues::kAsStored;
+    const PoolBlock block_a =
+        temps.add(tile_shape(p.a, p.m, p.k, p.batch, config.bm, config.row_bytes, values).bytes);
+    const PoolBlock block_b =
+        temps.add(tile_shape(p.b, p.n, p.k, p.batch, config.bn, config.row_bytes, values).bytes);
+    packed.a = pack_tiles(call, p.a, p.m, p.k, p.batch, p.trans_a, config.bm, config.row_bytes,
+                          values, block_a);
+    packed.b = pack_tiles(call, p.b, p.n, p.k, p.batch, !p.trans_b, config.bn, config.row_bytes,
+                          values, block_b);
+    packed.trans_a = false;
+    packed.trans_b = true;
+  } else {
+    // A as m x k (from k x m when transposed); B as n x k (from k x n, not transposed).
+    const bool copy_a = p.trans_a || round_tf32, copy_b = !p.trans_b || round_tf32;
+    const std::uint64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+    const std::uint64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+    PoolBlock block_a, block_b;
+    if (copy_a) block_a = temps.add(copy_shape(p.a, a_rows, a_cols, p.batch, p.trans_a).bytes);
+    if (copy_b) block_b = temps.add(copy_shape(p.b, b_rows, b_cols, p.batch, !p.trans_b).bytes);
+    if (copy_a) {
+      packed.a = pack_operand(call, p.a, a_rows, a_cols, p.batch, p.trans_a, round_tf32, block_a);
       packed.trans_a = false;
+    }
+    if (copy_b) {
+      packed.b = pack_operand(call, p.b, b_rows, b_cols, p.batch, !p.trans_b, round_tf32,
+                              block_b);
       packed.trans_b = true;
-    } else {
-      // A as m x k (from k x m when transposed); B as n x k (from k x n, not transposed).
-      const bool copy_a = p.trans_a || round_tf32, copy_b = !p.trans_b || round_tf32;
-      const std::uint64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
-      const std::uint64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
-      if (copy_a) {
-        temps.push_back(device.allocate(
-            call.stream(), copy_shape(p.a, a_rows, a_cols, p.batch, p.trans_a).bytes));
-      }
-      if (copy_b) {
-        temps.push_back(device.allocate(
-            call.stream(), copy_shape(p.b, b_rows, b_cols, p.batch, !p.trans_b).bytes));
-      }
-      if (copy_a) {
-        packed.a = pack_operand(call, p.a, a_rows, a_cols, p.batch, p.trans_a, round_tf32,
-                                temps.front());
-        packed.trans_a = false;
-      }
-      if (copy_b) {
-        packed.b = pack_operand(call, p.b, b_rows, b_cols, p.batch, !p.trans_b, round_tf32,
-                                temps.back());
-        packed.trans_b = true;
-      }
     }
-    const int chunk = mma_chunk_bytes(packed);
-    if (chunk == 0) {
-      fail(Status::kInternal, "warpgroup-MMA operands are not aligned to 4 bytes");
-    }
-    // The warpgroup kernel's hardware is compute capability 9.0, which has cvt.rn.tf32.f32.
-    const std::string options = mma_build_options(call.device(), packed, kind, kernel_config,
-                                                  chunk, mode, mode == MmaMode::kHardware);
-    enqueue_mma_gemm(call, packed, kernel_config, options,
-                     mode == MmaMode::kHardware ? &sm90a_patch() : nullptr);
-  } catch (...) {
-    for (PoolBlock& block : temps) device.free_block(block, {});
-    throw;
   }
-  // Blocks homed on the call's stream, used only there: the pool hands them out again only to
-  // work ordered after this product.
-  for (PoolBlock& block : temps) device.free_block(block, {});
+  const int chunk = mma_chunk_bytes(packed);
+  if (chunk == 0) fail(Status::kInternal, "warpgroup-MMA operands are not aligned to 4 bytes");
+  // The warpgroup kernel's hardware is compute capability 9.0, which has cvt.rn.tf32.f32.
+  const std::string options = mma_build_options(call.device(), packed, kind, kernel_config,
+                                                chunk, mode, mode == MmaMode::kHardware);
+  enqueue_mma_gemm(call, packed, kernel_config, options,
+                   mode == MmaMode::kHardware ? &sm90a_patch() : nullptr);
 }
 
 }  // namespace aethercl::gemm

@@ -34,6 +34,23 @@ Scratch::Scratch(DeviceCall& call, std::uint64_t bytes, std::string_view purpose
 
 Scratch::~Scratch() { device_.release_scratch(block_); }
 
+PoolBlock ScratchBlocks::add(std::uint64_t bytes) {
+  blocks_.push_back(call_.device().allocate(call_.stream(), std::max<std::uint64_t>(bytes, 4)));
+  return blocks_.back();
+}
+
+void ScratchBlocks::release() noexcept {
+  for (const PoolBlock& block : blocks_) {
+    try {
+      call_.device().release_scratch(block);
+    } catch (const std::exception& error) {
+      log().warn("device {}: a workspace block was not returned to the pool: {}",
+                 call_.device().index(), error.what());
+    }
+  }
+  blocks_.clear();
+}
+
 bool optional_scratch(std::optional<Scratch>& slot, DeviceCall& call, std::uint64_t bytes,
                       std::string_view purpose) {
   slot.reset();

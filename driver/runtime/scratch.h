@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace aethercl {
 
@@ -31,6 +32,25 @@ class Scratch {
   Device& device_;
   PoolBlock block_;
   std::uint64_t bytes_;
+};
+
+// Several workspace blocks of one op (operand copies made before a product), from the pool on
+// the call's stream and returned as Scratch returns its block (a capturing graph keeps them) when
+// the guard's scope ends, whether the op was enqueued or threw.
+class ScratchBlocks {
+ public:
+  explicit ScratchBlocks(DeviceCall& call) : call_(call) {}
+  ScratchBlocks(const ScratchBlocks&) = delete;
+  ScratchBlocks& operator=(const ScratchBlocks&) = delete;
+  ~ScratchBlocks() { release(); }
+  // A block of at least bytes; the pool's kOutOfMemory propagates (the caller may fall back).
+  PoolBlock add(std::uint64_t bytes);
+  // Returns every block now (a fallback that will not use them).
+  void release() noexcept;
+
+ private:
+  DeviceCall& call_;
+  std::vector<PoolBlock> blocks_;
 };
 
 // Scratch an op can do without (split-K partials, operand copies, column buffers of more images
