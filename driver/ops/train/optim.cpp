@@ -42,13 +42,11 @@ std::uint64_t count_bytes(const aethercl_optimizer_desc& d, const Namer& name) {
 // param and the states the update writes differ from each other and from grad and the gate;
 // grad may be the gate (both only read).
 void check_distinct(const PreparedStep& s, const Namer& name) {
-  static const char* const kFields[] = {"param", "grad", "state1", "state2", "finite_gate"};
-  constexpr int kGrad = 1, kGate = 4;
-  for (int i = 0; i < 5; ++i) {
-    for (int j = i + 1; j < 5; ++j) {
-      if (i == kGrad && j == kGate) continue;
-      require_distinct(s.handles[i], name(kFields[i]).c_str(), s.handles[j],
-                       name(kFields[j]).c_str());
+  for (int i = 0; i < kStepFieldCount; ++i) {
+    for (int j = i + 1; j < kStepFieldCount; ++j) {
+      if (step_field_read_only(i) && step_field_read_only(j)) continue;
+      require_distinct(s.handles[i], name(kStepFields[i]).c_str(), s.handles[j],
+                       name(kStepFields[j]).c_str());
     }
   }
 }

@@ -21,12 +21,18 @@ constexpr std::size_t kOptimizerDescV3Size = offsetof(aethercl_optimizer_desc, f
 // handles the update touches (NULL where unused), and the kernels' float arguments (SGD: lr,
 // weight_decay, momentum, dampening; AdamW: decay factor, beta1, beta2, eps, step size,
 // 1 / sqrt(1 - beta2^step), computed in double and rounded once). gate is the finite_gate buffer,
-// or NULL without one; handles[4] is its handle (read, like grad's).
+// or NULL without one. handles are in kStepFields' order.
+constexpr int kStepFieldCount = 5;
+inline constexpr const char* kStepFields[kStepFieldCount] = {"param", "grad", "state1", "state2",
+                                                             "finite_gate"};
+// grad and finite_gate are only read; the others the update writes.
+constexpr bool step_field_read_only(int field) { return field == 1 || field == 4; }
+
 struct PreparedStep {
   int kind = 0;
   std::uint64_t count = 0;
   cl_mem param = nullptr, grad = nullptr, state1 = nullptr, state2 = nullptr, gate = nullptr;
-  const void* handles[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  const void* handles[kStepFieldCount] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   float hyper[6] = {0, 0, 0, 0, 0, 0};
   bool nesterov = false, first_step = false, has_momentum = false;
 };

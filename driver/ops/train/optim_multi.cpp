@@ -60,20 +60,17 @@ std::vector<aethercl_optimizer_desc> read_descs(const aethercl_optimizer_desc* d
 // only. A gradient or a gate is only read: several descriptors may share one (autograd hands one
 // gradient buffer to two parameters of x + y).
 void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
-  static const char* const kFields[] = {"param", "grad", "state1", "state2", "finite_gate"};
-  constexpr int kGrad = 1, kGate = 4;
-  const auto read_only = [](int field) { return field == kGrad || field == kGate; };
   std::map<const void*, std::pair<std::size_t, int>> owner;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    for (int f = 0; f < 5; ++f) {
+    for (int f = 0; f < kStepFieldCount; ++f) {
       const void* handle = steps[i].handles[f];
       if (handle == nullptr) continue;
       auto [it, inserted] = owner.emplace(handle, std::make_pair(i, f));
       if (inserted) continue;
-      if (read_only(f) && read_only(it->second.second)) continue;  // read by both
+      if (step_field_read_only(f) && step_field_read_only(it->second.second)) continue;
       fail(Status::kInvalidArgument, "descs[{}].{} ({}) is also descs[{}].{}: a buffer an update "
-           "writes may belong to one descriptor only", i, kFields[f], handle, it->second.first,
-           kFields[it->second.second]);
+           "writes may belong to one descriptor only", i, kStepFields[f], handle,
+           it->second.first, kStepFields[it->second.second]);
     }
   }
 }
@@ -82,7 +79,7 @@ void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
 void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& steps,
                   std::size_t begin, std::size_t end) {
   OptimMultiTable table{};
-  cl_mem mems[kSlots][5];  // param, grad, state1, state2, gate (grad when ungated: not read)
+  cl_mem mems[kSlots][kStepFieldCount];  // gate: grad when ungated (not read)
   std::uint64_t next = 0;
   for (int k = 0; k < kSlots; ++k) {
     const std::size_t index = begin + static_cast<std::size_t>(k);
@@ -101,7 +98,7 @@ void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& step
       next += (quads + kAlign - 1) / kAlign * kAlign;
     } else {
       // An empty slot: any valid buffer stands in, the kernel never touches it.
-      for (int f = 0; f < 5; ++f) mems[k][f] = steps[begin]->param;
+      for (cl_mem& mem : mems[k]) mem = steps[begin]->param;
     }
   }
   table.first[kSlots] = next;
