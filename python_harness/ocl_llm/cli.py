@@ -54,6 +54,11 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
                    help="mixed precision in one switch: the matrix products and the activations "
                         "and their gradients in this format, float32 master weights, optimizer "
                         "state, residual stream and loss (overrides --matmul_precision)")
+    p.add_argument("--graph", choices=("auto", "on", "off"),
+                   default=defaults.get("graph", "auto"),
+                   help="replay the training step from a graph captured at the first batch "
+                        "(no Python per op; not with dropout or several devices, which step "
+                        "eagerly: 'on' says so, 'auto' quietly)")
     p.add_argument("--inspect", type=int, default=None, metavar="PORT",
                    help="serve the inspector page on PORT (0: any free port) while training; "
                         "its URL with the access token is printed at start")
@@ -79,7 +84,7 @@ def config_from_args(args: argparse.Namespace, defaults: Dict[str, Any] = DEFAUL
                   eval_batches=args.eval_batches, seed=args.seed, causal=not args.no_causal,
                   sample_length=args.sample_length,
                   checkpoint_filename=args.checkpoint_filename,
-                  matmul_precision=args.matmul_precision)
+                  matmul_precision=args.matmul_precision, graph=args.graph)
     if args.precision is not None:
         config.update(matmul_precision=args.precision, activations=args.precision)
     for name in ("embed_dim", "num_layers", "num_heads", "d_ff", "max_len", "batch_size"):

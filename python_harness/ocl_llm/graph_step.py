@@ -120,3 +120,38 @@ class CapturedStep:
         for buffer in (self.ids, self.targets, self.loss_rows, self.largest_loss):
             buffer.free()
         self.weights.data.free()
+
+
+class ReplayedTraining:
+    """A training loop's train_step through graphs: the first batch is stepped eagerly and the
+    step captured (CapturedStep); later batches of its shape replay the graph, any other shape
+    steps eagerly. Same results as train_step on every batch (see the module text for the one
+    difference: a step whose only non-finite losses are padding rows)."""
+
+    def __init__(self, model: SimpleModel, optimizer, scaler: Optional[LossScaler] = None):
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.captured: Optional[CapturedStep] = None
+
+    def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
+        if self.captured is None:
+            self.captured = CapturedStep(self.model, self.optimizer, inputs, targets,
+                                         scaler=self.scaler)
+            return self.captured.first_loss
+        if tuple(np.shape(inputs)) == self.captured.shape and \
+                tuple(np.shape(targets)) == self.captured.shape:
+            return self.captured(inputs, targets)
+        return train_step(self.model, self.optimizer, inputs, targets, self.scaler)
+
+    def close(self) -> None:
+        if self.captured is not None:
+            self.captured.close()
+            self.captured = None
+
+
+def graph_refusal(config: dict, data_parallel: bool) -> Optional[str]:
+    """Why a training run cannot replay its step from a graph, or None when it can."""
+    if config.get("dropout", 0.0):
+        return "dropout would replay one mask"
+    if data_parallel:
+        return "the data-parallel step is not captured"
+    return None

@@ -103,6 +103,23 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
     return tokenizer.decode(ids)
 
 
+def _step_function(config, model, optimizer, scaler, parallel, out):
+    """What runs one training step: a ReplayedTraining where config "graph" is not "off" and the
+    run allows it (a context manager, closed when the job ends), else the data-parallel step or
+    train_step; "on" says why when it cannot."""
+    from .graph_step import ReplayedTraining, graph_refusal
+    mode = config.get("graph", "auto")
+    if mode != "off":
+        refusal = graph_refusal(config, parallel is not None)
+        if refusal is None:
+            return contextlib.closing(ReplayedTraining(model, optimizer, scaler))
+        if mode == "on":
+            print(f"[ocl] --graph on: each step runs eagerly ({refusal})", file=out)
+    if parallel is not None:
+        return parallel.step
+    return lambda inputs, targets: train_step(model, optimizer, inputs, targets, scaler)
+
+
 def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optional[str] = None,
           save_dir: str = "checkpoints", plot_path: Optional[str] = None,
           sample_prompt: Optional[str] = "the ", stream=None,
@@ -134,7 +151,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                 load_checkpoint_path)
             keep = ("max_steps", "num_epochs", "eval_every", "eval_batches", "sample_length",
                     "temperature", "data_file", "checkpoint_filename", "time_limit_s",
-                    "matmul_precision", "activations")
+                    "matmul_precision", "activations", "graph")
             config = dict(saved_config, **{k: config[k] for k in keep if k in config})
             print(f"[ocl] resumed {load_checkpoint_path} at step {progress['global_step']} "
                   f"(epoch {progress['epoch']}, Adam t={optimizer.t})", file=out)
@@ -193,6 +210,9 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             # Kernel times for the page without AETHERCL_TRACE: the steps run on a timing stream
             # (per-launch profiling; no slower within noise on PoCL: 141 vs 145 ms a step).
             timing.enter_context(current_device().stream(timing=True))
+        step_fn = _step_function(config, model, optimizer, scaler, parallel, out)
+        if isinstance(step_fn, contextlib.AbstractContextManager):
+            step_fn = timing.enter_context(step_fn)
         bar = ProgressBar(total_steps - first_step, stream=sys.stderr)
         tokens = 0
         time_limited = False
@@ -203,10 +223,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
             if in_epoch >= data.steps_per_epoch:
                 epoch, in_epoch = epoch + 1, 0
             inputs, targets = data.train_batch(epoch, in_epoch)
-            if parallel is not None:
-                loss = parallel.step(inputs, targets)
-            else:
-                loss = train_step(model, optimizer, inputs, targets, scaler)
+            loss = step_fn(inputs, targets)
             in_epoch += 1
             progress["global_step"] += 1
             progress["epoch"], progress["step_in_epoch"] = epoch, in_epoch

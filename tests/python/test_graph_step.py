@@ -4,7 +4,10 @@ arguments on the same values: driver.h's graph rule), with the fused and op-by-o
 and the documented Adam; batches with padding (per-row loss weights rewritten each step) and a
 batch of padding only (no optimizer step, as train_step); a non-finite loss (a NaN weight) skips
 the update on the device through the optimizer's finite gate and takes its step counts back, so
-training continues as train_step's does; wrong shapes and dropout refused."""
+training continues as train_step's does; wrong shapes and dropout refused. The training job
+(ocl_llm.train) replays its steps by default and trains exactly as with --graph off; --graph on
+with dropout says why it steps eagerly."""
+import io
 import sys
 from pathlib import Path
 
@@ -15,10 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python_harness"))
 
 from ocl_llm import ocl_initialize, ocl_shutdown  # noqa: E402
-from ocl_llm.config import DEFAULT_CONFIG  # noqa: E402
+from ocl_llm.config import BUNDLED_CORPUS, DEFAULT_CONFIG  # noqa: E402
 from ocl_llm.graph_step import CapturedStep  # noqa: E402
 from ocl_llm.model import SimpleModel  # noqa: E402
-from ocl_llm.train import make_optimizer, train_step  # noqa: E402
+from ocl_llm.text import TinyTokenizer  # noqa: E402
+from ocl_llm.train import make_optimizer, train, train_step  # noqa: E402
 
 CONFIG = dict(DEFAULT_CONFIG, vocab_size=37, max_len=20, batch_size=3, embed_dim=32, num_heads=4,
               d_ff=48, num_layers=2)
@@ -37,7 +41,7 @@ def batches(seed: int):
     return out
 
 
-def train(device, monkeypatch, fused: str, optimizer_name: str, captured: bool):
+def run_steps(device, monkeypatch, fused: str, optimizer_name: str, captured: bool):
     monkeypatch.setenv("OCL_LLM_FUSED", fused)
     config = dict(CONFIG, optimizer=optimizer_name)
     ocl_initialize(device.index, verbose=False)
@@ -61,8 +65,8 @@ def train(device, monkeypatch, fused: str, optimizer_name: str, captured: bool):
 @pytest.mark.parametrize("fused", ["0", "1"])
 @pytest.mark.parametrize("optimizer_name", ["adamw", "adam"])
 def test_replayed_step_matches_train_step(device, monkeypatch, fused, optimizer_name):
-    eager_losses, eager_state = train(device, monkeypatch, fused, optimizer_name, False)
-    losses, state = train(device, monkeypatch, fused, optimizer_name, True)
+    eager_losses, eager_state = run_steps(device, monkeypatch, fused, optimizer_name, False)
+    losses, state = run_steps(device, monkeypatch, fused, optimizer_name, True)
     assert losses[-1] == 0.0 and eager_losses[-1] == 0.0  # the padding-only batch
     assert np.array_equal(np.array(losses), np.array(eager_losses)), (losses, eager_losses)
     assert state.keys() == eager_state.keys()
@@ -141,3 +145,37 @@ def test_non_finite_loss_skips_the_update_on_the_device(device, monkeypatch):
         e, r = (eager[state][0], replayed[state][0]) if state == 1 else (eager[2], replayed[2])
         assert e.keys() == r.keys()
         assert all(np.array_equal(e[k], r[k]) for k in e), state
+
+
+def training_job(device, tmp_path, graph: str, **changes):
+    """ocl_llm's training job on a tiny model: its summary and what it printed."""
+    config = dict(DEFAULT_CONFIG, embed_dim=16, num_heads=2, d_ff=32, num_layers=2, max_len=12,
+                  batch_size=3, max_steps=7, eval_every=4, eval_batches=1, sample_length=0,
+                  optimizer="adamw", data_file=str(BUNDLED_CORPUS),
+                  vocab_size=TinyTokenizer().vocab_size, graph=graph, **changes)
+    out = io.StringIO()
+    summary = train(config, gpu_id=device.index, save_dir=str(tmp_path / graph),
+                    sample_prompt=None, stream=out, shutdown=False)
+    ocl_shutdown(shutdown_driver=False)
+    return summary, out.getvalue()
+
+
+def test_training_job_replays_its_steps_as_it_trains_eagerly(device, tmp_path, monkeypatch):
+    replays = []
+    real_call = CapturedStep.__call__
+    monkeypatch.setattr(CapturedStep, "__call__",
+                        lambda self, *batch: replays.append(1) or real_call(self, *batch))
+    replayed, _ = training_job(device, tmp_path, "auto")
+    assert len(replays) == 6   # the first step is captured, the six after it replayed
+    eager, _ = training_job(device, tmp_path, "off")
+    assert replayed["steps"] == eager["steps"] == 7
+    train_bits = [np.float64(loss).view(np.uint64) for _, loss in replayed["history"]["train"]]
+    assert train_bits == [np.float64(loss).view(np.uint64)
+                          for _, loss in eager["history"]["train"]]
+    assert replayed["history"]["val"] == eager["history"]["val"]
+
+
+def test_graph_on_with_dropout_steps_eagerly_and_says_why(device, tmp_path):
+    summary, printed = training_job(device, tmp_path, "on", dropout=0.1)
+    assert summary["steps"] == 7
+    assert "--graph on: each step runs eagerly (dropout" in printed
