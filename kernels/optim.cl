@@ -70,13 +70,21 @@ inline float update_value(float param, float grad, float* a, float* b, const opt
   return adamw_value(param, grad, a, b, u->h[0], u->h[1], u->h[2], u->h[3], u->h[4], u->h[5]);
 }
 
-// Elements 4q .. 4q + 3 of a tensor of n elements (those below n): one 16-byte load and store per
-// buffer when all four exist (buffers start 16-byte aligned), element by element at the tail.
-// SGD without momentum and the states a kind does not use are never read or written.
-inline void update_quad(__global float* p, __global const float* g, __global float* a,
+// Elements per work-item: 4 (16-byte loads and stores) on GPUs, 1 on CPU devices, whose
+// compilers vectorise neighbouring work-items' scalar accesses (ops/train/optim.cpp).
+#ifndef OPTIM_PER_ITEM
+#define OPTIM_PER_ITEM 4
+#endif
+
+// Elements OPTIM_PER_ITEM q ... of a tensor of n elements (those below n): with 4 per item, one
+// 16-byte load and store per buffer when all four exist (buffers start 16-byte aligned), element
+// by element at the tail. SGD without momentum and the states a kind does not use are never read
+// or written.
+inline void update_item(__global float* p, __global const float* g, __global float* a,
                         __global float* b, ulong q, ulong n, const optim_hyper* u) {
   const bool adamw = (u->mode & OPTIM_MODE_KIND) != 0;
   const bool uses_a = adamw || (u->mode & OPTIM_MODE_HAS_MOMENTUM) != 0;
+#if OPTIM_PER_ITEM == 4
   const ulong i = q * 4;
   if (i + 4 <= n) {
     float4 P = ((__global const float4*)p)[q];
@@ -94,6 +102,10 @@ inline void update_quad(__global float* p, __global const float* g, __global flo
     return;
   }
   for (ulong j = i; j < n; ++j) {
+#else
+  if (q < n) {
+    const ulong j = q;
+#endif
     float x = uses_a ? a[j] : 0.0f, y = adamw ? b[j] : 0.0f;
     p[j] = update_value(p[j], g[j], &x, &y, u);
     if (uses_a) a[j] = x;
@@ -107,29 +119,29 @@ inline bool gate_open(__global const float* gate, int mode) {
   return (mode & OPTIM_MODE_GATED) == 0 || isfinite(gate[0]);
 }
 
-// One tensor: work-item q updates quads q, q + global size, ...
+// One tensor: work-item q updates item q, q + global size, ... (OPTIM_PER_ITEM elements each).
 __kernel void optim_update(__global float* p, __global const float* g, __global float* a,
                            __global float* b, ulong n, int mode, float h0, float h1, float h2,
                            float h3, float h4, float h5, __global const float* gate) {
   if (!gate_open(gate, mode)) return;
   const optim_hyper u = {mode, {h0, h1, h2, h3, h4, h5}};
-  const ulong quads = (n + 3) / 4;
-  for (ulong q = get_global_id(0); q < quads; q += get_global_size(0)) {
-    update_quad(p, g, a, b, q, n, &u);
+  const ulong items = (n + OPTIM_PER_ITEM - 1) / OPTIM_PER_ITEM;
+  for (ulong q = get_global_id(0); q < items; q += get_global_size(0)) {
+    update_item(p, g, a, b, q, n, &u);
   }
 }
 
 // ---- Many tensors in one launch (aethercl_optimizer_step_multi) ----
 // Up to OPTIM_MULTI_SLOTS tensors per launch, each with its own five buffers (param, grad, two
-// states, gate; OpenCL 1.2 has no pointers in tables). Tensor k owns the quads [first[k],
-// first[k] + ceil(count[k] / 4)) of the launch's index space; first[k] is a multiple of 16 so
-// every tensor starts on a whole group of neighbouring work-items. The host struct
-// OptimMultiTable (ops/train/optim_multi.cpp) mirrors this layout (360 bytes).
+// states, gate; OpenCL 1.2 has no pointers in tables). Tensor k owns the items [first[k],
+// first[k] + ceil(count[k] / OPTIM_PER_ITEM)) of the launch's index space; first[k] is a
+// multiple of 16 so every tensor starts on a whole group of neighbouring work-items. The host
+// struct OptimMultiTable (ops/train/optim_multi.cpp) mirrors this layout (360 bytes).
 #define OPTIM_MULTI_SLOTS 8
 #define OPTIM_MULTI_HYPER 6
 
 typedef struct optim_multi_table {
-  ulong first[OPTIM_MULTI_SLOTS + 1];  // first[OPTIM_MULTI_SLOTS]: the launch's quads
+  ulong first[OPTIM_MULTI_SLOTS + 1];  // first[OPTIM_MULTI_SLOTS]: the launch's items
   ulong count[OPTIM_MULTI_SLOTS];
   float hyper[OPTIM_MULTI_SLOTS * OPTIM_MULTI_HYPER];
   int mode[OPTIM_MULTI_SLOTS];
@@ -149,14 +161,14 @@ typedef struct optim_multi_table {
                               t.hyper[k * OPTIM_MULTI_HYPER + 3],                              \
                               t.hyper[k * OPTIM_MULTI_HYPER + 4],                              \
                               t.hyper[k * OPTIM_MULTI_HYPER + 5]}};                            \
-      update_quad(p##k, g##k, a##k, b##k, q - t.first[k], t.count[k], &u);                    \
+      update_item(p##k, g##k, a##k, b##k, q - t.first[k], t.count[k], &u);                    \
     }                                                                                          \
     continue;                                                                                  \
   }
 
-// Grid-stride over the launch's quads: neighbouring items take neighbouring quads of one tensor
-// (coalesced); an item changes tensor only at a range boundary. A range's quads beyond its
-// tensor's count (the padding to 16) find nothing to do in update_quad.
+// Grid-stride over the launch's items: neighbouring work-items take neighbouring items of one
+// tensor (coalesced); a work-item changes tensor only at a range boundary. A range's items beyond
+// its tensor's count (the padding to 16) find nothing to do in update_item.
 __kernel void optim_multi(OPTIM_MULTI_ARGS(0), OPTIM_MULTI_ARGS(1), OPTIM_MULTI_ARGS(2),
                           OPTIM_MULTI_ARGS(3), OPTIM_MULTI_ARGS(4), OPTIM_MULTI_ARGS(5),
                           OPTIM_MULTI_ARGS(6), OPTIM_MULTI_ARGS(7), optim_multi_table t) {

@@ -131,6 +131,24 @@ def test_bit_identical_with_small_odd_work_groups(scope, device, rng, monkeypatc
         assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
 
 
+def test_both_kernel_forms_give_the_same_bits(scope, device, rng, monkeypatch):
+    # The GPUs' form (four elements per work-item, 16-byte accesses; AETHERCL_CPU_KERNELS=0 asks
+    # for it here) in the multi-tensor call against the device's own form one tensor at a time;
+    # tails of 1-3 elements included.
+    cases = make_cases(scope, rng, 9, sizes=[1, 2, 3, 5, 67, 1031])
+    for round_ in range(2):
+        for c in cases:
+            c.write_grad(rng.standard_normal(c.n).astype(np.float32))
+        monkeypatch.delenv("AETHERCL_CPU_KERNELS", raising=False)
+        for c in cases:
+            ops.optimizer_step(device.index, c.desc(0, c.step + round_))
+        monkeypatch.setenv("AETHERCL_CPU_KERNELS", "0")
+        ops.optimizer_step_multi(device.index, [c.desc(1, c.step + round_) for c in cases])
+    for c in cases:
+        one, multi = c.read(0), c.read(1)
+        assert all(np.array_equal(bits(one[k]), bits(multi[k])) for k in one)
+
+
 def sgd_reference(p, g, buf, h, step):
     p, g = p.astype(np.float64), g.astype(np.float64) + h["weight_decay"] * p
     if h["momentum"] > 0:

@@ -149,13 +149,19 @@ int update_mode(const PreparedStep& s) {
          (s.has_momentum ? kHasMomentum : 0) | (s.gate != nullptr ? kGated : 0);
 }
 
+UpdateKernels update_kernels(const Device& device) {
+  if (cpu_kernel_forms(device)) return {{kFamily, "-DOPTIM_PER_ITEM=1"}, 1};
+  return {{kFamily, ""}, 4};
+}
+
 void optimizer_step(DeviceCall& call, const aethercl_optimizer_desc& d) {
   const PreparedStep s = prepare_step(call, d, "desc");
   if (s.count == 0) return;
   // Without a gate the kernel is told not to test one and reads nothing through the argument.
   cl_mem gate = s.gate != nullptr ? s.gate : s.grad;
-  const std::uint64_t quads = (s.count + kElementsPerItem - 1) / kElementsPerItem;
-  launch_linear(call, kFamily, "optim_update", quads, s.param, s.grad, s.state1, s.state2,
+  const UpdateKernels kernels = update_kernels(call.device());
+  const std::uint64_t items = (s.count + kernels.per_item - 1) / kernels.per_item;
+  launch_linear(call, kernels.family, "optim_update", items, s.param, s.grad, s.state1, s.state2,
                 ul(s.count), static_cast<cl_int>(update_mode(s)), s.hyper[0], s.hyper[1],
                 s.hyper[2], s.hyper[3], s.hyper[4], s.hyper[5], gate);
 }

@@ -1,6 +1,7 @@
 // SGD / AdamW updates and global gradient-norm clipping on the device (kernels/optim.cl).
 #pragma once
 
+#include "ops/train/common.h"
 #include "runtime/device_call.h"
 
 #include <aethercl/driver.h>
@@ -43,8 +44,14 @@ PreparedStep prepare_step(DeviceCall& call, const aethercl_optimizer_desc& desc,
 // whether a gate is tested.
 int update_mode(const PreparedStep& step);
 
-// The update kernels take four elements per work-item and index quads.
-constexpr std::uint64_t kElementsPerItem = 4;
+// The update kernels' build (kernels/optim.cl OPTIM_PER_ITEM) and how many elements each
+// work-item updates: 4 with 16-byte accesses on GPUs, 1 on CPU devices, whose compilers
+// vectorise neighbouring work-items' scalar accesses.
+struct UpdateKernels {
+  FamilyVariant family;
+  std::uint64_t per_item;
+};
+UpdateKernels update_kernels(const Device& device);
 
 // aethercl_optimizer_step_multi (ops/train/optim_multi.cpp).
 void optimizer_step_multi(DeviceCall& call, const aethercl_optimizer_desc* descs, int count);

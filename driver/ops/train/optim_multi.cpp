@@ -18,7 +18,7 @@ constexpr int kMaxDescriptors = 65536;
 // past this (it bounds how far a wrong struct_size can make the call read).
 constexpr std::size_t kMaxStructSize = 4096;
 constexpr int kSlots = 8;             // OPTIM_MULTI_SLOTS
-constexpr std::uint64_t kAlign = 16;  // each tensor's range of quads starts on a multiple of this
+constexpr std::uint64_t kAlign = 16;  // each tensor's range of items starts on a multiple of this
 
 // Mirrors struct optim_multi_table of kernels/optim.cl, passed by value.
 struct OptimMultiTable {
@@ -78,6 +78,7 @@ void refuse_shared_buffers(const std::vector<PreparedStep>& steps) {
 // One launch over steps[begin, end) (at most kSlots, none empty).
 void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& steps,
                   std::size_t begin, std::size_t end) {
+  const UpdateKernels kernels = update_kernels(call.device());
   OptimMultiTable table{};
   cl_mem mems[kSlots][kStepFieldCount];  // gate: grad when ungated (not read)
   std::uint64_t next = 0;
@@ -94,15 +95,15 @@ void launch_group(DeviceCall& call, const std::vector<const PreparedStep*>& step
       mems[k][2] = s.state1;
       mems[k][3] = s.state2;
       mems[k][4] = s.gate != nullptr ? s.gate : s.grad;
-      const std::uint64_t quads = (s.count + kElementsPerItem - 1) / kElementsPerItem;
-      next += (quads + kAlign - 1) / kAlign * kAlign;
+      const std::uint64_t items = (s.count + kernels.per_item - 1) / kernels.per_item;
+      next += (items + kAlign - 1) / kAlign * kAlign;
     } else {
       // An empty slot: any valid buffer stands in, the kernel never touches it.
       for (cl_mem& mem : mems[k]) mem = steps[begin]->param;
     }
   }
   table.first[kSlots] = next;
-  Kernel& kernel = named_kernel(call, "optim", "optim_multi");
+  Kernel& kernel = named_kernel(call, kernels.family, "optim_multi");
   call.launch(kernel, linear_geometry(call.device(), kernel, next),
               mems[0][0], mems[0][1], mems[0][2], mems[0][3], mems[0][4], mems[1][0], mems[1][1],
               mems[1][2], mems[1][3], mems[1][4], mems[2][0], mems[2][1], mems[2][2], mems[2][3],
