@@ -1,9 +1,11 @@
 """Effective memory bandwidth of elementwise and row-wise kernels, next to a device-to-device
 copy (execute_clone_on_gpu) of the same bytes measured in the same run.
 
-Usage: tools/aethercl bench bandwidth [--mib 256] [--reps 10] [--row 1024]
+Usage: tools/aethercl bench bandwidth [--mib 256] [--reps 10] [--row 1024] [--host | --no-host]
 GB/s = bytes each kernel must read + write / median time (call + aethercl_synchronize).
-A second table times column sums (execute_reduce_sum_gpu: a GPT step's bias gradients, rows =
+With --host (the default on CPU devices) each kernel is also timed as NumPy does the same work on
+host arrays of the same size (tools/bench/host_reference.py), in the same run: "vs NumPy" is
+NumPy's time over ours (above 1: ours is faster). A second table times column sums (execute_reduce_sum_gpu: a GPT step's bias gradients, rows =
 tokens) of --sums shapes and of the operand viewed as rows of --row, each against a copy of the
 same bytes in the same run: the sum reads rows * cols floats, the copy reads and writes them.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import statistics
 import sys
@@ -18,7 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aethercl import Library  # noqa: E402
+
+import host_reference  # noqa: E402  (tools/bench, beside this file)
 
 
 def timed(lib, gpu, reps, call) -> float:
@@ -29,6 +35,16 @@ def timed(lib, gpu, reps, call) -> float:
         start = time.perf_counter()
         call()
         lib.check("aethercl_synchronize", gpu)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def timed_host(reps, call) -> float:
+    call()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -112,10 +128,16 @@ def main() -> int:
     parser.add_argument("--sums", nargs="*", type=parse_shape,
                         default=[(8192, 768), (8192, 2304), (8192, 3072), (65536, 768)],
                         help="column-sum shapes ROWSxCOLS (besides the operand as rows of --row)")
+    parser.add_argument("--host", action=argparse.BooleanOptionalAction, default=None,
+                        help="time NumPy's equivalents too (default: on CPU devices)")
     args = parser.parse_args()
     lib = Library()
     gpu = args.gpu
     lib.check("initialize_gpu", gpu)
+    host = args.host
+    if host is None:
+        info = json.loads(lib.json_call("aethercl_device_info", gpu))
+        host = str(info.get("type", "")).upper() == "CPU"
     n = args.mib * 2**20 // 4
     rows = n // args.row
     nbytes = n * 4
@@ -152,8 +174,10 @@ def main() -> int:
         return run
     cases += [(f"{name} (loop kernel)", streams, loop(call))
               for name, streams, call in cases if "softmax" in name or "layernorm" in name]
+    numpy_cases = host_reference.cases(n, args.row) if host else {}
     print(f"{args.mib} MiB per operand, rows of {args.row}")
-    print(f"{'kernel':<30} {'GB/s':>9} {'vs copy':>8}")
+    print(f"{'kernel':<30} {'GB/s':>9} {'vs copy':>8}" +
+          (f" {'NumPy GB/s':>11} {'vs NumPy':>9}" if host else ""))
     reference = None
     for name, streams, call in cases:
         try:
@@ -163,7 +187,16 @@ def main() -> int:
             continue
         gbps = streams * nbytes / seconds / 1e9
         reference = reference or gbps
-        print(f"{name:<30} {gbps:>9.2f} {gbps / reference:>8.2f}")
+        line = f"{name:<30} {gbps:>9.2f} {gbps / reference:>8.2f}"
+        if host:
+            numpy_call = numpy_cases.get(name.removesuffix(" (loop kernel)"))
+            if numpy_call is None:
+                line += f" {'-':>11} {'-':>9}"
+            else:
+                numpy_seconds = timed_host(args.reps, numpy_call)
+                line += (f" {streams * nbytes / numpy_seconds / 1e9:>11.2f} "
+                         f"{numpy_seconds / seconds:>9.2f}")
+        print(line)
     print("\ncolumn sums (execute_reduce_sum_gpu) vs a copy of the same bytes")
     print(f"{'rows x cols':<30} {'GB/s':>9} {'copy':>9} {'vs copy':>8}")
     shapes = list(args.sums) + [(rows, args.row)]
