@@ -8,7 +8,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee
 if [ -z "${TRAIN_ONLY:-}" ]; then
 echo "=== suites ($(left)s left)"
 timeout $(( $(left) - 400 )) python3 -m pytest -q -p no:cacheprovider -x \
-  tests/python/test_attention.py tests/python/test_gemm_fused.py tests/python/test_optimizer_multi.py \
+  tests/python/test_attention.py tests/python/test_gemm_fused.py \
+  tests/python/test_gemm_fused_paths.py tests/python/test_optimizer_multi.py \
   tests/python/test_graph.py tests/python/test_fused_model.py tests/python/test_reduce.py \
   > $OUT/suites.txt 2>&1
 echo "rc=$?"; grep -E "FAILED|ERROR|Error" $OUT/suites.txt | head -20; tail -2 $OUT/suites.txt
