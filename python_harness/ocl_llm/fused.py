@@ -29,24 +29,29 @@ from .tensor import OclTensor
 # residual connection added in its branch's last product (the GEMM epilogue's residual) instead
 # of an add kernel; not by default: on an H200 the float32 output's pair stores took the products
 # from 17 to 35 us (attention's output projection) and 38 to 56 us (the feed-forward's second),
-# against 9.5 us for the add (2026-11-29, docs/PERFORMANCE.md).
+# against 9.5 us for the add (2026-11-29, docs/PERFORMANCE.md). "linear" only on GPUs: on PoCL the
+# portable kernel applies the epilogue element by element after its vector loop (a GPT tiny step
+# took 89 ms fused against 45 ms op by op on the 2-core host, 2026-11-29).
 PATHS = ("linear", "attention", "scores", "residual")
-DEFAULT_PATHS = ("linear", "scores")
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
 def _by_default(path: str) -> bool:
-    if path == "attention":
-        from . import runtime
-        current = runtime._current
-        return (current is not None and current.open and
-                current.matmul_precision in SIXTEEN_BIT and current.is_gpu)
-    return path in DEFAULT_PATHS
+    """scores everywhere; linear on GPUs; attention on GPUs in the 16-bit matmul precisions."""
+    if path == "scores":
+        return True
+    if path not in ("linear", "attention"):
+        return False
+    from . import runtime
+    current = runtime._current
+    if current is None or not current.open or not current.is_gpu:
+        return False
+    return path == "linear" or current.matmul_precision in SIXTEEN_BIT
 
 
 def _wanted(path: str) -> bool:
     """OCL_LLM_FUSED: "1" every fused path, "0" none, or a comma list of PATHS; unset:
-    DEFAULT_PATHS, and attention in the 16-bit matmul precisions on a GPU."""
+    _by_default's choice."""
     value = os.environ.get("OCL_LLM_FUSED", "").strip().lower()
     if not value:
         return _by_default(path)

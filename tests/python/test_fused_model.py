@@ -47,11 +47,11 @@ def train_three_steps(device, monkeypatch, paths: str, precision: str = "fp32"):
 
 def test_the_library_offers_the_fused_paths(device, monkeypatch):
     """Where the fused functions are exported they are taken as OCL_LLM_FUSED says (this build
-    has them): by default the GEMM epilogue and the scores GEMM, attention too in the 16-bit
-    precisions on a GPU; every path with 1, a chosen list, none with 0."""
+    has them): by default the scores GEMM, the GEMM epilogue on a GPU, attention too in the
+    16-bit precisions on a GPU; every path with 1, a chosen list, none with 0."""
     monkeypatch.delenv("OCL_LLM_FUSED", raising=False)
-    assert fused.linear_enabled(device) and fused.scores_enabled(device)
-    assert not fused.attention_enabled(device)
+    assert fused.scores_enabled(device)
+    assert not fused.attention_enabled(device) and not fused.linear_enabled(device)  # no runtime
     ocl_initialize(device.index, verbose=False)
     try:
         for precision in ("bf16", "fp16", "tf32"):
@@ -59,6 +59,7 @@ def test_the_library_offers_the_fused_paths(device, monkeypatch):
             info = json.loads(device.lib.json_call("aethercl_device_info", device.index))
             gpu = info["type"] == "gpu"
             assert fused.attention_enabled(device) == (gpu and precision != "tf32"), precision
+            assert fused.linear_enabled(device) == gpu, precision
     finally:
         set_matmul_precision("fp32")
         ocl_shutdown(shutdown_driver=False)
