@@ -56,9 +56,9 @@ def build_arg_parser(defaults: Dict[str, Any] = DEFAULT_CONFIG,
                         "state, residual stream and loss (overrides --matmul_precision)")
     p.add_argument("--graph", choices=("auto", "on", "off"),
                    default=defaults.get("graph", "auto"),
-                   help="replay the training step from a graph captured at the first batch "
-                        "(no Python per op; not with dropout or several devices, which step "
-                        "eagerly: 'on' says so, 'auto' quietly)")
+                   help="replay the training step from graphs captured at the first batch "
+                        "(no Python per op; one graph per device with --gpus; not with "
+                        "dropout, which steps eagerly: 'on' says so, 'auto' quietly)")
     p.add_argument("--inspect", type=int, default=None, metavar="PORT",
                    help="serve the inspector page on PORT (0: any free port) while training; "
                         "its URL with the access token is printed at start")

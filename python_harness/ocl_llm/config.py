@@ -29,9 +29,9 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "matmul_precision": "fp32",
     # storage of activations and their gradients (ocl_llm.runtime.set_activation_precision)
     "activations": "fp32",
-    # the training step replayed from a graph (ocl_llm.graph_step): "auto" and "on" wherever the
-    # run allows it (no dropout, one device; faster on an H200, no slower on PoCL:
-    # docs/PERFORMANCE.md), "on" also saying why not, "off" never
+    # the training step replayed from graphs (ocl_llm.graph_step): "auto" and "on" wherever the
+    # run allows it (no dropout; faster on an H200, no slower on PoCL: docs/PERFORMANCE.md),
+    # "on" also saying why not, "off" never
     "graph": "auto",
 }
 

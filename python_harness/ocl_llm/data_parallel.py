@@ -12,7 +12,7 @@ the devices compute at the same time."""
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from .model import SimpleModel
 from .optimizers import AdamOptimizer
 from .runtime import (Runtime, current_runtime, ocl_initialize, set_current_runtime,
                       set_matmul_precision)
+
+T = TypeVar("T")
 
 
 class DataParallel:
@@ -80,13 +82,38 @@ class DataParallel:
             for optimizer in self.optimizers[1:]:
                 optimizer.load_state_dict(state)
 
+    def shards(self, rows: int) -> List[np.ndarray]:
+        """Each replica's rows of a batch of `rows` (split as evenly as possible, every replica at
+        least one row)."""
+        if rows < self.size:
+            raise ValueError(f"a batch of {rows} rows cannot feed {self.size} devices")
+        return np.array_split(np.arange(rows), self.size)
+
+    def on_each_replica(self, work: Callable[[int], T]) -> List[T]:
+        """work(r) for every replica r with that replica's runtime current (ops and graphs made
+        there go to its device); the first replica's runtime is current again afterwards."""
+        try:
+            results = []
+            for r, runtime in enumerate(self.runtimes):
+                set_current_runtime(runtime)
+                results.append(work(r))
+            return results
+        finally:
+            set_current_runtime(self.runtimes[0])
+
+    def capture_passes(self, shape: Tuple[int, int]) -> list:
+        """A graph of every replica's forward, loss and backward on its share of batches of
+        `shape` (ocl_llm.graph_step.CapturedPass), after a step has run eagerly."""
+        from .graph_step import CapturedPass
+        shards = self.shards(shape[0])
+        return self.on_each_replica(
+            lambda r: CapturedPass(self.models[r], (len(shards[r]), shape[1])))
+
     def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
-        """One data-parallel training step on a batch (rows split as evenly as possible, every
-        replica at least one row); returns the batch's mean loss. A non-finite loss skips the
-        update on every replica, as train_step does."""
-        if inputs.shape[0] < self.size:
-            raise ValueError(f"a batch of {inputs.shape[0]} rows cannot feed {self.size} devices")
-        shards = np.array_split(np.arange(inputs.shape[0]), self.size)
+        """One data-parallel training step on a batch (rows split by shards()); returns the
+        batch's mean loss. A non-finite loss skips the update on every replica, as train_step
+        does."""
+        shards = self.shards(inputs.shape[0])
         total_valid = int((np.asarray(targets) != pad_id).sum())
         denominator = total_valid / self.size if total_valid else None
         pending = []

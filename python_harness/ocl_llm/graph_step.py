@@ -37,19 +37,16 @@ from .loss_scale import LossScaler
 from .train import apply_step, train_step
 
 
-class CapturedStep:
-    """train_step(model, optimizer, inputs, targets) as a graph replay; see the module text."""
+class CapturedPass:
+    """The forward pass, the loss and the backward pass of a model on batches of one shape,
+    recorded as a graph on the model's device: write() a batch, replay(), then losses(). The
+    graph leaves each row's loss in loss_rows, the largest in largest_loss, and the gradients in
+    grads (the same buffers every replay). Capture with the model's runtime current, after one
+    eager step (kernels, constants and optimizer state are made outside the capture: their
+    uploads could not be recorded)."""
 
-    def __init__(self, model: SimpleModel, optimizer, inputs: np.ndarray, targets: np.ndarray,
-                 pad_id: int = 0, scaler: Optional[LossScaler] = None):
-        if model.config.get("dropout", 0.0):
-            raise ValueError("a captured step would replay one dropout mask: use dropout 0 "
-                             "or train_step")
-        self.model, self.optimizer, self.pad_id, self.scaler = model, optimizer, pad_id, scaler
-        self.shape = tuple(np.shape(inputs))
-        # One eager step first: kernels, constants and optimizer state are made outside the
-        # capture (their uploads could not be recorded).
-        self.first_loss = train_step(model, optimizer, inputs, targets, scaler)
+    def __init__(self, model: SimpleModel, shape: tuple):
+        self.shape = tuple(shape)
         runtime = model.embedding.weight_param.runtime
         rows = self.shape[0] * self.shape[1]
         self.ids = TokenIds(self.shape, runtime)
@@ -57,9 +54,9 @@ class CapturedStep:
         self.weights = OclTensor.empty((1, rows, 1), runtime=runtime)
         self.loss_rows = GPUBuffer(rows * 4, tag="loss_per_row", runtime=runtime)
         self.largest_loss = GPUBuffer(4, tag="largest_row_loss", runtime=runtime)
-        self.gated = scaler is None and hasattr(optimizer, "gate_closed")   # SGD, AdamW
         self.parameters: List[Parameter] = model.parameters()
-        optimizer.zero_grad()
+        for p in self.parameters:
+            p.zero_grad()
         self.graph = Graph(runtime.device)
         with self.graph:
             logits = model(self.ids)
@@ -72,15 +69,68 @@ class CapturedStep:
         # The gradients the backward pass made: the replay writes them, the optimizer reads them.
         self.grads: List[Optional[OclTensor]] = [p.grad for p in self.parameters]
 
+    def write(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int,
+              denominator: float) -> np.ndarray:
+        """Writes the batch, its targets and the rows' loss weights (1 / denominator on the rows
+        whose target counts, 0 on padding); returns which rows count."""
+        if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape:
+            raise ValueError(f"batches of {np.shape(inputs)} and {np.shape(targets)} for a step "
+                             f"captured with {self.shape}")
+        flat = np.ascontiguousarray(targets, dtype=IDX_TYPE).reshape(-1)
+        valid = flat != pad_id
+        self.ids.write(inputs)
+        self.targets.write(flat)
+        # No valid target: zero weights, so the replayed backward adds nothing.
+        weights = row_weights(valid, denominator) if valid.any() else \
+            np.zeros((1, valid.size, 1), np.float32)
+        self.weights.data.write(weights)
+        return valid
+
+    def replay(self) -> None:
+        self.graph.replay()
+
+    def losses(self) -> np.ndarray:
+        """Every row's loss (waits for the replay)."""
+        return self.loss_rows.read((self.shape[0] * self.shape[1],))
+
+    def attach_grads(self) -> None:
+        """Hands the replay's gradients to the parameters, for the optimizer."""
+        for p, grad in zip(self.parameters, self.grads):
+            p.grad = grad
+
+    def close(self) -> None:
+        self.graph.close()
+        for buffer in (self.ids, self.targets, self.loss_rows, self.largest_loss):
+            buffer.free()
+        self.weights.data.free()
+
+
+class CapturedStep:
+    """train_step(model, optimizer, inputs, targets) as a graph replay; see the module text."""
+
+    def __init__(self, model: SimpleModel, optimizer, inputs: np.ndarray, targets: np.ndarray,
+                 pad_id: int = 0, scaler: Optional[LossScaler] = None):
+        if model.config.get("dropout", 0.0):
+            raise ValueError("a captured step would replay one dropout mask: use dropout 0 "
+                             "or train_step")
+        self.model, self.optimizer, self.pad_id, self.scaler = model, optimizer, pad_id, scaler
+        self.shape = tuple(np.shape(inputs))
+        self.first_loss = train_step(model, optimizer, inputs, targets, scaler)
+        self.gated = scaler is None and hasattr(optimizer, "gate_closed")   # SGD, AdamW
+        self.captured = CapturedPass(model, self.shape)
+        self.parameters = self.captured.parameters
+        self.graph, self.loss_rows = self.captured.graph, self.captured.loss_rows
+        self.largest_loss = self.captured.largest_loss
+
     def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
         valid = self._write_batch(inputs, targets)
         count = int(valid.sum())
-        self.graph.replay()
+        self.captured.replay()
         # No optimizer step without a gradient (a batch of padding only), as train_step.
         if count and self.gated:
             self._attach_grads()
             self.optimizer.step(finite_gate=self.largest_loss)
-        losses = self.loss_rows.read((valid.size,))
+        losses = self.captured.losses()
         loss = float(losses[valid].astype(np.float64).sum() / count) if count else 0.0
         if count and self.gated:
             if not np.isfinite(losses.max()):   # the device's test: the gate stayed shut
@@ -91,35 +141,21 @@ class CapturedStep:
         return loss
 
     def _attach_grads(self) -> None:
-        for p, grad in zip(self.parameters, self.grads):
-            p.grad = grad
+        self.captured.attach_grads()
 
     def _write_batch(self, inputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape:
-            raise ValueError(f"batches of {np.shape(inputs)} and {np.shape(targets)} for a step "
-                             f"captured with {self.shape}")
-        flat = np.ascontiguousarray(targets, dtype=IDX_TYPE).reshape(-1)
-        valid = flat != self.pad_id
-        self.ids.write(inputs)
-        self.targets.write(flat)
-        # No valid target: zero weights, so the replayed backward adds nothing (the eager step
-        # skips it).
+        # With a LossScaler, for fp16 activations, the scale goes into the loss weights.
         scale = self.scaler.scale if self.scaler is not None else 1.0
-        weights = row_weights(valid, int(valid.sum()) / scale) if valid.any() else \
-            np.zeros((1, valid.size, 1), np.float32)
-        self.weights.data.write(weights)
-        return valid
+        valid_count = int((np.asarray(targets) != self.pad_id).sum())
+        return self.captured.write(inputs, targets, self.pad_id, valid_count / scale)
 
     def info(self) -> dict:
         """The graph's aethercl_graph_info: nodes, kernels per replay, bytes held."""
-        return self.graph.info()
+        return self.captured.graph.info()
 
     def close(self) -> None:
         """Releases the graph and the step's buffers (the model and optimizer stay)."""
-        self.graph.close()
-        for buffer in (self.ids, self.targets, self.loss_rows, self.largest_loss):
-            buffer.free()
-        self.weights.data.free()
+        self.captured.close()
 
 
 class ReplayedTraining:
@@ -148,10 +184,59 @@ class ReplayedTraining:
             self.captured = None
 
 
-def graph_refusal(config: dict, data_parallel: bool) -> Optional[str]:
-    """Why a training run cannot replay its step from a graph, or None when it can."""
+class ReplayedDataParallel:
+    """DataParallel.step through graphs: the first batch is stepped eagerly, then each replica's
+    forward, loss and backward are captured on its own device (a CapturedPass per replica, with
+    its share of the batch). Later batches of that shape write each replica's rows and replay all
+    the replicas' graphs before any is waited for (the devices compute at the same time); the
+    all-reduce of the gradients and the optimizers then run as in DataParallel.step, after the
+    loss is read (every replica skips the update for a non-finite loss). Other shapes, and
+    batches of padding only, step eagerly. Same results as DataParallel.step, bit for bit."""
+
+    def __init__(self, parallel, pad_id: int = 0):
+        self.parallel, self.pad_id = parallel, pad_id
+        self.passes: Optional[List[CapturedPass]] = None
+        self.shape: Optional[tuple] = None
+
+    def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
+        dp = self.parallel
+        if self.passes is None:
+            loss = dp.step(inputs, targets, self.pad_id)
+            self.shape = tuple(np.shape(inputs))
+            self.passes = dp.capture_passes(self.shape)
+            return loss
+        total_valid = int((np.asarray(targets) != self.pad_id).sum())
+        if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape or \
+                total_valid == 0:
+            return dp.step(inputs, targets, self.pad_id)
+        denominator = total_valid / dp.size
+        shards = dp.shards(inputs.shape[0])
+        valid = dp.on_each_replica(lambda r: self._replay(r, inputs, targets, shards[r],
+                                                          denominator))
+        for captured in self.passes:
+            captured.attach_grads()
+        dp.all_reduce_gradients()
+        loss = sum(float(captured.losses()[rows].astype(np.float64).sum())
+                   for captured, rows in zip(self.passes, valid)) / total_valid
+        if math.isfinite(loss):
+            for optimizer in dp.optimizers:
+                optimizer.step()
+        return loss
+
+    def _replay(self, r: int, inputs, targets, rows, denominator) -> np.ndarray:
+        captured = self.passes[r]
+        valid = captured.write(inputs[rows], targets[rows], self.pad_id, denominator)
+        captured.replay()
+        return valid
+
+    def close(self) -> None:
+        if self.passes is not None:
+            self.parallel.on_each_replica(lambda r: self.passes[r].close())
+            self.passes = None
+
+
+def graph_refusal(config: dict) -> Optional[str]:
+    """Why a training run cannot replay its steps from graphs, or None when it can."""
     if config.get("dropout", 0.0):
         return "dropout would replay one mask"
-    if data_parallel:
-        return "the data-parallel step is not captured"
     return None

@@ -104,15 +104,17 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
 
 
 def _step_function(config, model, optimizer, scaler, parallel, out):
-    """What runs one training step: a ReplayedTraining where config "graph" is not "off" and the
-    run allows it (a context manager, closed when the job ends), else the data-parallel step or
-    train_step; "on" says why when it cannot."""
-    from .graph_step import ReplayedTraining, graph_refusal
+    """What runs one training step: a ReplayedTraining (or ReplayedDataParallel) where config
+    "graph" is not "off" and the run allows it (a context manager, closed when the job ends),
+    else the data-parallel step or train_step; "on" says why when it cannot."""
+    from .graph_step import ReplayedDataParallel, ReplayedTraining, graph_refusal
     mode = config.get("graph", "auto")
     if mode != "off":
-        refusal = graph_refusal(config, parallel is not None)
+        refusal = graph_refusal(config)
         if refusal is None:
-            return contextlib.closing(ReplayedTraining(model, optimizer, scaler))
+            replayed = ReplayedDataParallel(parallel) if parallel is not None else \
+                ReplayedTraining(model, optimizer, scaler)
+            return contextlib.closing(replayed)
         if mode == "on":
             print(f"[ocl] --graph on: each step runs eagerly ({refusal})", file=out)
     if parallel is not None:

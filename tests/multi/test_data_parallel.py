@@ -5,7 +5,9 @@ Tolerance for the loss: rtol 1e-4 over 4 steps. Each replica computes the same p
 the single device up to the rounding of its GEMMs (its batch has fewer rows, so a different tile
 shape may be chosen; per-row values agree to ~1e-6 relative), and the averaged gradient equals the
 whole batch's gradient up to float32 reassociation of the sum over rows (one all-reduce MEAN);
-Adam carries those ~1e-6 differences into the next steps' losses, far below 1e-4."""
+Adam carries those ~1e-6 differences into the next steps' losses, far below 1e-4. Replayed from
+graphs (ocl_llm.graph_step.ReplayedDataParallel, the training job's default) the steps give the
+eager data-parallel steps' losses and parameters bit for bit."""
 import sys
 from pathlib import Path
 
@@ -61,6 +63,37 @@ def test_replicas_identical_and_loss_matches(frontend, devices):
             np.testing.assert_allclose(got.to_host(), want, rtol=1e-3, atol=1e-4)
     finally:
         parallel.close()
+
+
+def parallel_run(ocl, devices, data, replayed: bool):
+    from ocl_llm.graph_step import ReplayedDataParallel
+    ocl.ocl_initialize(devices[0], verbose=False)
+    parallel = ocl.DataParallel(CONFIG, devices[:2])
+    step = ReplayedDataParallel(parallel) if replayed else parallel.step
+    try:
+        losses = []
+        for x, y in data:
+            losses.append(step(x, y))
+            assert parallel.parameters_identical(), f"replicas differ after step {len(losses)}"
+        params = [p.to_host() for p in parallel.models[0].parameters()]
+        if replayed:
+            assert step.passes is not None and len(step.passes) == 2
+            step.close()
+        return np.array(losses), params
+    finally:
+        parallel.close()
+
+
+def test_replayed_steps_match_the_eager_ones(frontend, devices):
+    rng = np.random.default_rng(5)
+    data = batches(rng)
+    data.append((data[0][0], np.zeros_like(data[0][1])))   # padding only: stepped eagerly
+    eager_losses, eager_params = parallel_run(frontend, devices, data, False)
+    losses, params = parallel_run(frontend, devices, data, True)
+    assert np.array_equal(losses.view(np.uint64), eager_losses.view(np.uint64)), \
+        (losses, eager_losses)
+    for got, want in zip(params, eager_params):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_train_with_gpus_flag(frontend, devices, tmp_path):
