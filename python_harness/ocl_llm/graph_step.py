@@ -16,7 +16,11 @@ taken by train_step (which looks at the counted rows); otherwise the two agree. 
 Adam (no gate) and steps with a LossScaler (fp16 activations: the scale goes into the batch's loss
 weights, the gradients are unscaled and checked first) run the optimizer after the loss is read,
 as train_step does. Batches keep the shape of the first one; models with dropout are refused (the
-graph would replay one mask). Replay computes what the eager step computes, bit for bit."""
+graph would replay one mask). Replay computes what the eager step computes, bit for bit.
+
+CapturedPass is the recorded forward, loss and backward that CapturedStep builds on;
+ReplayedTraining and ReplayedDataParallel run a training loop's steps through them, on one device
+or one graph per replica (the training job's --graph)."""
 from __future__ import annotations
 
 import math
