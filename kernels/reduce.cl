@@ -203,10 +203,28 @@ __kernel void reduce_sum_columns_fold(__global const float* parts,
   fold_chunks(parts, out, cols, chunks, n0, lid, cx, ly, scale, partial_hi, partial_lo);
 }
 
-// c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E).
+// c[i] = a[i] + b[i % period]: broadcast_add (period N) and add_broadcast_pe (period S * E). The
+// position in the period is kept by one wrapped add per element (the grid's stride modulo the
+// period, which is below the period) instead of a 64-bit remainder per element, which took most
+// of the time on CPUs and GPUs alike.
 __kernel void reduce_add_periodic(__global const float* a, __global const float* b, __global float* c,
                            ulong total, ulong period) {
-  for (ulong i = get_global_id(0); i < total; i += get_global_size(0)) {
-    c[i] = a[i] + b[i % period];
+  const ulong stride = get_global_size(0), step = stride % period;
+  ulong j = get_global_id(0) % period;
+  for (ulong i = get_global_id(0); i < total; i += stride) {
+    c[i] = a[i] + b[j];
+    j += step;
+    if (j >= period) j -= period;
+  }
+}
+
+// The CPU form: one work-item per whole period ("row") at a time, the period's elements in order,
+// a contiguous loop the CPU compiler vectorises. total is rows * period.
+__kernel void reduce_add_periodic_rows(__global const float* a, __global const float* b,
+                                       __global float* c, ulong rows, ulong period) {
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    __global const float* ar = a + r * period;
+    __global float* cr = c + r * period;
+    for (ulong j = 0; j < period; ++j) cr[j] = ar[j] + b[j];
   }
 }

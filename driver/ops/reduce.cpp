@@ -19,9 +19,16 @@ namespace {
 
 constexpr const char* kFamily = "reduce";
 
-// c = a + periodic broadcast of b: a and c hold `count` floats, b holds `period` floats.
+// c = a + periodic broadcast of b: a and c hold `count` floats (a whole number of periods), b
+// holds `period` floats. CPU devices take whole periods per work-item.
 void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64_t count,
                      std::uint64_t period) {
+  if (cpu_kernel_forms(call.device())) {
+    Kernel& rows = family_kernel(call, kFamily, "reduce_add_periodic_rows");
+    call.launch(rows, linear_geometry(call.device(), rows, count / period), a, b, c,
+                static_cast<cl_ulong>(count / period), static_cast<cl_ulong>(period));
+    return;
+  }
   Kernel& kernel = family_kernel(call, kFamily, "reduce_add_periodic");
   call.launch(kernel, linear_geometry(call.device(), kernel, count), a, b, c,
          static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
