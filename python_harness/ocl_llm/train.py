@@ -103,10 +103,11 @@ def generate(model: SimpleModel, tokenizer: TinyTokenizer, prompt: str, length: 
     return tokenizer.decode(ids)
 
 
-def _step_function(config, model, optimizer, scaler, parallel, out):
+def _step_function(config, model, optimizer, scaler, parallel, out,
+                   closes: contextlib.ExitStack):
     """What runs one training step: a ReplayedTraining (or ReplayedDataParallel) where config
-    "graph" is not "off" and the run allows it (a context manager, closed when the job ends),
-    else the data-parallel step or train_step; "on" says why when it cannot."""
+    "graph" is not "off" and the run allows it (closed with `closes`), else the data-parallel
+    step or train_step; "on" says why when it cannot."""
     from .graph_step import ReplayedDataParallel, ReplayedTraining, graph_refusal
     mode = config.get("graph", "auto")
     if mode != "off":
@@ -114,7 +115,7 @@ def _step_function(config, model, optimizer, scaler, parallel, out):
         if refusal is None:
             replayed = ReplayedDataParallel(parallel) if parallel is not None else \
                 ReplayedTraining(model, optimizer, scaler)
-            return contextlib.closing(replayed)
+            return closes.enter_context(contextlib.closing(replayed))
         if mode == "on":
             print(f"[ocl] --graph on: each step runs eagerly ({refusal})", file=out)
     if parallel is not None:
@@ -137,7 +138,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         gpus = None
     ocl_initialize(gpu_id)
     model = optimizer = parallel = None
-    timing = contextlib.ExitStack()
+    scope = contextlib.ExitStack()   # the timing stream and the step graphs, closed at the end
     try:
         set_matmul_precision(config.get("matmul_precision", "fp32"))
         set_activation_precision(config.get("activations", "fp32"))
@@ -211,10 +212,8 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
         if inspect.active() is not None and parallel is None:
             # Kernel times for the page without AETHERCL_TRACE: the steps run on a timing stream
             # (per-launch profiling; no slower within noise on PoCL: 141 vs 145 ms a step).
-            timing.enter_context(current_device().stream(timing=True))
-        step_fn = _step_function(config, model, optimizer, scaler, parallel, out)
-        if isinstance(step_fn, contextlib.AbstractContextManager):
-            step_fn = timing.enter_context(step_fn)
+            scope.enter_context(current_device().stream(timing=True))
+        step_fn = _step_function(config, model, optimizer, scaler, parallel, out, scope)
         bar = ProgressBar(total_steps - first_step, stream=sys.stderr)
         tokens = 0
         time_limited = False
@@ -272,7 +271,7 @@ def train(config: Dict[str, Any], gpu_id: int = 0, load_checkpoint_path: Optiona
                                          seed=config["seed"])
         return summary
     finally:
-        timing.close()
+        scope.close()
         if parallel is not None:
             parallel.close()
         if shutdown:

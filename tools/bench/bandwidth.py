@@ -27,19 +27,8 @@ from aethercl import Library  # noqa: E402
 import host_reference  # noqa: E402  (tools/bench, beside this file)
 
 
-def timed(lib, gpu, reps, call) -> float:
-    call()
-    lib.check("aethercl_synchronize", gpu)
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        lib.check("aethercl_synchronize", gpu)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def timed_host(reps, call) -> float:
+    """Median seconds of call() over reps runs after one untimed run."""
     call()
     samples = []
     for _ in range(reps):
@@ -47,6 +36,11 @@ def timed_host(reps, call) -> float:
         call()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def timed(lib, gpu, reps, call) -> float:
+    """timed_host of call() and the synchronisation that waits for it."""
+    return timed_host(reps, lambda: (call(), lib.check("aethercl_synchronize", gpu)))
 
 
 def training_cases(lib, gpu, a, b, c, n, rows, row):
