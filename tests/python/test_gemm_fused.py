@@ -16,7 +16,8 @@ from aethercl import gemm as g
 from support.gemm_checks import DTYPES, make_values
 from support.gemm_fused_checks import (KIND_PRE_BIAS, KINDS_BIAS, batched_shares_the_bias,
                                        fused_matches_unfused, gpu_kernel_forms,
-                                       residual_added_after_the_epilogue, run_fused,
+                                       kind_dtype_transpose_case,
+                                       residual_added_after_the_epilogue,
                                        split_k_applies_the_epilogue_in_the_fold)
 
 
@@ -31,11 +32,8 @@ from support.gemm_fused_checks import (KIND_PRE_BIAS, KINDS_BIAS, batched_shares
 @pytest.mark.parametrize("kind,with_pre", KIND_PRE_BIAS)
 def test_bias_kinds_dtypes_transposes(lib, device, rng, fp32_precision, kind, c_dtype, bias_dtype,
                                       trans, alpha_beta, with_pre):
-    alpha, beta = alpha_beta
-    run_fused(lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype],
-              bias_dtype=DTYPES[bias_dtype], trans_a=int(trans[0] == "t"),
-              trans_b=int(trans[1] == "t"), m=37, n=53, k=29, alpha=alpha, beta=beta,
-              with_pre=with_pre, pad=3, offsets=(2, 5, 1), offset_bias=3, offset_pre=4)
+    kind_dtype_transpose_case(lib, device, rng, kind, c_dtype, bias_dtype, trans, alpha_beta,
+                              with_pre)
 
 
 @pytest.mark.parametrize("kind", KINDS_BIAS)

@@ -13,8 +13,9 @@ from aethercl import gemm as g
 from support.gemm_checks import DTYPES
 from support.gemm_fused_checks import (KIND_PRE_NO_BIAS, KINDS, KINDS_NO_BIAS, act_ref,
                                        batched_shares_the_bias, fused_matches_unfused,
-                                       gpu_kernel_forms, residual_added_after_the_epilogue,
-                                       run_fused, split_k_applies_the_epilogue_in_the_fold)
+                                       gpu_kernel_forms, kind_dtype_transpose_case,
+                                       residual_added_after_the_epilogue, run_fused,
+                                       split_k_applies_the_epilogue_in_the_fold)
 from support.helpers import kernels_launched
 
 # Layouts the emulated tensor-core kernels store in pairs (even ldc and offsets) and in staged
@@ -35,11 +36,8 @@ TC_LAYOUTS_STAGED = dict(m=37, n=45, k=41, batch=1, pad=3, offsets=(0, 0, 0))
 @pytest.mark.parametrize("kind,with_pre", KIND_PRE_NO_BIAS)
 def test_activation_kinds_dtypes_transposes(lib, device, rng, fp32_precision, kind, c_dtype,
                                             bias_dtype, trans, alpha_beta, with_pre):
-    alpha, beta = alpha_beta
-    run_fused(lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype],
-              bias_dtype=DTYPES[bias_dtype], trans_a=int(trans[0] == "t"),
-              trans_b=int(trans[1] == "t"), m=37, n=53, k=29, alpha=alpha, beta=beta,
-              with_pre=with_pre, pad=3, offsets=(2, 5, 1), offset_bias=3, offset_pre=4)
+    kind_dtype_transpose_case(lib, device, rng, kind, c_dtype, bias_dtype, trans, alpha_beta,
+                              with_pre)
 
 
 @pytest.mark.parametrize("kind", KINDS_NO_BIAS)

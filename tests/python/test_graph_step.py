@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "python_harness"))
 
 from ocl_llm import ocl_initialize, ocl_shutdown  # noqa: E402
 from ocl_llm.config import BUNDLED_CORPUS, DEFAULT_CONFIG  # noqa: E402
-from ocl_llm.graph_step import CapturedStep  # noqa: E402
+from ocl_llm.graph_step import CapturedStep, ReplayedTraining  # noqa: E402
 from ocl_llm.model import SimpleModel  # noqa: E402
 from ocl_llm.text import TinyTokenizer  # noqa: E402
 from ocl_llm.train import make_optimizer, train, train_step  # noqa: E402
@@ -109,13 +109,9 @@ def nan_step_then_recover(device, monkeypatch, captured: bool):
         model = SimpleModel(config)
         optimizer = make_optimizer(model, config)
         data = batches(3)
-        if captured:
-            step = CapturedStep(model, optimizer, *data[0])
-            losses = [step.first_loss]
-        else:
-            def step(inputs, targets):
-                return train_step(model, optimizer, inputs, targets)
-            losses = [step(*data[0])]
+        step = ReplayedTraining(model, optimizer) if captured else \
+            (lambda inputs, targets: train_step(model, optimizer, inputs, targets))
+        losses = [step(*data[0])]   # replayed: the eager step the capture follows
         weight = model.parameters()[0]
         good = weight.data.read(weight.shape)
         weight.data.write(np.full_like(good, np.nan))
@@ -128,6 +124,7 @@ def nan_step_then_recover(device, monkeypatch, captured: bool):
         weight.data.write(good)
         losses += [step(*batch) for batch in data[2:4]]
         if captured:
+            assert step.captured is not None and step.captured.shape == data[1][0].shape
             step.close()
         return (np.array(losses, np.float64).view(np.uint64), skipped,
                 bits_of(model.state_dict()), list(optimizer.steps))

@@ -189,6 +189,18 @@ def run_fused(lib, device, rng, *, kind, mode="fp32", ab=g.F32, c_dtype=g.F32, b
 # ---- checks each suite runs for its kinds (test_gemm_fused.py: those with a bias; the others in
 # test_gemm_fused_paths.py), so that the two suites build disjoint sets of kernel variants ---------
 
+def kind_dtype_transpose_case(lib, device, rng, kind, c_dtype, bias_dtype, trans, alpha_beta,
+                              with_pre):
+    """One case of the matrix both halves run (kind x C dtype x bias dtype x transposition x
+    alpha/beta): dtype names of gemm_checks.DTYPES, trans "nn" ... "tt", on odd shapes, padded
+    leading dimensions and offsets."""
+    alpha, beta = alpha_beta
+    run_fused(lib, device, rng, kind=kind, c_dtype=DTYPES[c_dtype],
+              bias_dtype=DTYPES[bias_dtype], trans_a=int(trans[0] == "t"),
+              trans_b=int(trans[1] == "t"), m=37, n=53, k=29, alpha=alpha, beta=beta,
+              with_pre=with_pre, pad=3, offsets=(2, 5, 1), offset_bias=3, offset_pre=4)
+
+
 def batched_shares_the_bias(lib, device, rng, kind):
     # Three batch items, padded and offset, one bias of n elements added to every item's rows.
     run_fused(lib, device, rng, kind=kind, batch=3, m=19, n=23, k=31, pad=2, offsets=(1, 3, 2),
