@@ -17,6 +17,11 @@ AETHERCL_API int aethercl_comm_destroy(void* comm) {
   return api::guarded_status(__func__, [&] { multi::comm_destroy(comm); });
 }
 
+AETHERCL_API void* aethercl_comm_alloc(void* comm, int rank, size_t size) {
+  return api::guarded(__func__, static_cast<void*>(nullptr),
+                      [&] { return multi::comm_alloc(comm, rank, size); });
+}
+
 AETHERCL_API int aethercl_all_reduce(void* comm, void* const* buffers, size_t count, int dtype,
                                      int op) {
   return api::guarded_status(__func__,

@@ -98,6 +98,7 @@ class CommCall {
   Device& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
   // Rank r's current stream: the collective is ordered with it.
   Stream& stream(int r) { return *streams_.at(static_cast<std::size_t>(r)); }
+  const std::vector<Stream*>& streams() const { return streams_; }
 
   // The communicator's vendor engines, when it has them and they take this reduction op (NCCL's
   // max and min do not propagate NaN as the header promises: those stay on the OpenCL path).
@@ -414,6 +415,20 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   if (count == 0 || ranks == 1) return;
   if (call.engine(op) != nullptr) {
+    int nccl_type = nccl_dtype(dtype);
+    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (auto in_place = engine_addresses(*call.engine(), mems)) {
+      if (run_in_place(call.comm(), call.streams(), "ncclAllReduce",
+                       [&](int r, void* nccl_comm, void* stream) {
+                         return nccl.ncclAllReduce((*in_place)[r], (*in_place)[r], count,
+                                                   nccl_type, nccl_op,
+                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                   static_cast<vendor::CUstream>(stream));
+                       })) return;
+    }
+  }
+  if (call.engine(op) != nullptr) {
     auto plan = call.staging_plan();
     for (int r = 0; r < ranks; ++r) {
       plan[r].in.push_back({mems[r], 0, 0, bytes});
@@ -479,6 +494,21 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
   require_distinct(send, recv, ranks);
   if (count == 0) return;
   if (ranks > 1 && call.engine(op) != nullptr) {
+    auto in_sends = engine_addresses(*call.engine(), sends);
+    auto in_recvs = engine_addresses(*call.engine(), recvs);
+    int nccl_type = nccl_dtype(dtype);
+    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (in_sends && in_recvs &&
+        run_in_place(call.comm(), call.streams(), "ncclReduceScatter",
+                     [&](int r, void* nccl_comm, void* stream) {
+                       return nccl.ncclReduceScatter((*in_sends)[r], (*in_recvs)[r], count,
+                                                     nccl_type, nccl_op,
+                                                     static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                     static_cast<vendor::CUstream>(stream));
+                     })) return;
+  }
+  if (ranks > 1 && call.engine(op) != nullptr) {
     auto plan = call.staging_plan();
     for (int r = 0; r < ranks; ++r) {
       plan[r].in.push_back({sends[r], 0, 0, send_bytes});
@@ -526,6 +556,20 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
   require_distinct(send, recv, ranks);
   if (count == 0) return;
   if (ranks > 1 && call.engine() != nullptr) {
+    auto in_sends = engine_addresses(*call.engine(), sends);
+    auto in_recvs = engine_addresses(*call.engine(), recvs);
+    int nccl_type = nccl_dtype(dtype);
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (in_sends && in_recvs &&
+        run_in_place(call.comm(), call.streams(), "ncclAllGather",
+                     [&](int r, void* nccl_comm, void* stream) {
+                       return nccl.ncclAllGather((*in_sends)[r], (*in_recvs)[r], count,
+                                                 nccl_type,
+                                                 static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                 static_cast<vendor::CUstream>(stream));
+                     })) return;
+  }
+  if (ranks > 1 && call.engine() != nullptr) {
     auto plan = call.staging_plan();
     for (int r = 0; r < ranks; ++r) {
       plan[r].in.push_back({sends[r], 0, send_bytes * r, send_bytes});
@@ -568,6 +612,19 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   std::vector<cl_mem> mems;
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   if (count == 0 || ranks == 1) return;
+  if (call.engine() != nullptr) {
+    int nccl_type = nccl_dtype(dtype);
+    const vendor::Nccl& nccl = call.engine()->nccl();
+    if (auto in_place = engine_addresses(*call.engine(), mems)) {
+      if (run_in_place(call.comm(), call.streams(), "ncclBroadcast",
+                       [&](int r, void* nccl_comm, void* stream) {
+                         return nccl.ncclBroadcast((*in_place)[r], (*in_place)[r], count,
+                                                   nccl_type, root,
+                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                   static_cast<vendor::CUstream>(stream));
+                       })) return;
+    }
+  }
   if (call.engine() != nullptr) {
     auto plan = call.staging_plan();
     plan[root].in.push_back({mems[root], 0, 0, bytes});

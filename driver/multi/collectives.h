@@ -9,6 +9,7 @@ namespace aethercl::multi {
 
 void* comm_create(int count, const int* gpu_indices);
 void comm_destroy(void* comm);
+void* comm_alloc(void* comm, int rank, std::size_t size);
 void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, int op);
 void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, int root);
 void all_gather(void* comm, void* const* send, void* const* recv, std::size_t count, int dtype);

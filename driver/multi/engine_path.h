@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,23 @@ using EngineOp = std::function<int(int rank, void* comm, void* stream, void* sta
 // for a failed copy back, the Error propagates.
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
                    std::uint64_t staging_bytes, const char* function, const EngineOp& op);
+
+// The CUDA addresses of mems (rank r's buffer at r) when every one is engine memory
+// (aethercl_comm_alloc, vendor/engine_memory.h) of its rank's CUDA device; else nullopt.
+std::optional<std::vector<unsigned char*>> engine_addresses(const vendor::EngineComm& engine,
+                                                            const std::vector<cl_mem>& mems);
+
+// The NCCL call of one rank on the user's own buffers, given its communicator and stream.
+using InPlaceOp = std::function<int(int rank, void* comm, void* stream)>;
+
+// Runs one collective on comm's engine (non-null) on the user's buffers, every one engine memory
+// (engine_addresses): the host waits for the work so far on each rank's stream (streams[r]), then
+// NCCL runs and the host waits for it, so later work on those streams observes the result.
+// Returns true when it ran. A failure before NCCL is called (waiting for the streams) returns
+// false with the buffers untouched, for the caller's OpenCL path, unless AETHERCL_PEER_PATH=engine
+// requires the engine; a failure from the NCCL calls on propagates: the buffers may be partly
+// written. Either way the communicator drops its engine (one warning).
+bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const char* function,
+                  const InPlaceOp& op);
 
 }  // namespace aethercl::multi

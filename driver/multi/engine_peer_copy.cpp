@@ -180,11 +180,6 @@ cl::Event copy_buffer(cl_command_queue queue, cl_mem src, std::uint64_t src_offs
   return cl::Event(event);
 }
 
-void wait(cl::Event& event, const char* what) {
-  cl_event handle = event.get();
-  cl::check(clWaitForEvents(1, &handle), what);
-}
-
 }  // namespace
 
 bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_t dst_offset,
@@ -229,9 +224,9 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
     vendor::CurrentContext current(cuda);
     for (std::uint64_t done = 0; done < size; done += chunk) {
       std::uint64_t bytes = std::min(chunk, size - done);
-      cl::Event copied = copy_buffer(from_stream.queue(), src, src_offset + done, out_piece.mem, 0,
-                                     bytes, "clEnqueueCopyBuffer (into the peer staging)");
-      wait(copied, "clWaitForEvents (copy into the peer staging)");
+      copy_buffer(from_stream.queue(), src, src_offset + done, out_piece.mem, 0, bytes,
+                  "clEnqueueCopyBuffer (into the peer staging)");
+      cl::check(clFinish(from_stream.queue()), "clFinish (copy into the peer staging)");
       current.set(source->context());
       vendor::cuda_check(cuda, cuda.cuMemcpyPeerAsync(in.device_pointer(), target->context(),
                                                       out.device_pointer(), source->context(),
@@ -242,7 +237,7 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
       cl::Event landed = copy_buffer(to_stream.queue(), in_piece.mem, 0, dst, dst_offset + done,
                                      bytes, "clEnqueueCopyBuffer (out of the peer staging)");
       if (done + bytes < size) {
-        wait(landed, "clWaitForEvents (copy out of the peer staging)");
+        cl::check(clFinish(to_stream.queue()), "clFinish (copy out of the peer staging)");
       } else {
         target->add_pending(std::move(landed));
       }

@@ -196,6 +196,9 @@ void Device::free_block(PoolBlock block, const std::vector<std::uint64_t>& used_
   for (std::uint64_t id : used_on) {
     if (id != block.stream) wait_for_stream(id);
   }
+  // Engine memory goes back to its engine, not to a stream: its home stream's work must finish
+  // first as well.
+  if (block.external) wait_for_stream(block.stream);
   if (block.stream != 0 && find_stream(block.stream) == nullptr) {
     // Its home stream was destroyed: once that stream's work is done, any stream may reuse it.
     wait_for_stream(block.stream);

@@ -31,6 +31,15 @@ PoolBlock Device::allocate_buffer(Stream& stream, std::uint64_t size) {
 
 void Device::discard_buffer(PoolBlock block) noexcept {
   if (bounds_) bounds_->untrack(block.mem);
+  if (block.external) {
+    // No event names this buffer's last use: every stream finishes before its memory goes.
+    try {
+      drain();
+    } catch (...) {
+    }
+    for (auto& stream : streams_) clFinish(stream->queue());
+    wait_for_retired_streams();
+  }
   pool_->release(block);
 }
 

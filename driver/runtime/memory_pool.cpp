@@ -67,7 +67,7 @@ void MemoryPool::collect_waiting() noexcept {
 bool MemoryPool::take(std::uint64_t stream, std::uint64_t capacity, PoolBlock* block) {
   auto it = free_blocks_.find(std::make_pair(stream, capacity));
   if (it == free_blocks_.end()) return false;
-  *block = PoolBlock{it->second, capacity, stream};
+  *block = PoolBlock{it->second, capacity, stream, nullptr};
   free_blocks_.erase(it);
   return true;
 }
@@ -115,11 +115,21 @@ PoolBlock MemoryPool::acquire(std::uint64_t size, std::uint64_t stream) {
   }
   stats_.bytes_reserved += capacity;
   stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
-  return PoolBlock{mem, capacity, stream};
+  return PoolBlock{mem, capacity, stream, nullptr};
 }
 
 void MemoryPool::release(PoolBlock block, std::vector<cl::Event> events) noexcept {
   if (block.mem == nullptr) return;
+  if (block.external) {
+    for (cl::Event& event : events) {
+      cl_event handle = event.get();
+      if (clWaitForEvents(1, &handle) != CL_SUCCESS)
+        log().warn("the last use of an engine buffer could not be waited for; freeing it anyway");
+    }
+    if (before_release_) before_release_();
+    block.external.reset();
+    return;
+  }
   stats_.bytes_reserved -= block.capacity;
   if (caching_) {
     stats_.bytes_cached += block.capacity;
@@ -149,7 +159,7 @@ void MemoryPool::retire_stream(std::uint64_t stream, cl_event retired) {
       ++it;
       continue;
     }
-    PoolBlock block{it->second, it->first.second, kAnyStream};
+    PoolBlock block{it->second, it->first.second, kAnyStream, nullptr};
     if (!hold_or_wait(retired)) {
       free_blocks_.emplace(std::make_pair(kAnyStream, block.capacity), block.mem);
       it = free_blocks_.erase(it);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,9 @@ struct PoolBlock {
   cl_mem mem = nullptr;
   std::uint64_t capacity = 0;  // bytes actually allocated on the device (the size class)
   std::uint64_t stream = 0;    // home stream id (0: the default stream)
+  // Memory the pool does not own (a vendor engine's, vendor/engine_memory.h; capacity 0): never
+  // cached; release() waits for its events on the host, then drops this last reference.
+  std::shared_ptr<void> external;
 };
 
 // Home of blocks whose stream was destroyed: any stream may take them.

@@ -4,6 +4,7 @@
 #include "support/error.h"
 #include "support/log.h"
 #include "vendor/current_context.h"
+#include "vendor/engine_memory.h"
 
 #include <fmt/format.h>
 
@@ -98,6 +99,14 @@ void EngineComm::wait_pending(int r) {
 
 void EngineComm::add_pending_read(int r, cl::Event event) {
   ranks_.at(static_cast<std::size_t>(r)).pending.push_back(std::move(event));
+}
+
+std::shared_ptr<void> EngineComm::allocate(int r, std::uint64_t bytes, cl_mem* mem) const {
+  const Rank& rank = ranks_.at(static_cast<std::size_t>(r));
+  std::vector<int> peers;
+  for (const Rank& other : ranks_) peers.push_back(other.member.ordinal);
+  return allocate_engine_memory(cuda_, rank.member.ordinal, peers, rank.member.context,
+                                rank.member.device, bytes, mem);
 }
 
 SharedBuffer& EngineComm::staging(int r, std::uint64_t bytes) {

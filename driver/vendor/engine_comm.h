@@ -39,6 +39,12 @@ class EngineComm {
   // "NCCL 2.21.5, CUDA devices [0, 1]".
   std::string description() const;
 
+  // Rank r's CUDA device ordinal.
+  int ordinal(int r) const { return ranks_.at(static_cast<std::size_t>(r)).member.ordinal; }
+  // A user buffer of bytes (at most import_piece_bytes()) in rank r's engine memory
+  // (vendor/engine_memory.h): *mem receives the OpenCL buffer, the owner frees it.
+  std::shared_ptr<void> allocate(int r, std::uint64_t bytes, cl_mem* mem) const;
+
   // Rank r's staging of at least bytes (reallocated when smaller; contents not kept). Waits for
   // the OpenCL copies still reading the old one.
   SharedBuffer& staging(int r, std::uint64_t bytes);

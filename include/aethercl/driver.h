@@ -1179,6 +1179,23 @@ AETHERCL_API void* aethercl_comm_create(int count, const int* gpu_indices);
  * tokens are refused. shutdown_driver destroys every communicator. */
 AETHERCL_API int aethercl_comm_destroy(void* comm);
 
+/* Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives, and
+ * returns a buffer token of that device, used and freed (free_gpu_memory) like any other.
+ * On the engine path the buffer is CUDA memory imported into OpenCL, outside the memory pool's
+ * accounting and AETHERCL_MEMORY_LIMIT, and a collective whose buffers (send and recv alike) are
+ * all such buffers of their ranks runs NCCL on them in place: the host waits for the work so far
+ * on each rank's current stream, NCCL runs, the host waits for it, and no copy through the
+ * staging is made; its bytes are NCCL's, as on the engine path below. A failure inside NCCL then
+ * fails the call with AETHERCL_DEVICE_ERROR naming the function (the buffers may be partly
+ * written; the communicator takes its OpenCL path from then on). Freeing such a buffer waits on
+ * the host for the work that used it. Elsewhere (the OpenCL paths, sizes above
+ * AETHERCL_ENGINE_IMPORT_BYTES (default 256 MiB), a device without room for engine memory) it is
+ * an ordinary buffer from the pool, and the collectives treat it as such. The buffer outlives the
+ * communicator. Refused while the rank's current stream captures a graph. Returns NULL with the
+ * message naming the argument on refusal (NULL, unknown or destroyed comm, rank out of range,
+ * size 0) and with AETHERCL_OUT_OF_MEMORY when no memory is left. */
+AETHERCL_API void* aethercl_comm_alloc(void* comm, int rank, size_t size);
+
 /* Collectives. P = the communicator's device count; buffers[i], send[i], recv[i] must be buffer
  * tokens of rank i's device, large enough for the elements named below (checked before anything
  * runs), count elements of dtype (f32, f16, bf16; other dtype codes answer

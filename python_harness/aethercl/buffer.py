@@ -46,6 +46,22 @@ class Buffer:
             self.free()
             raise
 
+    @classmethod
+    def adopt(cls, device: "Device", handle: int, nbytes: int,
+              shape: Optional[Tuple[int, ...]] = None, dtype: Any = None,
+              label: Optional[str] = None) -> "Buffer":
+        """A Buffer over a token some other call allocated on device (e.g.
+        Communicator.alloc); it frees the token like any buffer."""
+        self = cls.__new__(cls)
+        self.device, self.nbytes, self.handle = device, int(nbytes), None
+        self.shape = tuple(shape) if shape is not None else None
+        self._dtype = dtypes.element_type(dtype) if dtype is not None else None
+        self._label = None
+        self.handle = handle
+        if label:
+            self.label = label
+        return self
+
     @property
     def dtype(self):
         """The element type: a NumPy dtype, aethercl.bfloat16, or None (untyped bytes)."""

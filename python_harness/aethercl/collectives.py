@@ -48,6 +48,14 @@ class Communicator:
             raise RuntimeError("the communicator is closed")
         return self.token
 
+    def alloc(self, rank: int, nbytes: int, shape=None, dtype=None,
+              label: Optional[str] = None) -> Buffer:
+        """nbytes on rank's device (aethercl_comm_alloc): where the communicator runs on the
+        vendor engines, memory NCCL reduces in place, with no staging copies; elsewhere an
+        ordinary buffer. Freed like any Buffer."""
+        handle = self.lib.check_handle("aethercl_comm_alloc", self._live(), rank, nbytes)
+        return Buffer.adopt(self.devices[rank], handle, nbytes, shape, dtype, label)
+
     def all_reduce(self, buffers: Sequence[Buffer], count: int, dtype=F32, op=SUM) -> None:
         op = OPS.get(op, op) if isinstance(op, str) else op
         self.lib.check("aethercl_all_reduce", self._live(), _tokens(buffers), count,

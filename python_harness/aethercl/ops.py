@@ -1492,4 +1492,15 @@ def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) ->
     _lib.check("aethercl_attention_backward", _index, struct_pointer(desc), pointer(stream))
 
 
+@_entry("aethercl_comm_alloc")
+def comm_alloc(dev: DeviceLike, comm: Pointer, rank: int, size: int) -> int:
+    """Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives,
+    and returns a buffer token of that device, used and freed (aethercl_free_buffer) like any other.
+
+    C: void* aethercl_comm_alloc(void* comm, int rank, size_t size). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    _lib = library(dev)
+    return _lib.check_handle("aethercl_comm_alloc", pointer(comm), rank, size)
+
+
 __all__ = sorted(ENTRY_POINTS) + ["ENTRY_POINTS", "Buffer", "Device"]

@@ -1034,3 +1034,11 @@ def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) ->
     C: int aethercl_attention_backward(int gpu_index, const aethercl_attention_desc* desc, void*
     stream). Raises AetherCLError unless it returns 1."""
     ...
+
+def comm_alloc(dev: DeviceLike, comm: Pointer, rank: int, size: int) -> int:
+    """Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives,
+    and returns a buffer token of that device, used and freed (aethercl_free_buffer) like any other.
+
+    C: void* aethercl_comm_alloc(void* comm, int rank, size_t size). Returns the handle or address;
+    raises AetherCLError when it is 0/NULL."""
+    ...

@@ -16,10 +16,9 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from aethercl import Communicator
+from aethercl import Buffer, Communicator
 from aethercl.collectives import copy_peer
 
-from .buffer import GPUBuffer
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
 from .optimizers import AdamOptimizer
@@ -27,6 +26,23 @@ from .runtime import (Runtime, current_runtime, ocl_initialize, set_current_runt
                       set_matmul_precision)
 
 T = TypeVar("T")
+
+# The largest gradient bucket: one import of engine memory (AETHERCL_ENGINE_IMPORT_BYTES' default).
+BUCKET_BYTES = 256 << 20
+
+
+def _bucket_spans(sizes: Sequence[int], bucket_bytes: int):
+    """(tensor, offset in it, bucket, offset in the bucket, bytes) laying tensors of `sizes`
+    bytes back to back over buckets of bucket_bytes, a tensor cut where a bucket ends."""
+    position = 0
+    for tensor, size in enumerate(sizes):
+        done = 0
+        while done < size:
+            bucket, offset = divmod(position, bucket_bytes)
+            nbytes = min(size - done, bucket_bytes - offset)
+            yield tensor, done, bucket, offset, nbytes
+            done += nbytes
+            position += nbytes
 
 
 class DataParallel:
@@ -56,7 +72,7 @@ class DataParallel:
             self.optimizers.append(self._make_optimizer(replica, self.config))
         set_current_runtime(primary)
         self.comm = Communicator([r.device for r in self.runtimes])
-        self._buckets: List[GPUBuffer] = []
+        self._buckets: List[List[Buffer]] = []  # per replica, per bucket
         self._bucket_elements = 0
         self._broadcast_state()
 
@@ -132,32 +148,41 @@ class DataParallel:
 
     def all_reduce_gradients(self) -> None:
         """MEAN of every parameter's gradient over the replicas, on every replica (in place),
-        as one all-reduce of a flat bucket per replica: the gradients are copied into it on the
-        device, reduced, and copied back. Parameters without a gradient are left alone."""
+        through flat buckets per replica (aethercl_comm_alloc: on the vendor engines NCCL reduces
+        them in place): the gradients are copied into them on the device in parameter order, one
+        all-reduce per bucket, and copied back. Parameters without a gradient are left alone."""
         groups = [params for params in self._groups([m.parameters() for m in self.models])
                   if all(p.grad is not None for p in params)]
         total = sum(params[0].numel for params in groups)
         if total == 0:
             return
         if self._bucket_elements < total:
-            for bucket in self._buckets:
+            self._free_buckets()
+            count = -(-total * 4 // BUCKET_BYTES)
+            self._bucket_elements = -(-total // count)
+            self._buckets = [[self.comm.alloc(r, self._bucket_elements * 4,
+                                              label="dp_gradient_bucket")
+                              for _ in range(count)] for r in range(self.size)]
+        spans = list(_bucket_spans([params[0].numel * 4 for params in groups],
+                                   self._bucket_elements * 4))
+        for r in range(self.size):
+            for group, source_offset, bucket, offset, nbytes in spans:
+                copy_peer(self._buckets[r][bucket], groups[group][r].grad.data, nbytes,
+                          dst_offset=offset, src_offset=source_offset)
+        for bucket in range(-(-total // self._bucket_elements)):
+            elements = min(self._bucket_elements, total - bucket * self._bucket_elements)
+            self.comm.all_reduce([per_replica[bucket] for per_replica in self._buckets],
+                                 elements, op="mean")
+        for r in range(self.size):
+            for group, source_offset, bucket, offset, nbytes in spans:
+                copy_peer(groups[group][r].grad.data, self._buckets[r][bucket], nbytes,
+                          dst_offset=source_offset, src_offset=offset)
+
+    def _free_buckets(self) -> None:
+        for per_replica in self._buckets:
+            for bucket in per_replica:
                 bucket.free()
-            self._buckets = [GPUBuffer(total * 4, tag="dp_gradient_bucket", runtime=runtime)
-                             for runtime in self.runtimes]
-            self._bucket_elements = total
-        for r, bucket in enumerate(self._buckets):
-            offset = 0
-            for params in groups:
-                nbytes = params[r].numel * 4
-                copy_peer(bucket, params[r].grad.data, nbytes, dst_offset=offset)
-                offset += nbytes
-        self.comm.all_reduce(self._buckets, total, op="mean")
-        for r, bucket in enumerate(self._buckets):
-            offset = 0
-            for params in groups:
-                nbytes = params[r].numel * 4
-                copy_peer(params[r].grad.data, bucket, nbytes, src_offset=offset)
-                offset += nbytes
+        self._buckets, self._bucket_elements = [], 0
 
     def parameters_identical(self) -> bool:
         """Whether every replica holds the same parameter bits as replica 0 (reads them all)."""
@@ -168,10 +193,8 @@ class DataParallel:
     def close(self) -> None:
         """Frees the other replicas and closes their runtimes; replica 0 stays (ocl_shutdown
         frees it with the current runtime)."""
+        self._free_buckets()
         self.comm.close()
-        for bucket in self._buckets:
-            bucket.free()
-        self._buckets, self._bucket_elements = [], 0
         for runtime, model, optimizer in zip(self.runtimes[1:], self.models[1:],
                                              self.optimizers[1:]):
             optimizer.free_memory()

@@ -384,7 +384,13 @@ void many_device_step(State& s, Input& in, int gpu, void* const* h, int n_raw) {
   unsigned long long count = size_arg(in) / 4;
   int dtype = static_cast<int>(in.byte() % 10) - 1;
   int which = static_cast<int>(in.byte() % 6) - 1;  // op or root
-  switch (in.byte() % 7) {
+  switch (in.byte() % 8) {
+    case 6: {
+      void* made = aethercl_comm_alloc(comm, which, size_arg(in));
+      check_pointer("aethercl_comm_alloc", made == nullptr);
+      if (made) free_gpu_memory(gpu, made);
+      break;
+    }
     case 0: {
       int indices[4] = {gpu, gpu_arg(in), gpu_arg(in), gpu_arg(in)};
       void* created = aethercl_comm_create(n_raw % 6 - 1, in.byte() % 16 ? indices : nullptr);

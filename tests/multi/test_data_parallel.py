@@ -96,6 +96,36 @@ def test_replayed_steps_match_the_eager_ones(frontend, devices):
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_gradient_buckets_cut_tensors_and_keep_the_bits(frontend, devices, monkeypatch):
+    """Buckets of 1,000 bytes (BUCKET_BYTES is one engine import, 256 MiB, in use): tensors are
+    cut where a bucket ends, every bucket is reduced on its own, and the steps give the one-bucket
+    run's losses and parameters bit for bit (element e's reduction does not depend on its
+    bucket)."""
+    from ocl_llm import data_parallel
+    rng = np.random.default_rng(9)
+    data = batches(rng)[:2]
+    whole_losses, whole_params = parallel_run(frontend, devices, data, False)
+    monkeypatch.setattr(data_parallel, "BUCKET_BYTES", 1000)
+    losses, params = parallel_run(frontend, devices, data, False)
+    assert np.array_equal(losses.view(np.uint64), whole_losses.view(np.uint64))
+    for got, want in zip(params, whole_params):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_bucket_spans_cover_every_byte_once(frontend):
+    from ocl_llm.data_parallel import _bucket_spans
+    sizes = [12, 1000, 4, 2500, 8]
+    spans = list(_bucket_spans(sizes, 1000))
+    covered = {}
+    for tensor, offset, bucket, bucket_offset, nbytes in spans:
+        assert 0 < nbytes and bucket_offset + nbytes <= 1000 and offset + nbytes <= sizes[tensor]
+        for k in range(nbytes):
+            covered[(tensor, offset + k)] = bucket * 1000 + bucket_offset + k
+    assert sorted(covered.values()) == list(range(sum(sizes)))
+    flat = [(t, k) for t, size in enumerate(sizes) for k in range(size)]
+    assert [covered[key] for key in flat] == list(range(sum(sizes)))
+
+
 def test_train_with_gpus_flag(frontend, devices, tmp_path):
     """The training job with --gpus 0,1 (two steps, no sample): it runs data-parallel and reports
     both devices."""

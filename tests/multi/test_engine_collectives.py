@@ -14,8 +14,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from conftest import token_array
-from test_collectives import DTYPES, F16, F32, MEAN, SUM, numpy_dtype, random_values, widen
+from conftest import GUARD, Buffer, token_array
+from test_collectives import DTYPES, F16, F32, MAX, MEAN, SUM, numpy_dtype, random_values, widen
 
 EPS = {F32: 2.0 ** -24, F16: 2.0 ** -11, 2: 2.0 ** -8}
 NOT_IMPLEMENTED = 9
@@ -128,3 +128,67 @@ def test_copy_peer_on_the_engine(lib, devices, buffers, monkeypatch, engine_comm
         got = dst.read_bytes()
         assert got[:5] == b"\xff" * 5 and got[5:5 + size] == data[3:]
         assert got[5 + size:size + 8] == b"\xff" * 3 and got[size + 8:] == b"\x5a" * 64
+
+
+class EngineBuffer(Buffer):
+    """A Buffer from aethercl_comm_alloc (engine memory on the engine path), poisoned, guarded."""
+
+    def __init__(self, lib, comm, rank, gpu, nbytes):
+        self.lib, self.gpu, self.nbytes = lib, gpu, nbytes
+        self.handle = lib.check_handle("aethercl_comm_alloc", comm, rank, nbytes + GUARD)
+        self.write_bytes(b"\xff" * nbytes + b"\x5a" * GUARD)
+
+
+@pytest.mark.parametrize("import_bytes", (None, 4096), ids=("engine-memory", "pool-above-import"))
+def test_comm_alloc_buffers(lib, devices, engine_comm, rng, monkeypatch, import_bytes):
+    """Buffers from aethercl_comm_alloc: engine memory NCCL reduces in place (or, above
+    AETHERCL_ENGINE_IMPORT_BYTES, pool buffers it stages): every collective against float64 with
+    guards and poisoned outputs, results visible to a copy enqueued right after on the stream,
+    and MAX (the OpenCL path) on the same buffers."""
+    if import_bytes:
+        monkeypatch.setenv("AETHERCL_ENGINE_IMPORT_BYTES", str(import_bytes))
+    ranks = ranks_for(devices, 2)
+    token = engine_comm(ranks)
+    made = []
+
+    def alloc(r, nbytes):
+        made.append(EngineBuffer(lib, token, r, ranks[r], nbytes))
+        return made[-1]
+    try:
+        for dtype in DTYPES:
+            for count in (1, 4099):
+                inputs = [random_values(rng, dtype, count) for _ in ranks]
+                bufs = [alloc(r, inputs[r].nbytes).write(inputs[r]) for r in range(2)]
+                copies = [alloc(r, inputs[0].nbytes) for r in range(2)]
+                lib.check("aethercl_all_reduce", token, token_array([b.handle for b in bufs]),
+                          count, dtype, MEAN)
+                for r, g in enumerate(ranks):
+                    lib.check("aethercl_copy_peer", g, copies[r].handle, 0, g, bufs[r].handle, 0,
+                              inputs[0].nbytes)
+                got = [b.read(numpy_dtype(dtype)) for b in copies]
+                assert got[0].tobytes() == got[1].tobytes(), "ranks differ"
+                assert close_to_float64(dtype, got[0], inputs, True), (dtype, count)
+                sends = [random_values(rng, dtype, 2 * count) for _ in ranks]
+                send = [alloc(r, sends[r].nbytes).write(sends[r]) for r in range(2)]
+                recv = [alloc(r, sends[0].nbytes // 2) for r in range(2)]
+                lib.check("aethercl_reduce_scatter", token, token_array([b.handle for b in send]),
+                          token_array([b.handle for b in recv]), count, dtype, SUM)
+                for r, buffer in enumerate(recv):
+                    assert close_to_float64(dtype, buffer.read(numpy_dtype(dtype)), sends, False,
+                                            count, r), (dtype, count, r)
+                gathered = [alloc(r, sends[0].nbytes) for r in range(2)]
+                lib.check("aethercl_all_gather", token, token_array([b.handle for b in recv]),
+                          token_array([b.handle for b in gathered]), count, dtype)
+                want = b"".join(b.read(numpy_dtype(dtype)).tobytes() for b in recv)
+                assert all(b.read(numpy_dtype(dtype)).tobytes() == want for b in gathered)
+                lib.check("aethercl_broadcast", token, token_array([b.handle for b in send]),
+                          2 * count, dtype, 1)
+                assert send[0].read(numpy_dtype(dtype)).tobytes() == sends[1].tobytes()
+        values = [random_values(rng, F32, 999) for _ in ranks]
+        bufs = [alloc(r, values[r].nbytes).write(values[r]) for r in range(2)]
+        lib.check("aethercl_all_reduce", token, token_array([b.handle for b in bufs]), 999, F32,
+                  MAX)
+        assert np.array_equal(bufs[0].read(np.float32), np.maximum(values[0], values[1]))
+    finally:
+        for buffer in made:
+            buffer.free()

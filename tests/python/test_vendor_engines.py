@@ -240,6 +240,72 @@ def test_staging_larger_than_one_import_is_several_pieces(tmp_path, exact_run):
                 assert bytes(arrays[key]) == bytes(exact_run[key]), key
 
 
+def buffers_allocated(steps):
+    """How many buffers the child allocates for steps (two ranks)."""
+    per_step = {"all_reduce": 2, "broadcast": 2, "reduce_scatter": 4, "all_gather": 4,
+                "copy_peer": 2}
+    return sum(per_step.get(step["op"], 0) for step in steps)
+
+
+def test_engine_buffers_are_reduced_in_place(tmp_path, exact_run):
+    """Buffers from aethercl_comm_alloc on the engine path are engine memory (one import each),
+    and collectives hand them to NCCL as they are: no collective staging is ever allocated and no
+    copy goes through one, yet every result matches float64 and MAX
+    (the OpenCL path on the same buffers) and the peer copy keep the OpenCL path's bytes. The fake
+    CUDA runs stream work only when a stream is synchronised, so a result read without the
+    collective's wait would be stale."""
+    steps = [{"op": "comm", "alloc": True}] + COLLECTIVE_STEPS[1:]
+    records, arrays, warnings, _, trace = run_child(tmp_path, steps, engine_env())
+    assert all(r["status"] == 1 for r in records), records
+    assert warnings == []
+    # Besides the buffers' own, only aethercl_copy_peer's per-device staging (two).
+    assert trace.count("cuMemCreate") == buffers_allocated(steps) + 2, trace.count("cuMemCreate")
+    nccl_and_peer = [line for line in trace if line.startswith(("nccl", "cuMemcpyPeer"))]
+    assert nccl_and_peer[:-3] == ["ncclCommInitAll"] + expected_trace(steps)[:-1]
+    for index, step in enumerate(steps):
+        if step["op"] in NCCL_CALLS and step.get("red") != MAX:
+            check_against_float64(arrays, index, step)
+        elif step["op"] != "comm":
+            for key in (k for k in arrays if k.startswith(f"s{index}_")):
+                assert bytes(arrays[key]) == bytes(exact_run[key]), key
+
+
+def test_engine_buffers_above_one_import_are_pool_buffers(tmp_path, exact_run):
+    """Above AETHERCL_ENGINE_IMPORT_BYTES aethercl_comm_alloc hands out ordinary buffers, which
+    the collectives stage as before; smaller ones stay engine memory. Results as above."""
+    page = os.sysconf("SC_PAGESIZE")
+    steps = [{"op": "comm", "alloc": True},
+             {"op": "all_reduce", "dtype": F32, "count": 3, "red": SUM},
+             {"op": "all_reduce", "dtype": F32, "count": 4099, "red": SUM},
+             {"op": "all_gather", "dtype": BF16, "count": 4099}]
+    records, arrays, warnings, _, trace = run_child(
+        tmp_path, steps, {**engine_env(), "AETHERCL_ENGINE_IMPORT_BYTES": str(page)})
+    assert all(r["status"] == 1 for r in records), records
+    assert warnings == []
+    # Two engine buffers (step 1), then each rank's staging for 4099 float32 (the all-gather's
+    # 2 x 4099 bf16 fit in it) in page-sized pieces.
+    assert trace.count("cuMemCreate") == 2 + 2 * -(-4099 * 4 // page), trace
+    for index, step in enumerate(steps[1:], start=1):
+        check_against_float64(arrays, index, step)
+
+
+@pytest.mark.parametrize("wish", ["auto", "engine"])
+def test_an_nccl_failure_on_engine_buffers_fails_the_call(tmp_path, wish):
+    """In place there is no untouched copy to fall back on: the call returns 0 with
+    AETHERCL_DEVICE_ERROR naming the NCCL function whatever the path wish, the communicator
+    drops its engine (one warning), and later calls on the same buffers' kind succeed on the
+    OpenCL path."""
+    function, step = FAILING_CALLS[0]
+    steps = [{"op": "comm", "alloc": True}, {"op": "env", "set": {"FAKE_NCCL_FAIL": function}},
+             step, {"op": "env", "unset": ["FAKE_NCCL_FAIL"]}] + LATER
+    env = {**engine_env(), **({"AETHERCL_PEER_PATH": "engine"} if wish == "engine" else {})}
+    records, arrays, warnings, _, trace = run_child(tmp_path, steps, env)
+    assert records[2]["status"] == 0 and records[2]["code"] == DEVICE_ERROR, records[2]
+    assert function in records[2]["error"], records[2]
+    assert len(warnings) == 1 and "vendor engines failed" in warnings[0], warnings
+    check_later_calls(records, arrays, trace, step)
+
+
 def test_a_malformed_import_size_warns_and_keeps_the_default(tmp_path):
     steps = [{"op": "comm"}, {"op": "all_reduce", "dtype": F32, "count": 1003, "red": SUM},
              {"op": "all_reduce", "dtype": F32, "count": 4099, "red": SUM}]

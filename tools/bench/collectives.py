@@ -6,7 +6,10 @@ Usage: tools/aethercl bench collectives [--mib 16,64,256] [--reps 10] [--devices
         [--paths engine,device,host] [--json out.json]
 
 --paths names AETHERCL_PEER_PATH values: engine (CUDA + NCCL through the vendor engines, where they
-load: AETHERCL_LIBNCCL may name the libnccl.so.2 PyTorch ships), device, host, auto. With the NCCL
+load: AETHERCL_LIBNCCL may name the libnccl.so.2 PyTorch ships), device, host, auto; and
+engine-buffers: the engine path on buffers from aethercl_comm_alloc, which NCCL reduces in place
+(sizes above one engine import, 256 MiB, as buckets of at most that size, one all-reduce each, as
+ocl_llm's data-parallel gradients go). With the NCCL
 reference available, each path's all-reduce bus bandwidth is also printed as a ratio of NCCL's.
 
 Bus bandwidth follows NCCL's convention: 2 (P-1)/P x bytes / time for an all-reduce of `bytes`
@@ -26,6 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
 from aethercl import Communicator, Device, Library  # noqa: E402
 from aethercl.collectives import copy_peer  # noqa: E402
+
+
+# The largest buffer aethercl_comm_alloc makes engine memory (AETHERCL_ENGINE_IMPORT_BYTES).
+BUCKET_BYTES = 256 << 20
 
 
 def median_time(devices, reps, call) -> float:
@@ -103,32 +110,48 @@ def main() -> int:
     P = len(devices)
     results = {"devices": [d.name for d in devices], "sizes": {}}
     print(f"devices: {', '.join(f'{i}: {d.name}' for i, d in zip(indices, devices))}")
-    print(f"{'MiB':>6} {'path':>7} {'copy 0->1 GB/s':>15} {'all-reduce busbw GB/s':>22} "
+    print(f"{'MiB':>6} {'path':>14} {'copy 0->1 GB/s':>15} {'all-reduce busbw GB/s':>22} "
           f"{'ratio':>6}")
     for mib in mib_list:
         nbytes = mib << 20
-        n = nbytes // 4
         bufs = [d.alloc(nbytes) for d in devices]
         for b in bufs:
             b.write(bytes(nbytes))
         row = {}
         for path in args.paths.split(","):
-            os.environ["AETHERCL_PEER_PATH"] = path
+            in_place = path == "engine-buffers"
+            os.environ["AETHERCL_PEER_PATH"] = "engine" if in_place else path
             try:
                 comm = Communicator(devices)
             except Exception as error:  # noqa: BLE001 - e.g. device path without shared context
                 row[path] = {"unavailable": str(error)}
-                print(f"{mib:>6} {path:>7} unavailable: {error}")
+                print(f"{mib:>6} {path:>14} unavailable: {error}")
                 continue
-            t_copy = median_time(devices[:2], args.reps, lambda: copy_peer(bufs[1], bufs[0]))
-            t_reduce = median_time(devices, args.reps,
-                                   lambda: comm.all_reduce(bufs, n, op="sum"))
+            buckets = [bufs]
+            if in_place:
+                count = -(-nbytes // BUCKET_BYTES)
+                buckets = [[comm.alloc(r, nbytes // count) for r in range(P)]
+                           for _ in range(count)]
+                for bucket in buckets:
+                    for b in bucket:
+                        b.write(bytes(b.nbytes))
+
+            def reduce_all():
+                for bucket in buckets:
+                    comm.all_reduce(bucket, bucket[0].nbytes // 4, op="sum")
+            t_copy = median_time(devices[:2], args.reps,
+                                 lambda: [copy_peer(b[1], b[0]) for b in buckets])
+            t_reduce = median_time(devices, args.reps, reduce_all)
+            if in_place:
+                for bucket in buckets:
+                    for b in bucket:
+                        b.free()
             comm.close()
             copy_gbs = nbytes / t_copy / 1e9
             busbw = 2 * (P - 1) / P * nbytes / t_reduce / 1e9
             row[path] = {"copy_gbs": copy_gbs, "all_reduce_busbw_gbs": busbw,
                          "all_reduce_ms": t_reduce * 1e3, "ratio": busbw / copy_gbs}
-            print(f"{mib:>6} {path:>7} {copy_gbs:>15.2f} {busbw:>22.2f} {busbw / copy_gbs:>6.2f}")
+            print(f"{mib:>6} {path:>14} {copy_gbs:>15.2f} {busbw:>22.2f} {busbw / copy_gbs:>6.2f}")
         os.environ.pop("AETHERCL_PEER_PATH", None)
         for b in bufs:
             b.free()
@@ -141,7 +164,7 @@ def main() -> int:
             for mib, ref in results["torch"].items():
                 print(f"{mib:>6}    NCCL all-reduce busbw {ref['nccl_all_reduce_busbw_gbs']:.2f} "
                       f"GB/s; PyTorch copy cuda:0->cuda:1 {ref['torch_copy_gbs']:.2f} GB/s")
-            print(f"{'MiB':>6} {'path':>7} {'all-reduce / NCCL':>18} {'copy / PyTorch copy':>20}")
+            print(f"{'MiB':>6} {'path':>14} {'all-reduce / NCCL':>18} {'copy / PyTorch copy':>20}")
             for mib, row in results["sizes"].items():
                 ref = results["torch"].get(mib)
                 for path, measured in row.items():
@@ -150,7 +173,7 @@ def main() -> int:
                     measured["vs_nccl"] = (measured["all_reduce_busbw_gbs"]
                                            / ref["nccl_all_reduce_busbw_gbs"])
                     measured["copy_vs_torch"] = measured["copy_gbs"] / ref["torch_copy_gbs"]
-                    print(f"{mib:>6} {path:>7} {measured['vs_nccl']:>18.2f} "
+                    print(f"{mib:>6} {path:>14} {measured['vs_nccl']:>18.2f} "
                           f"{measured['copy_vs_torch']:>20.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

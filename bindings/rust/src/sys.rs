@@ -1246,4 +1246,8 @@ extern "C" {
         desc: *const aethercl_attention_desc,
         stream: *mut c_void,
     ) -> c_int;
+    /// Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives,
+    /// and returns a buffer token of that device, used and freed (aethercl_free_buffer) like any
+    /// other.
+    pub fn aethercl_comm_alloc(comm: *mut c_void, rank: c_int, size: usize) -> *mut c_void;
 }

@@ -108,6 +108,38 @@ def many_device_cases() -> List[Case]:
             h.lib.aethercl_comm_destroy(_bad_comm(h, kind)), 0,
             {C_INVALID_ARGUMENT, C_INVALID_HANDLE}))
 
+    name = "aethercl_comm_alloc"
+    for kind in COMM_KINDS:
+        add(name, f"comm={kind}", lambda h, kind=kind: h.refused(
+            h.lib.aethercl_comm_alloc(_bad_comm(h, kind), 0, 64), None,
+            {C_INVALID_ARGUMENT, C_INVALID_HANDLE}, ["comm"]))
+    for rank in (-1, 1, INT_MIN, INT_MAX):
+        add(name, f"rank={rank}", lambda h, rank=rank: h.refused(
+            h.lib.aethercl_comm_alloc(_comm(h, h.index), rank, 64), None, {C_INVALID_ARGUMENT},
+            [f"rank {rank}"]))
+    add(name, "size=0", lambda h: h.refused(
+        h.lib.aethercl_comm_alloc(_comm(h, h.index), 0, 0), None, {C_INVALID_ARGUMENT},
+        ["size is 0"]))
+    for size in (SIZE_MAX, 2**62):
+        add(name, f"size={size}", lambda h, size=size: h.refused(
+            h.lib.aethercl_comm_alloc(_comm(h, h.index), 0, size), None,
+            {C_OUT_OF_MEMORY, C_INVALID_ARGUMENT}))
+
+    def comm_alloc_valid(h):
+        token = h.lib.aethercl_comm_alloc(_comm(h, h.index), 0, 64)
+        h.succeeded(token, success=True)
+        _destroy_comms(h)  # the buffer outlives its communicator
+        data = bytes(range(64))
+        h.succeeded(h.lib.write_host_to_gpu_blocking(h.index, token, 0, 64, data),
+                    name="write_host_to_gpu_blocking")
+        out = ctypes.create_string_buffer(64)
+        h.succeeded(h.lib.read_gpu_to_host_blocking(h.index, token, 0, 64, out),
+                    name="read_gpu_to_host_blocking")
+        h.lib.free_gpu_memory(h.index, token)
+        if out.raw != data:
+            fail("a comm_alloc buffer did not keep its bytes")
+    add(name, "valid", comm_alloc_valid)
+
     def collective(h, function, buffers, count=16, dtype=DT_F32, extra=OP_SUM, comm=None):
         comm = _comm(h, h.index) if comm is None else (comm or None)
         if function in ("aethercl_all_gather", "aethercl_reduce_scatter"):

@@ -2,8 +2,9 @@
 and saves what it saw. The vendor engines load once per process, so each scenario (which engine
 library, which variables) is a process of its own.
 
-Usage: python vendor_child.py STEPS_JSON OUT_NPZ. Steps: {"op": "comm", "ranks": P} creates the
-communicator over devices 0 .. P-1 (P = 2 unless given; later steps run on it); {"op": "all_reduce"
+Usage: python vendor_child.py STEPS_JSON OUT_NPZ. Steps: {"op": "comm", "ranks": P, "alloc": bool}
+creates the communicator over devices 0 .. P-1 (P = 2 unless given; later steps run on it, and
+with "alloc" allocate their buffers through aethercl_comm_alloc); {"op": "all_reduce"
 | "reduce_scatter" | "all_gather" | "broadcast" | "copy_peer", "dtype", "count", "red", "root"} runs
 one call on fresh inputs (seeded by the step index) with outputs poisoned (0xFF) and GUARD bytes
 (0x5A) behind every buffer; {"op": "env", "set": {...}, "unset": [...]} changes variables the fake
@@ -37,9 +38,15 @@ def stored(dtype, values):
 
 
 class Buffer:
+    # A communicator here: buffers come from aethercl_comm_alloc (rank = gpu) instead.
+    comm = None
+
     def __init__(self, lib, gpu, nbytes, content=None):
         self.lib, self.gpu, self.nbytes = lib, gpu, nbytes
-        self.handle = lib.check_handle("allocate_gpu_memory", gpu, nbytes + GUARD)
+        if Buffer.comm is not None:
+            self.handle = lib.check_handle("aethercl_comm_alloc", Buffer.comm, gpu, nbytes + GUARD)
+        else:
+            self.handle = lib.check_handle("allocate_gpu_memory", gpu, nbytes + GUARD)
         data = content if content is not None else b"\xff" * nbytes
         lib.check("write_host_to_gpu_blocking", gpu, self.handle, 0, nbytes + GUARD,
                   data + b"\x5a" * GUARD)
@@ -125,6 +132,7 @@ def main():
             ranks = step.get("ranks", 2)
             indices = (ctypes.c_int * ranks)(*range(ranks))
             comm = lib.aethercl_comm_create(ranks, indices)
+            Buffer.comm = comm if step.get("alloc") else None
             records.append({"status": 1 if comm else 0, "error": "" if comm else lib.last_error(),
                             "code": 0 if comm else lib.last_error_code()})
             continue

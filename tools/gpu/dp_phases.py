@@ -1,0 +1,102 @@
+"""Where a replayed data-parallel step's time goes (tools/gpu/dp_phases.py [--preset medium]):
+the replicas' graph replays (enqueue, then until both devices finished), the gradient all-reduce,
+the optimizer steps and the loss read, each ended by a synchronisation of every device, beside
+one device replaying the same per-replica batch. ms per step, medians of --steps steps."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python_harness"))
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+
+import ocl_llm  # noqa: E402
+from scaling import PRESETS, batches  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="medium", choices=sorted(PRESETS))
+    parser.add_argument("--precision", default="bf16-mixed")
+    parser.add_argument("--steps", type=int, default=6)
+    args = parser.parse_args()
+    from ocl_llm.graph_step import ReplayedDataParallel, ReplayedTraining
+    from ocl_llm.runtime import set_activation_precision, set_matmul_precision
+    config = dict(ocl_llm.DEFAULT_CONFIG, vocab_size=ocl_llm.TinyTokenizer().vocab_size,
+                  **PRESETS[args.preset])
+    products = args.precision.partition("-mixed")[0]
+    activations = products if args.precision.endswith("-mixed") else "fp32"
+    per_replica = config["batch_size"]
+    ocl_llm.ocl_initialize(0, verbose=False)
+    set_matmul_precision(products)
+    set_activation_precision(activations)
+
+    model = ocl_llm.SimpleModel(config)
+    optimizer = ocl_llm.AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
+                                      eps=config["eps"], weight_decay=config["wd"])
+    single = ReplayedTraining(model, optimizer)
+    data = batches(config, args.steps + 2)
+    times = []
+    for i, (x, y) in enumerate(data):
+        start = time.perf_counter()
+        single(x, y)
+        if i >= 2:
+            times.append(time.perf_counter() - start)
+    print(f"one device, {per_replica} rows, replayed step: {1e3 * statistics.median(times):.2f} ms")
+    single.close()
+    optimizer.free_memory()
+    model.free_memory()
+
+    config["batch_size"] = 2 * per_replica
+    data = batches(config, args.steps + 2, seed=1)
+    parallel = ocl_llm.DataParallel(config, [0, 1])
+    step = ReplayedDataParallel(parallel)
+    for x, y in data[:2]:
+        step(x, y)
+
+    def sync():
+        for runtime in parallel.runtimes:
+            runtime.device.synchronize()
+    phases = {name: [] for name in ("write+enqueue", "replays done", "all-reduce", "optimizers",
+                                    "loss read", "whole step")}
+    for x, y in data[2:]:
+        sync()
+        t0 = time.perf_counter()
+        shards = parallel.shards(x.shape[0])
+        total_valid = int((y != 0).sum())
+        denominator = total_valid / parallel.size
+        valid = parallel.on_each_replica(
+            lambda r: step._replay(r, x, y, shards[r], denominator))
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        for captured in step.passes:
+            captured.attach_grads()
+        parallel.all_reduce_gradients()
+        sync()
+        t3 = time.perf_counter()
+        for opt in parallel.optimizers:
+            opt.step()
+        sync()
+        t4 = time.perf_counter()
+        sum(float(c.losses()[rows].astype(np.float64).sum()) for c, rows in zip(step.passes, valid))
+        t5 = time.perf_counter()
+        for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0)):
+            phases[name].append(value)
+    print(f"two devices, {per_replica} rows each, phases (ms):")
+    for name, values in phases.items():
+        print(f"  {name:>14}: {1e3 * statistics.median(values):8.2f}")
+    step.close()
+    parallel.close()
+    ocl_llm.ocl_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
