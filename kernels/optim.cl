@@ -213,6 +213,45 @@ __kernel void optim_sum_squares_chunks(__global const float* x, ulong n, ulong c
   }
 }
 
+// The CPU form of optim_sum_squares_chunks (no barriers): one work-item per chunk, the chunk in
+// runs of four float16 vectors (eight acc8_t accumulators: one would wait on its own additions),
+// folded in a fixed order, then the tail in ascending order.
+#if AETHERCL_FP64
+typedef double8 acc8_t;
+typedef double4 acc4_t;
+#define convert_acc8_t convert_double8
+#else
+typedef float8 acc8_t;
+typedef float4 acc4_t;
+#define convert_acc8_t convert_float8
+#endif
+
+__kernel void optim_sum_squares_lanes(__global const float* x, ulong n, ulong chunk, ulong chunks,
+                                      __global acc_t* partials, ulong first) {
+  for (ulong c = get_global_id(0); c < chunks; c += get_global_size(0)) {
+    const ulong begin = c * chunk, count = min(n, begin + chunk) - begin, runs = count / 64;
+    __global const float* xc = x + begin;
+    acc8_t s[8];
+    for (uint i = 0; i < 8; ++i) s[i] = (acc8_t)(0);
+    for (ulong k = 0; k < runs; ++k) {
+      for (uint i = 0; i < 4; ++i) {
+        const float16 v = vload16(4 * k + i, xc);
+        const acc8_t a = convert_acc8_t(v.lo), b = convert_acc8_t(v.hi);
+        s[2 * i] += a * a;
+        s[2 * i + 1] += b * b;
+      }
+    }
+    const acc8_t h8 = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    const acc4_t h4 = h8.lo + h8.hi;
+    acc_t sum = (h4.x + h4.y) + (h4.z + h4.w);
+    for (ulong i = runs * 64; i < count; ++i) {
+      const acc_t value = (acc_t)xc[i];
+      sum += value * value;
+    }
+    partials[first + c] = sum;
+  }
+}
+
 // One work-item: total = sqrt(sum of partials, in order); coefficient min(1, max / (total + 1e-6)),
 // 1 when total is not finite.
 __kernel void optim_clip_coefficient(__global const acc_t* partials, ulong count, float max_norm,

@@ -228,3 +228,114 @@ __kernel void reduce_add_periodic_rows(__global const float* a, __global const f
     for (ulong j = 0; j < period; ++j) cr[j] = ar[j] + b[j];
   }
 }
+
+// ---- CPU forms of the column sums (float32 in and out): no barriers, each work-item's own
+// float16 vector code (PoCL vectorises a kernel's vectors, not a loop over work-items).
+
+// two_sum_add4's float operations on 16 lanes (fabs(sum) < INFINITY is isfinite(sum)).
+inline void two_sum_add16(float16* hi, float16* lo, float16 value) {
+  const float16 sum = *hi + value;
+  const float16 b_virtual = sum - *hi;
+  const float16 error = (*hi - (sum - b_virtual)) + (value - b_virtual);
+  *lo += select((float16)(0.0f), error, fabs(sum) < (float16)(INFINITY));
+  *hi = sum;
+}
+
+// two_sum_add4's float operations on one lane.
+inline void two_sum_add1(float* hi, float* lo, float value) {
+  const float sum = *hi + value;
+  const float b_virtual = sum - *hi;
+  const float error = (*hi - (sum - b_virtual)) + (value - b_virtual);
+  *lo += isfinite(sum) ? error : 0.0f;
+  *hi = sum;
+}
+
+// Elements p[0 .. width - 1] (width <= 16) as a vector, zeros past them.
+inline float16 load_columns16(__global const float* p, ulong width) {
+  if (width == 16) return vload16(0, p);
+  float lanes[16];
+  for (uint c = 0; c < 16; ++c) lanes[c] = c < width ? p[c] : 0.0f;
+  return vload16(0, lanes);
+}
+
+// Lanes 0 .. width - 1 of v to at[0 .. width - 1].
+inline void store_columns16(__global float* at, float16 v, ulong width) {
+  float lanes[16];
+  vstore16(v, 0, lanes);
+  for (uint c = 0; c < width; ++c) at[c] = lanes[c];
+}
+
+// Columns per work-item of reduce_sum_columns_lanes (ops/column_lanes.h kColumnBlock): its
+// (hi, lo) pairs stay in the core's L1 while it streams whole rows of up to 4 KiB. Rows per load
+// and store of a pair: COLUMN_ROWS.
+#define COLUMN_BLOCK 1024
+#define COLUMN_ROWS 4
+
+// Rows row, row + cols, ... (count of them, at most COLUMN_ROWS) of a block of width columns
+// added into its pairs in order: whole vectors in hi16, lo16, the columns past them through hi,
+// lo (scalar views of those). Called with a constant count, so the loop over the rows unrolls.
+inline void two_sum_rows(float16* hi16, float16* lo16, float* hi, float* lo,
+                         __global const float* row, ulong cols, ulong width, uint count) {
+  const ulong vectors = width / 16;
+  for (ulong q = 0; q < vectors; ++q) {
+    float16 h = hi16[q], l = lo16[q];
+    for (uint r = 0; r < count; ++r) two_sum_add16(&h, &l, vload16(q, row + r * cols));
+    hi16[q] = h;
+    lo16[q] = l;
+  }
+  for (ulong j = vectors * 16; j < width; ++j) {
+    for (uint r = 0; r < count; ++r) two_sum_add1(&hi[j], &lo[j], row[r * cols + j]);
+  }
+}
+
+// out[n] = scale * the sum over r < rows of in[r * cols + n]: work-item (b, c) sums columns
+// COLUMN_BLOCK * b .. (fewer at the end) over the rows of chunk c = get_global_id(1),
+// [c * span, min(rows, c * span + span)), in ascending order as a float-float pair (hi, lo) per
+// column, each row's run added 16 columns at a time (work-items walking narrow strips of columns
+// alone read a short run per row, which the hardware prefetchers do not follow). With one chunk
+// the sums go to out; otherwise chunk c's pairs go to parts[c * cols + n] (hi) and
+// parts[(chunks + c) * cols + n] (lo) and reduce_sum_columns_lanes_fold adds the chunks in
+// ascending order. The order depends only on the shape and the chunks (the host's plan).
+__kernel void reduce_sum_columns_lanes(__global const float* in, __global float* out,
+                                       __global float* parts, ulong rows, ulong cols, ulong span,
+                                       float scale) {
+  const ulong n0 = get_global_id(0) * COLUMN_BLOCK;
+  const ulong chunk = get_global_id(1), chunks = get_global_size(1);
+  if (n0 >= cols) return;
+  const ulong width = min((ulong)COLUMN_BLOCK, cols - n0);
+  const ulong end = min(rows, chunk * span + span);
+  // Whole vectors, loaded and stored as such (a vload16 of what two 32-byte stores wrote stalls
+  // store forwarding).
+  float16 hi16[COLUMN_BLOCK / 16], lo16[COLUMN_BLOCK / 16];
+  float* hi = (float*)hi16;
+  float* lo = (float*)lo16;
+  for (ulong q = 0; q < COLUMN_BLOCK / 16; ++q) hi16[q] = lo16[q] = (float16)(0.0f);
+  for (ulong r = chunk * span; r < end; r += COLUMN_ROWS) {
+    __global const float* row = in + r * cols + n0;
+    if (r + COLUMN_ROWS <= end) two_sum_rows(hi16, lo16, hi, lo, row, cols, width, COLUMN_ROWS);
+    else two_sum_rows(hi16, lo16, hi, lo, row, cols, width, (uint)(end - r));
+  }
+  for (ulong j = 0; j < width; ++j) {
+    if (chunks == 1) {
+      out[n0 + j] = (hi[j] + lo[j]) * scale;
+    } else {
+      parts[chunk * cols + n0 + j] = hi[j];
+      parts[(chunks + chunk) * cols + n0 + j] = lo[j];
+    }
+  }
+}
+
+// The second pass of reduce_sum_columns_lanes: work-item s adds the chunks' pairs of columns
+// 16s .. in ascending order (fold_chunks' operations), then stores the scaled sums.
+__kernel void reduce_sum_columns_lanes_fold(__global const float* parts, __global float* out,
+                                            ulong cols, ulong chunks, float scale) {
+  const ulong n0 = get_global_id(0) * 16;
+  if (n0 >= cols) return;
+  const ulong width = min((ulong)16, cols - n0);
+  float16 hi = (float16)(0.0f), lo = (float16)(0.0f);
+  for (ulong c = 0; c < chunks; ++c) {
+    two_sum_add16(&hi, &lo, load_columns16(parts + c * cols + n0, width));
+    lo += load_columns16(parts + (chunks + c) * cols + n0, width);
+  }
+  store_columns16(out + n0, (hi + lo) * scale, width);
+}

@@ -361,3 +361,207 @@ __kernel void reduce_axis_backward(__global const float* dy, __global const int*
     dx[e] = value;
   }
 }
+
+// ---- CPU forms (SUM, MEAN, MAX, MIN): no barriers, each work-item's own float16 vector code
+// (PoCL vectorises a kernel's vectors, not a loop over work-items). Sums accumulate in acc_t;
+// MAX/MIN keep the first index's value exactly as beats does, so their bits match the GPU forms.
+#if AETHERCL_FP64
+typedef double8 acc8_t;
+#define convert_acc8_t convert_double8
+#else
+typedef float8 acc8_t;
+#define convert_acc8_t convert_float8
+#endif
+
+// Lanes where (v, a later index) beats best under beats' rule: a NaN over a number, then the
+// larger (max) or smaller (min) value; ties keep best, the earlier index.
+inline int16 later_beats(float16 best, float16 v, int want_max) {
+  const int16 nan_over_number = (v != v) & (best == best);
+  return nan_over_number | (want_max ? v > best : v < best);
+}
+
+// Inner positions per work-item of reduce_axis_lanes (ops/column_lanes.h kColumnBlock): its
+// accumulators stay in the core's L1 while it streams whole rows of up to 4 KiB. Rows per load
+// and store of an accumulator: AXIS_ROWS.
+#define AXIS_BLOCK 1024
+#define AXIS_ROWS 4
+
+// Rows row, row + inner, ... (count of them, at most AXIS_ROWS) of a block of width positions
+// added into its sums in order: whole vectors in sum8, the positions past them through sums (a
+// scalar view of sum8). Called with a constant count, so the loop over the rows unrolls.
+inline void add_rows(acc8_t* sum8, acc_t* sums, __global const float* row, ulong inner,
+                     ulong width, uint count) {
+  const ulong vectors = width / 16;
+  for (ulong q = 0; q < vectors; ++q) {
+    acc8_t lo = sum8[2 * q], hi = sum8[2 * q + 1];
+    for (uint r = 0; r < count; ++r) {
+      const float16 v = vload16(q, row + r * inner);
+      lo += convert_acc8_t(v.lo);
+      hi += convert_acc8_t(v.hi);
+    }
+    sum8[2 * q] = lo;
+    sum8[2 * q + 1] = hi;
+  }
+  for (ulong j = vectors * 16; j < width; ++j) {
+    for (uint r = 0; r < count; ++r) sums[j] += (acc_t)row[r * inner + j];
+  }
+}
+
+// add_rows for MAX/MIN: each position takes a later row's value when it beats the one held.
+inline void take_rows(float16* best16, float* values, __global const float* row, ulong inner,
+                      ulong width, uint count, int want_max) {
+  const ulong vectors = width / 16;
+  for (ulong q = 0; q < vectors; ++q) {
+    float16 best = best16[q];
+    for (uint r = 0; r < count; ++r) {
+      const float16 v = vload16(q, row + r * inner);
+      best = select(best, v, later_beats(best, v, want_max));
+    }
+    best16[q] = best;
+  }
+  for (ulong j = vectors * 16; j < width; ++j) {
+    for (uint r = 0; r < count; ++r) {
+      const float v = row[r * inner + j];
+      if (beats(values[j], 0, v, 1, want_max)) values[j] = v;
+    }
+  }
+}
+
+// A work-item per block of AXIS_BLOCK inner positions i0 = AXIS_BLOCK * get_global_id(0) ..
+// (fewer at the end) and per slab get_global_id(1) = o * chunks + chunk: the axis indices of its
+// chunk, [chunk * span, min(len, chunk * span + span)), in ascending order, each row's run added
+// into the block's accumulators 16 positions at a time. Work-items walking narrow strips of
+// columns alone read a short run per row, which the hardware prefetchers do not follow. One
+// chunk stores the outputs; otherwise the chunk's sums or values go to the partials at
+// (o * chunks + chunk) * inner + i, as reduce_axis_tiles' do, and reduce_axis_lanes_fold adds
+// them.
+__kernel void reduce_axis_lanes(__global const float* x, __global float* y,
+                                __global acc_t* part_sums, __global float* part_values,
+                                ulong outer, ulong len, ulong inner, ulong chunks, ulong span,
+                                int op) {
+  const ulong i0 = get_global_id(0) * AXIS_BLOCK;
+  const ulong slab = get_global_id(1);
+  if (i0 >= inner || slab >= outer * chunks) return;
+  const ulong o = slab / chunks, chunk = slab % chunks;
+  const ulong width = min((ulong)AXIS_BLOCK, inner - i0);
+  const ulong begin = chunk * span, end = min(len, begin + span);
+  __global const float* base = x + o * len * inner + i0;
+  const bool summing = op == OP_SUM || op == OP_MEAN;
+  const int want_max = wants_max(op);
+  // Whole vectors, loaded and stored as such (a vload16 of what two 32-byte stores wrote stalls
+  // store forwarding).
+  acc8_t sum8[AXIS_BLOCK / 8];
+  float16 best16[AXIS_BLOCK / 16];
+  acc_t* sums = (acc_t*)sum8;
+  float* values = (float*)best16;
+  if (summing) {
+    for (ulong j = 0; j < AXIS_BLOCK / 8; ++j) sum8[j] = (acc8_t)(0);
+    for (ulong k = begin; k < end; k += AXIS_ROWS) {
+      if (k + AXIS_ROWS <= end) add_rows(sum8, sums, base + k * inner, inner, width, AXIS_ROWS);
+      else add_rows(sum8, sums, base + k * inner, inner, width, (uint)(end - k));
+    }
+  } else {
+    for (ulong j = 0; j < width; ++j) values[j] = base[begin * inner + j];
+    for (ulong k = begin + 1; k < end; k += AXIS_ROWS) {
+      __global const float* row = base + k * inner;
+      if (k + AXIS_ROWS <= end) take_rows(best16, values, row, inner, width, AXIS_ROWS, want_max);
+      else take_rows(best16, values, row, inner, width, (uint)(end - k), want_max);
+    }
+  }
+  const int partial = chunks > 1;
+  const ulong at = partial ? slab * inner + i0 : o * inner + i0;
+  for (ulong j = 0; j < width; ++j) {
+    if (partial && summing) {
+      part_sums[at + j] = sums[j];
+    } else if (partial) {
+      part_values[at + j] = values[j];
+    } else {
+      store(y, 0, at + j, op, sums[j], len, values[j], 0);
+    }
+  }
+}
+
+// The second pass of reduce_axis_lanes: one work-item per output (o, i) adds the chunks' sums in
+// ascending order, or takes their values by the same rule.
+__kernel void reduce_axis_lanes_fold(__global const acc_t* part_sums,
+                                     __global const float* part_values, __global float* y,
+                                     ulong outer, ulong len, ulong inner, ulong chunks, int op) {
+  const int want_max = wants_max(op);
+  const bool summing = op == OP_SUM || op == OP_MEAN;
+  for (ulong out = get_global_id(0); out < outer * inner; out += get_global_size(0)) {
+    const ulong o = out / inner, i = out % inner;
+    const ulong first = o * chunks * inner + i;
+    acc_t sum = 0;
+    float best = 0.0f;
+    if (summing) {
+      for (ulong c = 0; c < chunks; ++c) sum += part_sums[first + c * inner];
+    } else {
+      best = part_values[first];
+      for (ulong c = 1; c < chunks; ++c) {
+        if (beats(best, 0, part_values[first + c * inner], 1, want_max)) {
+          best = part_values[first + c * inner];
+        }
+      }
+    }
+    store(y, 0, out, op, sum, len, best, 0);
+  }
+}
+
+// A work-item per row (inner == 1, len > 0): the row in float16 vectors, lane j taking elements
+// j, j + 16, ... (sums as two acc8_t halves folded in a fixed order; values with their indices,
+// folded by beats), then the tail in ascending order.
+__kernel void reduce_axis_rows_lanes(__global const float* x, __global float* y, ulong outer,
+                                     ulong len, int op) {
+  const ulong vectors = len / 16;
+  const int want_max = wants_max(op);
+  for (ulong row = get_global_id(0); row < outer; row += get_global_size(0)) {
+    __global const float* xr = x + row * len;
+    acc_t sum = 0;
+    float best = xr[0];
+    int best_index = 0;
+    if (op == OP_SUM || op == OP_MEAN) {
+      acc8_t lo = (acc8_t)(0), hi = (acc8_t)(0);
+      for (ulong k = 0; k < vectors; ++k) {
+        const float16 v = vload16(k, xr);
+        lo += convert_acc8_t(v.lo);
+        hi += convert_acc8_t(v.hi);
+      }
+      const acc8_t h8 = lo + hi;
+      const acc4_t h4 = h8.lo + h8.hi;
+      sum = (h4.x + h4.y) + (h4.z + h4.w);
+      for (ulong k = vectors * 16; k < len; ++k) sum += (acc_t)xr[k];
+    } else {
+      if (vectors > 0) {
+        float16 lane_best = vload16(0, xr);
+        int16 lane_index = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        int16 index = lane_index;
+        for (ulong k = 1; k < vectors; ++k) {
+          const float16 v = vload16(k, xr);
+          index += 16;
+          const int16 take = later_beats(lane_best, v, want_max);
+          lane_best = select(lane_best, v, take);
+          lane_index = select(lane_index, index, take);
+        }
+        float values[16];
+        int indices[16];
+        vstore16(lane_best, 0, values);
+        vstore16(lane_index, 0, indices);
+        best = values[0];
+        best_index = indices[0];
+        for (uint c = 1; c < 16; ++c) {
+          if (beats(best, best_index, values[c], indices[c], want_max)) {
+            best = values[c];
+            best_index = indices[c];
+          }
+        }
+      }
+      for (ulong k = vectors * 16; k < len; ++k) {
+        if (beats(best, best_index, xr[k], (int)k, want_max)) {
+          best = xr[k];
+          best_index = (int)k;
+        }
+      }
+    }
+    store(y, 0, row, op, sum, len, best, best_index);
+  }
+}

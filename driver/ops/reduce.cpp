@@ -2,10 +2,12 @@
 // tiles (float4 lanes along the row, strips of rows per lane, a local tree), in one pass where the
 // tiles fill the device and otherwise over chunks of rows into scratch partials, which each
 // tile's last group folds in the same launch (a second launch folds them where the launch
-// counters are not to be had; plans in ops/column_tiles.h).
+// counters are not to be had; plans in ops/column_tiles.h). CPU devices sum float32 columns in
+// blocks per work-item instead (ops/column_lanes.h).
 #include "ops/reduce.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_lanes.h"
 #include "ops/column_tiles.h"
 #include "runtime/family_launch.h"
 #include "runtime/scratch.h"
@@ -34,6 +36,28 @@ void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64
          static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
 }
 
+// column_sums' CPU form (float32 operands): blocks of columns per work-item over chunks of rows
+// (ops/column_lanes.h), the chunks folded by a second launch (16 columns per work-item).
+void column_sums_lanes(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t rows,
+                       std::uint64_t cols, float scale) {
+  Kernel& kernel = family_kernel(call, kFamily, "reduce_sum_columns_lanes");
+  ColumnLanes plan = column_lanes(call.device(), 1, rows, cols);
+  std::optional<Scratch> parts;
+  if (plan.chunks > 1 &&
+      !optional_scratch(parts, call, 2 * plan.chunks * cols * sizeof(float),
+                        fmt::format("the partial sums of {} row chunks", plan.chunks))) {
+    plan.chunks = 1;
+    plan.span = rows;
+  }
+  call.launch(kernel, plan.geometry(), in_mem, out_mem, parts ? parts->mem() : out_mem,
+              static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols),
+              static_cast<cl_ulong>(plan.span), scale);
+  if (!parts) return;
+  Kernel& fold = family_kernel(call, kFamily, "reduce_sum_columns_lanes_fold");
+  call.launch(fold, linear_geometry(call.device(), fold, (cols + 15) / 16), parts->mem(), out_mem,
+              static_cast<cl_ulong>(cols), static_cast<cl_ulong>(plan.chunks), scale);
+}
+
 }  // namespace
 
 void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
@@ -53,6 +77,10 @@ void reduce_sum(DeviceCall& call, void* in, void* out, int b, int m, int n) {
 void column_sums(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t rows,
                  std::uint64_t out_count, float scale, const std::string& formats) {
   Device& device = call.device();
+  if (cpu_kernel_forms(device) && formats.empty()) {
+    column_sums_lanes(call, in_mem, out_mem, rows, out_count, scale);
+    return;
+  }
   Kernel& tile = formats.empty() ? family_kernel(call, kFamily, "reduce_sum_columns_tile")
                                  : family_kernel(call, kFamily, "reduce_sum_columns_tile", formats);
   ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);

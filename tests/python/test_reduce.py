@@ -6,7 +6,9 @@ float-float (hi, lo) pair per lane and through its tree, so only the final round
 order terms remain), and repeated calls must be bit-identical. The column-sum shapes reach every
 path of kernels/reduce.cl's tiles: one pass and chunks of rows with their fold, columns not a
 multiple of 4 (vload4 and the scalar tail) or of a 64-column tile, fewer rows than row lanes, one
-row, one column, CPU forms (one row lane) and GPU forms (a tree over row lanes), odd group sizes."""
+row, one column, odd group sizes; with AETHERCL_CPU_KERNELS=0 also the GPU forms (a tree over row
+lanes) on a CPU device, whose own forms are blocks of columns per work-item
+(test_reduce_cpu_forms.py compares the two)."""
 import numpy as np
 import pytest
 
@@ -16,6 +18,14 @@ from support.op_checks import (assert_bitwise, check_buffer_refusals, check_dim_
 
 REDUCE_SHAPES = [(1, 1, 1), (1, 1, 7), (3, 5, 7), (16, 64, 16), (16, 64, 53), (2, 1000, 3),
                  (7, 13, 257), (1, 100003, 1), (4, 3, 1009), (1, 1, 65537), (5, 1, 33)]
+
+
+def cpu_forms(lib, device, kernel_forms):
+    """Whether the column sums run in their CPU form (kernels/reduce.cl reduce_sum_columns_lanes):
+    the device's own forms on a CPU device."""
+    import json
+    info = json.loads(lib.json_call("aethercl_device_info", device.index))
+    return kernel_forms == "device-default" and info["type"] == "cpu"
 
 
 def reduce_tolerance(x, ref):
@@ -65,6 +75,9 @@ def test_reduce_sum_two_level(lib, device, rng, monkeypatch, tmp_path, kernel_fo
     monkeypatch.setenv("AETHERCL_LAUNCH_COUNTERS", "1" if fold == "same_launch" else "0")
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
                                 lambda: test_reduce_sum(lib, device, rng, b, m, n))
+    if cpu_forms(lib, device, kernel_forms):  # blocks of columns, always folded by a second launch
+        assert {"reduce_sum_columns_lanes", "reduce_sum_columns_lanes_fold"} <= names, names
+        return
     assert "reduce_sum_columns_tile" in names, names
     assert ("reduce_sum_columns_fold" in names) == (fold == "second_launch"), names
 
@@ -98,8 +111,9 @@ def test_reduce_sum_small_inputs_keep_one_kernel(lib, device, rng, tmp_path, ker
     from support.helpers import kernels_launched
     names, _ = kernels_launched(lib, device.index, tmp_path / "trace.json",
                                 lambda: test_reduce_sum(lib, device, rng, 2, 1000, 3))
-    assert {name for name in names if name.startswith("reduce")} == {"reduce_sum_columns_tile"}, \
-        names
+    kernel = "reduce_sum_columns_lanes" if cpu_forms(lib, device, kernel_forms) else \
+        "reduce_sum_columns_tile"
+    assert {name for name in names if name.startswith("reduce")} == {kernel}, names
 
 
 # (B, M, N): one row (N below, at and past a float4 lane and a tile); fewer rows than row lanes;

@@ -2,7 +2,9 @@
 backward, against float64 NumPy, with poisoned outputs and guard bytes; run with the device's
 own group size and with 64-item groups (the tree reduction GPUs use). Axes with inner > 1 run in
 tiles (kernels/reduce_axis.cl reduce_axis_tiles): TILE_CASES reach each of their paths with the
-CPU forms (one lane along the axis) and the GPU forms (a tree over lanes along the axis).
+GPU forms (a tree over lanes along the axis), and with a CPU device's own forms those of
+reduce_axis_lanes (SUM/MEAN/MAX/MIN: blocks of columns per work-item, chunks and their fold) and
+of the tiles with one lane along the axis (ARGMAX/ARGMIN).
 
 Tolerances: sums accumulate in double (FP64 devices) or float: rtol 1e-6 / 1e-5 relative to the
 sum of magnitudes; max/min/arg results are exact. Backward values are exact copies (SUM, MAX,

@@ -7,7 +7,8 @@ With --host (the default on CPU devices) each kernel is also timed as NumPy does
 host arrays of the same size (tools/bench/host_reference.py), in the same run: "vs NumPy" is
 NumPy's time over ours (above 1: ours is faster). A second table times column sums (execute_reduce_sum_gpu: a GPT step's bias gradients, rows =
 tokens) of --sums shapes and of the operand viewed as rows of --row, each against a copy of the
-same bytes in the same run: the sum reads rows * cols floats, the copy reads and writes them.
+same bytes in the same run: the sum reads rows * cols floats, the copy reads and writes them
+(with --host also against NumPy's sum over the rows of a host array of that shape).
 """
 from __future__ import annotations
 
@@ -192,10 +193,15 @@ def main() -> int:
                          f"{numpy_seconds / seconds:>9.2f}")
         print(line)
     print("\ncolumn sums (execute_reduce_sum_gpu) vs a copy of the same bytes")
-    print(f"{'rows x cols':<30} {'GB/s':>9} {'copy':>9} {'vs copy':>8}")
+    print(f"{'rows x cols':<30} {'GB/s':>9} {'copy':>9} {'vs copy':>8}" +
+          (f" {'NumPy GB/s':>11} {'vs NumPy':>9}" if host else ""))
     shapes = list(args.sums) + [(rows, args.row)]
     for r, cols, sum_gbs, copy_gbs in column_sums(lib, gpu, args.reps, a, c, nbytes, shapes):
-        print(f"{f'{r} x {cols}':<30} {sum_gbs:>9.2f} {copy_gbs:>9.2f} {sum_gbs / copy_gbs:>8.2f}")
+        line = f"{f'{r} x {cols}':<30} {sum_gbs:>9.2f} {copy_gbs:>9.2f} {sum_gbs / copy_gbs:>8.2f}"
+        if host:
+            numpy_gbs = r * cols * 4 / timed_host(args.reps, host_reference.column_sums(r, cols)) / 1e9
+            line += f" {numpy_gbs:>11.2f} {sum_gbs / numpy_gbs:>9.2f}"
+        print(line)
     for buf in bufs:
         lib.free_gpu_memory(gpu, buf)
     lib.shutdown_driver()

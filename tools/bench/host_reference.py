@@ -66,6 +66,8 @@ def cases(n: int, row: int) -> Dict[str, Callable[[], None]]:
         c[:rows * row].reshape(rows, row)
     bias = rng.standard_normal(row, dtype=np.float32)
     column = np.empty(row, np.float32)
+    a3 = a[:rows // 4 * 4 * row].reshape(4, rows // 4, row)
+    columns4 = np.empty((4, row), np.float32)
     per_row = np.empty(rows, np.float32)
     quarter = n // 4
     m, v = np.zeros(quarter, np.float32), np.zeros(quarter, np.float32)
@@ -112,6 +114,7 @@ def cases(n: int, row: int) -> Dict[str, Callable[[], None]]:
         "reduce sum (last axis)": lambda: np.sum(a2, axis=1, out=per_row),
         "reduce max (first axis)": lambda: np.max(a2, axis=0, out=column),
         "reduce sum (first axis)": lambda: np.sum(a2, axis=0, out=column),
+        "reduce mean (middle axis)": lambda: np.mean(a3, axis=1, out=columns4),
         "norm_forward affine": lambda: _layernorm(a2, c2),
         "optimizer sgd momentum": sgd_momentum,
         "optimizer adamw (n/4)": adamw,
@@ -119,3 +122,10 @@ def cases(n: int, row: int) -> Dict[str, Callable[[], None]]:
         "mse_loss (+grad)": lambda: np.multiply(np.subtract(a, b, out=c), np.float32(2 / n),
                                                 out=c),
     }
+
+
+def column_sums(rows: int, cols: int) -> Callable[[], None]:
+    """NumPy's column sums (execute_reduce_sum_gpu) of a rows x cols float32 host array."""
+    x = np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32)
+    out = np.empty(cols, np.float32)
+    return lambda: np.sum(x, axis=0, out=out)

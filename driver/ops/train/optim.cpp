@@ -201,8 +201,16 @@ void clip_grad_norm(DeviceCall& call, int num_tensors, void* const* grads,
                    "gradient clipping's partial sums");
   Scratch coefficient(call, sizeof(float), "gradient clipping's factor");
   std::uint64_t first = 0;
+  const bool lanes = cpu_kernel_forms(device);
   for (int t = 0; t < num_tensors; ++t) {
     if (chunking[t].chunks == 0) continue;
+    if (lanes) {  // one work-item per chunk in float16 vectors
+      launch_linear(call, kFamily, "optim_sum_squares_lanes", chunking[t].chunks, mems[t],
+                    ul(counts[t]), ul(chunking[t].chunk), ul(chunking[t].chunks), partials.mem(),
+                    ul(first));
+      first += chunking[t].chunks;
+      continue;
+    }
     launch_slices(call, kFamily, "optim_sum_squares_chunks", chunking[t].chunks, chunking[t].chunk,
                   acc_bytes(device), mems[t], ul(counts[t]), ul(chunking[t].chunk),
                   ul(chunking[t].chunks), partials.mem(), ul(first));

@@ -1,10 +1,12 @@
 // Axis reductions: view the tensor as (outer, len, inner); one work-group per output row when the
 // axis is the innermost, otherwise tiles of inner positions by lanes along the axis (cut into
 // chunks of the axis with a fold when the tiles alone would leave the device idle; plans in
-// ops/column_tiles.h).
+// ops/column_tiles.h). CPU devices take SUM, MEAN, MAX and MIN in their lanes forms: a row per
+// work-item, or blocks of inner positions per work-item (ops/column_lanes.h).
 #include "ops/train/reduce_axis.h"
 
 #include "ops/aliasing.h"
+#include "ops/column_lanes.h"
 #include "ops/column_tiles.h"
 #include "ops/train/common.h"
 
@@ -56,6 +58,37 @@ AxisView view_of(int ndim, const int* shape, int axis) {
   return v;
 }
 
+// The ops the CPU forms take (the index reductions keep the general forms).
+bool lanes_op(cl_int op) {
+  return op == AETHERCL_SUM || op == AETHERCL_MEAN || op == AETHERCL_MAX || op == AETHERCL_MIN;
+}
+
+// reduce_axis_lanes (and with chunks its fold) over inner > 1, len > 0.
+void reduce_blocks(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
+  Device& device = call.device();
+  Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_lanes");
+  ColumnLanes plan = column_lanes(device, v.outer, v.len, v.inner);
+  const bool summing = op == AETHERCL_SUM || op == AETHERCL_MEAN;
+  std::optional<Scratch> parts;
+  if (plan.chunks > 1) {
+    // The chunks' partials (sums or values) are an optional workspace: where they do not fit,
+    // one chunk of the whole axis.
+    const std::uint64_t count = v.outer * plan.chunks * v.inner;
+    if (!optional_scratch(parts, call, bytes_of(count, summing ? acc_bytes(device) : 4),
+                          fmt::format("the partials of {} chunks of the axis", plan.chunks))) {
+      plan.chunks = 1;
+      plan.span = v.len;
+    }
+  }
+  // Without chunks the partials are not written: y stands in for them.
+  cl_mem partials = parts ? parts->mem() : y_mem;
+  call.launch(kernel, plan.geometry(), x_mem, y_mem, partials, partials, ul(v.outer), ul(v.len),
+              ul(v.inner), ul(plan.chunks), ul(plan.span), op);
+  if (!parts) return;
+  launch_linear(call, kFamily, "reduce_axis_lanes_fold", v.outputs(), partials, partials, y_mem,
+                ul(v.outer), ul(v.len), ul(v.inner), ul(plan.chunks), op);
+}
+
 // reduce_axis_tiles (and with chunks its fold) over inner > 1. y is the float output
 // (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
 void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
@@ -102,6 +135,10 @@ void reduce_tiles(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& 
 // One item per output (reduce_axis_items: an empty axis, whose sums are 0 and means NaN), or the
 // tiles. y is the float output (SUM/MEAN/MAX/MIN) or the int output (ARGMAX/ARGMIN) by op.
 void reduce_items(DeviceCall& call, cl_mem x_mem, cl_mem y_mem, const AxisView& v, cl_int op) {
+  if (v.len > 0 && v.inner > 1 && cpu_kernel_forms(call.device()) && lanes_op(op)) {
+    reduce_blocks(call, x_mem, y_mem, v, op);
+    return;
+  }
   if (v.len > 0 && v.inner > 1) {
     reduce_tiles(call, x_mem, y_mem, v, op);
     return;
@@ -125,6 +162,11 @@ void reduce_axis(DeviceCall& call, int op, void* x, void* y, int ndim, const int
   }
   Device& device = call.device();
   const cl_int code = op;
+  if (v.inner == 1 && v.len > 1 && row_lanes_forms(device) && lanes_op(code)) {
+    launch_linear(call, kFamily, "reduce_axis_rows_lanes", v.outer, x_mem, y_mem, ul(v.outer),
+                  ul(v.len), code);
+    return;
+  }
   if (v.inner == 1 && v.len > 1) {
     Kernel& kernel = family_kernel(call, kFamily, "reduce_axis_groups");
     // Rows of a multiple of 4 are read as float4s: the group is sized for len / 4 lanes with
