@@ -16,8 +16,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from aethercl import Buffer, Communicator
-from aethercl.collectives import copy_peer
+from aethercl import Buffer, Communicator, ops
 
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -117,13 +116,16 @@ class DataParallel:
         finally:
             set_current_runtime(self.runtimes[0])
 
-    def capture_passes(self, shape: Tuple[int, int]) -> list:
+    def capture_passes(self, shape: Tuple[int, int],
+                       after: Optional[Callable[[int], None]] = None) -> list:
         """A graph of every replica's forward, loss and backward on its share of batches of
-        `shape` (ocl_llm.graph_step.CapturedPass), after a step has run eagerly."""
+        `shape` (ocl_llm.graph_step.CapturedPass), after a step has run eagerly; after(r), when
+        given, is recorded at the end of replica r's graph."""
         from .graph_step import CapturedPass
         shards = self.shards(shape[0])
         return self.on_each_replica(
-            lambda r: CapturedPass(self.models[r], (len(shards[r]), shape[1])))
+            lambda r: CapturedPass(self.models[r], (len(shards[r]), shape[1]),
+                                   after=None if after is None else lambda: after(r)))
 
     def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
         """One data-parallel training step on a batch (rows split by shards()); returns the
@@ -149,13 +151,25 @@ class DataParallel:
     def all_reduce_gradients(self) -> None:
         """MEAN of every parameter's gradient over the replicas, on every replica (in place),
         through flat buckets per replica (aethercl_comm_alloc: on the vendor engines NCCL reduces
-        them in place): the gradients are copied into them on the device in parameter order, one
-        all-reduce per bucket, and copied back. Parameters without a gradient are left alone."""
+        them in place): pack_gradients, reduce_buckets, unpack_gradients. Parameters without a
+        gradient are left alone."""
+        layout = self.bucket_layout()
+        if layout is None:
+            return
+        for r in range(self.size):
+            self.pack_gradients(r, layout)
+        self.reduce_buckets(layout)
+        for r in range(self.size):
+            self.unpack_gradients(r, layout)
+
+    def bucket_layout(self):
+        """(parameter groups with a gradient on every replica, total elements, spans of
+        _bucket_spans), with the buckets allocated for them; None when no gradient exists."""
         groups = [params for params in self._groups([m.parameters() for m in self.models])
                   if all(p.grad is not None for p in params)]
         total = sum(params[0].numel for params in groups)
         if total == 0:
-            return
+            return None
         if self._bucket_elements < total:
             self._free_buckets()
             count = -(-total * 4 // BUCKET_BYTES)
@@ -165,18 +179,32 @@ class DataParallel:
                               for _ in range(count)] for r in range(self.size)]
         spans = list(_bucket_spans([params[0].numel * 4 for params in groups],
                                    self._bucket_elements * 4))
-        for r in range(self.size):
-            for group, source_offset, bucket, offset, nbytes in spans:
-                copy_peer(self._buckets[r][bucket], groups[group][r].grad.data, nbytes,
-                          dst_offset=offset, src_offset=source_offset)
+        return groups, total, spans
+
+    def pack_gradients(self, r: int, layout) -> None:
+        """Replica r's gradients into its buckets (device copies on its default stream, which a
+        graph captures)."""
+        groups, _, spans = layout
+        device = self.runtimes[r].device
+        for group, source_offset, bucket, offset, nbytes in spans:
+            ops.copy(device, self._buckets[r][bucket], offset, groups[group][r].grad.data,
+                     source_offset, nbytes, None)
+
+    def reduce_buckets(self, layout) -> None:
+        """One all-reduce (MEAN) per bucket over the replicas."""
+        total = layout[1]
         for bucket in range(-(-total // self._bucket_elements)):
             elements = min(self._bucket_elements, total - bucket * self._bucket_elements)
             self.comm.all_reduce([per_replica[bucket] for per_replica in self._buckets],
                                  elements, op="mean")
-        for r in range(self.size):
-            for group, source_offset, bucket, offset, nbytes in spans:
-                copy_peer(groups[group][r].grad.data, self._buckets[r][bucket], nbytes,
-                          dst_offset=source_offset, src_offset=offset)
+
+    def unpack_gradients(self, r: int, layout) -> None:
+        """Replica r's buckets back into its gradients."""
+        groups, _, spans = layout
+        device = self.runtimes[r].device
+        for group, source_offset, bucket, offset, nbytes in spans:
+            ops.copy(device, groups[group][r].grad.data, source_offset, self._buckets[r][bucket],
+                     offset, nbytes, None)
 
     def _free_buckets(self) -> None:
         for per_replica in self._buckets:

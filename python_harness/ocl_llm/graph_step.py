@@ -45,11 +45,11 @@ class CapturedPass:
     """The forward pass, the loss and the backward pass of a model on batches of one shape,
     recorded as a graph on the model's device: write() a batch, replay(), then losses(). The
     graph leaves each row's loss in loss_rows, the largest in largest_loss, and the gradients in
-    grads (the same buffers every replay). Capture with the model's runtime current, after one
+    grads (the same buffers every replay); after(), when given, is recorded at its end. Capture with the model's runtime current, after one
     eager step (kernels, constants and optimizer state are made outside the capture: their
     uploads could not be recorded)."""
 
-    def __init__(self, model: SimpleModel, shape: tuple):
+    def __init__(self, model: SimpleModel, shape: tuple, after=None):
         self.shape = tuple(shape)
         runtime = model.embedding.weight_param.runtime
         rows = self.shape[0] * self.shape[1]
@@ -70,6 +70,8 @@ class CapturedPass:
             # finite exactly when every row is.
             train_ops.reduce(runtime.device, T.MAX, self.loss_rows.ptr, self.largest_loss.ptr,
                              (rows,), 0)
+            if after is not None:
+                after()   # more work for the graph once the gradients exist (e.g. packing them)
         # The gradients the backward pass made: the replay writes them, the optimizer reads them.
         self.grads: List[Optional[OclTensor]] = [p.grad for p in self.parameters]
 
@@ -191,23 +193,26 @@ class ReplayedTraining:
 class ReplayedDataParallel:
     """DataParallel.step through graphs: the first batch is stepped eagerly, then each replica's
     forward, loss and backward are captured on its own device (a CapturedPass per replica, with
-    its share of the batch). Later batches of that shape write each replica's rows and replay all
-    the replicas' graphs before any is waited for (the devices compute at the same time); the
-    all-reduce of the gradients and the optimizers then run as in DataParallel.step, after the
-    loss is read (every replica skips the update for a non-finite loss). Other shapes, and
-    batches of padding only, step eagerly. Same results as DataParallel.step, bit for bit."""
+    its share of the batch), ending with the copies of its gradients into its all-reduce buckets;
+    the copies back out are a second graph per replica. Later batches of that shape write each
+    replica's rows and replay all the replicas' passes before any is waited for (the devices
+    compute at the same time), all-reduce the buckets, read the loss, and (every replica skips
+    the update for a non-finite loss) replay the copies back and step the optimizers. Other
+    shapes, and batches of padding only, step eagerly. Same results as DataParallel.step, bit for
+    bit: the same copies, reduction and updates in the same order."""
 
     def __init__(self, parallel, pad_id: int = 0):
         self.parallel, self.pad_id = parallel, pad_id
         self.passes: Optional[List[CapturedPass]] = None
+        self.unpacks: List[Graph] = []
+        self.layout = None
         self.shape: Optional[tuple] = None
 
     def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
         dp = self.parallel
         if self.passes is None:
             loss = dp.step(inputs, targets, self.pad_id)
-            self.shape = tuple(np.shape(inputs))
-            self.passes = dp.capture_passes(self.shape)
+            self._capture(tuple(np.shape(inputs)))
             return loss
         total_valid = int((np.asarray(targets) != self.pad_id).sum())
         if tuple(np.shape(inputs)) != self.shape or tuple(np.shape(targets)) != self.shape or \
@@ -217,15 +222,26 @@ class ReplayedDataParallel:
         shards = dp.shards(inputs.shape[0])
         valid = dp.on_each_replica(lambda r: self._replay(r, inputs, targets, shards[r],
                                                           denominator))
-        for captured in self.passes:
-            captured.attach_grads()
-        dp.all_reduce_gradients()
+        dp.reduce_buckets(self.layout)
         loss = sum(float(captured.losses()[rows].astype(np.float64).sum())
                    for captured, rows in zip(self.passes, valid)) / total_valid
         if math.isfinite(loss):
-            for optimizer in dp.optimizers:
-                optimizer.step()
+            dp.on_each_replica(self._update)
         return loss
+
+    def _capture(self, shape: tuple) -> None:
+        dp = self.parallel
+        self.shape = shape
+        self.layout = dp.bucket_layout()
+        self.passes = dp.capture_passes(shape, after=lambda r: dp.pack_gradients(r, self.layout))
+
+        def unpack(r: int) -> Graph:
+            self.passes[r].attach_grads()
+            graph = Graph(dp.runtimes[r].device)
+            with graph:
+                dp.unpack_gradients(r, self.layout)
+            return graph
+        self.unpacks = dp.on_each_replica(unpack)
 
     def _replay(self, r: int, inputs, targets, rows, denominator) -> np.ndarray:
         captured = self.passes[r]
@@ -233,10 +249,16 @@ class ReplayedDataParallel:
         captured.replay()
         return valid
 
+    def _update(self, r: int) -> None:
+        self.unpacks[r].replay()
+        self.passes[r].attach_grads()
+        self.parallel.optimizers[r].step()
+
     def close(self) -> None:
         if self.passes is not None:
-            self.parallel.on_each_replica(lambda r: self.passes[r].close())
-            self.passes = None
+            self.parallel.on_each_replica(lambda r: (self.passes[r].close(),
+                                                     self.unpacks[r].close()))
+            self.passes, self.unpacks = None, []
 
 
 def graph_refusal(config: dict) -> Optional[str]:

@@ -1,6 +1,7 @@
 """Where a replayed data-parallel step's time goes (tools/gpu/dp_phases.py [--preset medium]):
-the replicas' graph replays (enqueue, then until both devices finished), the gradient all-reduce,
-the optimizer steps and the loss read, each ended by a synchronisation of every device, beside
+the replicas' graph replays (enqueue, then until both devices finished; they pack the gradients),
+the all-reduce of the buckets, the loss read, the copies back and the optimizer steps, each ended
+by a synchronisation of every device, beside
 one device replaying the same per-replica batch. ms per step, medians of --steps steps."""
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def main() -> int:
     def sync():
         for runtime in parallel.runtimes:
             runtime.device.synchronize()
-    phases = {name: [] for name in ("write+enqueue", "replays done", "all-reduce", "optimizers",
-                                    "loss read", "whole step")}
+    phases = {name: [] for name in ("write+enqueue", "replays done", "all-reduce", "loss read",
+                                    "unpack+optimizers", "whole step")}
     for x, y in data[2:]:
         sync()
         t0 = time.perf_counter()
@@ -76,16 +77,13 @@ def main() -> int:
         t1 = time.perf_counter()
         sync()
         t2 = time.perf_counter()
-        for captured in step.passes:
-            captured.attach_grads()
-        parallel.all_reduce_gradients()
+        parallel.reduce_buckets(step.layout)
         sync()
         t3 = time.perf_counter()
-        for opt in parallel.optimizers:
-            opt.step()
-        sync()
-        t4 = time.perf_counter()
         sum(float(c.losses()[rows].astype(np.float64).sum()) for c, rows in zip(step.passes, valid))
+        t4 = time.perf_counter()
+        parallel.on_each_replica(step._update)
+        sync()
         t5 = time.perf_counter()
         for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0)):
             phases[name].append(value)
