@@ -18,9 +18,9 @@ PeerPath choose_peer_path(bool shared_context, bool all_cpu) {
   }
   if (wanted == "device" && !shared_context) {
     fail(Status::kNotImplemented,
-         "{}=device, but these devices do not share an OpenCL context (different platforms, or "
-         "{}=0), so they cannot copy from each other's buffers",
-         env::kPeerPath, env::kSharedContext);
+         "{}=device, but these devices do not share an OpenCL context (different platforms, "
+         "GPUs, which get a context each unless {}=1, or {}=0), so they cannot copy from each "
+         "other's buffers", env::kPeerPath, env::kSharedContext, env::kSharedContext);
   }
   if (wanted == "device") return PeerPath::kDevice;
   if (wanted == "host") return PeerPath::kHost;

@@ -10,7 +10,11 @@ namespace aethercl {
 
 cl_context SharedContexts::acquire(const std::vector<DeviceInfo>& visible, int index) {
   const DeviceInfo& device = visible.at(static_cast<std::size_t>(index));
-  if (!env::flag(env::kSharedContext, true)) return nullptr;
+  // Default: shared on CPU platforms (PoCL's devices copy from each other's buffers), a context
+  // per GPU: NVIDIA's OpenCL migrates whole buffers between the devices of one context instead of
+  // copying, and ran a GPU's step 13 % slower in a shared context (docs/MANY_DEVICES.md).
+  bool cpu = device.kind == DeviceKind::kCpu;
+  if (!env::flag(env::kSharedContext, cpu)) return nullptr;
   std::vector<cl_device_id> members;
   for (const DeviceInfo& other : visible) {
     if (other.platform == device.platform) members.push_back(other.id);

@@ -1,6 +1,6 @@
-// One OpenCL context per platform for the visible devices of that platform, so that buffers of one
-// device can be copied to another by the device (peer copies, collectives). Single-device
-// platforms keep a context of their own, exactly as before.
+// One OpenCL context per platform for the visible CPU devices of that platform, so that buffers of
+// one device can be copied to another by the device (peer copies, collectives); GPUs and
+// single-device platforms keep a context of their own unless AETHERCL_SHARED_CONTEXT=1.
 //
 // Contract: used under the runtime's lifecycle lock (exclusive) only.
 #pragma once
@@ -17,7 +17,7 @@ class SharedContexts {
  public:
   // The context device `index` of `visible` should use: a new reference the caller owns, or
   // nullptr when the device gets a context of its own (the only visible device of its platform,
-  // or AETHERCL_SHARED_CONTEXT=0). Throws Error(kDeviceError) when the runtime refuses the context.
+  // a GPU without AETHERCL_SHARED_CONTEXT=1, or AETHERCL_SHARED_CONTEXT=0). Throws Error(kDeviceError) when the runtime refuses the context.
   cl_context acquire(const std::vector<DeviceInfo>& visible, int index);
   // Drops the runtime's references (shutdown); devices still holding one keep theirs alive.
   void clear() noexcept { contexts_.clear(); }

@@ -1156,8 +1156,9 @@ AETHERCL_API int aethercl_reset_peak_memory_stats(int gpu_index);
  *    AETHERCL_PEER_PATH=engine it fails instead with AETHERCL_DEVICE_ERROR
  *    (AETHERCL_OUT_OF_MEMORY when the staging cannot be allocated), the message naming the
  *    function, the buffers as they were. A failed copy back out of the staging fails the call;
- *  - "device" path: all its devices share one OpenCL context (the driver gives the visible
- *    devices of one platform a shared context; AETHERCL_SHARED_CONTEXT=0 turns that off) and copy
+ *  - "device" path: all its devices share one OpenCL context (the driver gives the visible CPU
+ *    devices of one platform a shared context, GPUs one each: AETHERCL_SHARED_CONTEXT=1 shares
+ *    GPUs' too, 0 shares none) and copy
  *    from each other's buffers on their own transfer queues; collectives return once enqueued;
  *  - "host" path: the bytes relay through pinned host memory, pipelined in chunks; collectives
  *    return once the data has moved.

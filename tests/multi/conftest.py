@@ -89,13 +89,40 @@ def token_array(handles):
     return (ctypes.c_void_p * len(handles))(*handles)
 
 
+@pytest.fixture(scope="session")
+def shared_context(lib, devices):
+    """Whether the devices share one OpenCL context (the device path needs it): PoCL's CPU
+    devices do; GPUs get a context each unless AETHERCL_SHARED_CONTEXT=1."""
+    previous = os.environ.get("AETHERCL_PEER_PATH")
+    os.environ["AETHERCL_PEER_PATH"] = "device"
+    try:
+        token = lib.aethercl_comm_create(2, (ctypes.c_int * 2)(*devices[:2]))
+    finally:
+        if previous is None:
+            os.environ.pop("AETHERCL_PEER_PATH")
+        else:
+            os.environ["AETHERCL_PEER_PATH"] = previous
+    if token:
+        lib.check("aethercl_comm_destroy", token)
+    return bool(token)
+
+
+def require_shared(shared: bool):
+    if not shared:
+        pytest.skip("the devices do not share an OpenCL context (GPUs get one each; "
+                    "AETHERCL_SHARED_CONTEXT=1 runs the device path)")
+
+
 @pytest.fixture
-def comm(lib, devices, monkeypatch):
+def comm(lib, devices, monkeypatch, shared_context):
     """comm(ranks, path) -> a communicator over those device indices on path 'device' or
-    'host' (AETHERCL_PEER_PATH); destroyed after the test."""
+    'host' (AETHERCL_PEER_PATH); destroyed after the test. The device path is skipped where the
+    devices do not share a context."""
     made = []
 
     def make(ranks, path="auto"):
+        if path == "device":
+            require_shared(shared_context)
         monkeypatch.setenv("AETHERCL_PEER_PATH", path)
         indices = (ctypes.c_int * len(ranks))(*ranks)
         made.append(lib.check_handle("aethercl_comm_create", len(ranks), indices))

@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from conftest import token_array
+from conftest import require_shared, token_array
 
 F32, F16, BF16 = 0, 1, 2
 SUM, MEAN, MAX, MIN = 0, 1, 2, 3
@@ -234,7 +234,9 @@ def test_zero_count_validates_and_succeeds(lib, devices, buffers, comm):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_copy_peer_odd_offsets(lib, devices, buffers, rng, monkeypatch, path):
+def test_copy_peer_odd_offsets(lib, devices, buffers, rng, monkeypatch, path, shared_context):
+    if path == "device":
+        require_shared(shared_context)
     monkeypatch.setenv("AETHERCL_PEER_PATH", path)
     for size, src_offset, dst_offset in ((1, 0, 0), (13, 3, 7), (1000003, 5, 1), (4097, 0, 11)):
         src = buffers(devices[0], src_offset + size + 9)

@@ -10,7 +10,7 @@ batch 128 a two-GPU step was bound by the one host thread issuing both replicas'
 docs/PERFORMANCE.md); tiny is for CPUs. tokens/s =
 batch x context x steps / seconds, after two warm-up steps, each step ending when its loss has
 been read (every device finished). medium is `bench train`'s GPT medium (85M parameters, context
-512) at 8 rows per device (bench train's batch on each device: the global batch grows with the
+512, AdamW as bench train's) at 8 rows per device (bench train's batch on each device: the global batch grows with the
 devices, as data parallelism is used; the single device runs the same global batch). --precision
 sets the products' mode, and "-mixed" the 16-bit activations as bench train does; --graph replays
 each step from graphs (ReplayedTraining on one device, ReplayedDataParallel on several)."""
@@ -31,10 +31,13 @@ PRESETS = {
     "gemm": {"embed_dim": 1024, "num_heads": 16, "d_ff": 4096, "num_layers": 4, "max_len": 128,
              "batch_size": 256},
     "medium": {"embed_dim": 768, "num_heads": 12, "d_ff": 3072, "num_layers": 12, "max_len": 512,
-               "batch_size": 8},
+               "batch_size": 8, "optimizer": "adamw"},
     "tiny": {"embed_dim": 64, "num_heads": 4, "d_ff": 256, "num_layers": 2, "max_len": 32,
              "batch_size": 8},
 }
+
+
+SIZES = ("embed_dim", "num_heads", "d_ff", "num_layers", "max_len", "batch_size")
 
 
 def batches(config, count, seed=0):
@@ -61,7 +64,7 @@ def main() -> int:
     parser.add_argument("--devices", default="0,1")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="gemm")
-    for name in PRESETS["gemm"]:
+    for name in SIZES:
         parser.add_argument(f"--{name}", type=int, default=None)
     parser.add_argument("--precision", default="fp32",
                         help="fp32, tf32, bf16, fp16, or bf16-mixed / fp16-mixed")
@@ -73,21 +76,21 @@ def main() -> int:
                   **PRESETS[args.preset])
     if args.preset == "medium":
         config["batch_size"] *= len(gpus)
-    for name in PRESETS["gemm"]:
+    for name in SIZES:
         if getattr(args, name) is not None:
             config[name] = getattr(args, name)
     data = batches(config, args.steps + 2)
 
     from ocl_llm.graph_step import ReplayedDataParallel, ReplayedTraining
     from ocl_llm.runtime import set_activation_precision, set_matmul_precision
+    from ocl_llm.train import make_optimizer
     products = args.precision.partition("-mixed")[0]
     activations = products if args.precision.endswith("-mixed") else "fp32"
     ocl_llm.ocl_initialize(gpus[0], verbose=False)
     set_matmul_precision(products)
     set_activation_precision(activations)
     model = ocl_llm.SimpleModel(config)
-    optimizer = ocl_llm.AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
-                                      eps=config["eps"], weight_decay=config["wd"])
+    optimizer = make_optimizer(model, config)
     if args.graph:
         replayed = ReplayedTraining(model, optimizer)
         single, single_losses = run(replayed, data)
@@ -99,7 +102,7 @@ def main() -> int:
     optimizer.free_memory()
     model.free_memory()
 
-    parallel = ocl_llm.DataParallel(config, gpus)
+    parallel = ocl_llm.DataParallel(config, gpus, make_optimizer=make_optimizer)
     if args.graph:
         replayed = ReplayedDataParallel(parallel)
         multi, multi_losses = run(replayed, data)
@@ -111,7 +114,8 @@ def main() -> int:
     parallel.close()
     ocl_llm.ocl_shutdown()
     result = {"device": device, "devices": gpus, "precision": args.precision,
-              "graph": args.graph, "config": {k: config[k] for k in PRESETS["gemm"]},
+              "graph": args.graph, "optimizer": config.get("optimizer", "adam"),
+              "config": {k: config[k] for k in SIZES},
               "parameters": params, "single_tokens_per_s": single,
               "parallel_tokens_per_s": multi, "speedup": multi / single,
               "replicas_identical": identical,

@@ -29,6 +29,7 @@ def main() -> int:
     args = parser.parse_args()
     from ocl_llm.graph_step import ReplayedDataParallel, ReplayedTraining
     from ocl_llm.runtime import set_activation_precision, set_matmul_precision
+    from ocl_llm.train import make_optimizer
     config = dict(ocl_llm.DEFAULT_CONFIG, vocab_size=ocl_llm.TinyTokenizer().vocab_size,
                   **PRESETS[args.preset])
     products = args.precision.partition("-mixed")[0]
@@ -39,8 +40,7 @@ def main() -> int:
     set_activation_precision(activations)
 
     model = ocl_llm.SimpleModel(config)
-    optimizer = ocl_llm.AdamOptimizer(model.parameters(), lr=config["lr"], betas=config["betas"],
-                                      eps=config["eps"], weight_decay=config["wd"])
+    optimizer = make_optimizer(model, config)
     single = ReplayedTraining(model, optimizer)
     data = batches(config, args.steps + 2)
     times = []
@@ -56,7 +56,7 @@ def main() -> int:
 
     config["batch_size"] = 2 * per_replica
     data = batches(config, args.steps + 2, seed=1)
-    parallel = ocl_llm.DataParallel(config, [0, 1])
+    parallel = ocl_llm.DataParallel(config, [0, 1], make_optimizer=make_optimizer)
     step = ReplayedDataParallel(parallel)
     for x, y in data[:2]:
         step(x, y)
