@@ -6,7 +6,8 @@ create their gradients next to their inputs (tensor.new_empty / new_zeros / new_
 runtime and device) and call the driver through aethercl.ops on that device."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -231,6 +232,44 @@ class EmbeddingBackwardContext(FunctionContext):
         dw = weight.new_zeros(weight.shape)
         ops.embedding_backward(g.device, g.data.ptr, ids_buffer.ptr, dw.data.ptr, b, s, d, v)
         return (dw,)
+
+
+_final_gradient_observer: Optional[Callable[["OclTensor"], None]] = None
+
+
+@contextmanager
+def observe_final_gradients(callback: Callable[["OclTensor"], None]) -> Iterator[None]:
+    """Within the block, backward() calls callback(leaf) for every grad-requiring leaf (a
+    parameter) as soon as its gradient is complete: right after the last operation that used it
+    has been differentiated (its gradient's work enqueued). Data parallelism packs and reduces a
+    layer's gradients from there while the backward pass goes on."""
+    global _final_gradient_observer
+    previous, _final_gradient_observer = _final_gradient_observer, callback
+    try:
+        yield
+    finally:
+        _final_gradient_observer = previous
+
+
+def final_gradient_observer() -> Optional[Callable[["OclTensor"], None]]:
+    return _final_gradient_observer
+
+
+def leaves_completed(walk: Sequence["OclTensor"]) -> Dict[int, List["OclTensor"]]:
+    """For a backward walk (nodes in the order they are differentiated): position -> the leaves
+    whose last use is that node, in the order of its parents."""
+    last: Dict[int, Tuple[int, "OclTensor"]] = {}
+    for position, node in enumerate(walk):
+        if node._ctx is None:
+            continue
+        for parent in node._ctx.parents:
+            if parent.requires_grad and parent._ctx is None:
+                last.pop(id(parent), None)   # re-inserted: dict order follows the last use
+                last[id(parent)] = (position, parent)
+    completed: Dict[int, List["OclTensor"]] = {}
+    for position, leaf in last.values():
+        completed.setdefault(position, []).append(leaf)
+    return completed
 
 
 def topological_order(root: "OclTensor") -> List["OclTensor"]:

@@ -71,6 +71,7 @@ class DataParallel:
             self.optimizers.append(self._make_optimizer(replica, self.config))
         set_current_runtime(primary)
         self.comm = Communicator([r.device for r in self.runtimes])
+        self.bucket_bytes = BUCKET_BYTES
         self._buckets: List[List[Buffer]] = []  # per replica, per bucket
         self._bucket_elements = 0
         self._broadcast_state()
@@ -117,15 +118,25 @@ class DataParallel:
             set_current_runtime(self.runtimes[0])
 
     def capture_passes(self, shape: Tuple[int, int],
-                       after: Optional[Callable[[int], None]] = None) -> list:
+                       after: Optional[Callable[[int], None]] = None,
+                       on_final: Optional[Callable[[int], Callable]] = None) -> list:
         """A graph of every replica's forward, loss and backward on its share of batches of
         `shape` (ocl_llm.graph_step.CapturedPass), after a step has run eagerly; after(r), when
-        given, is recorded at the end of replica r's graph."""
+        given, is recorded at the end of replica r's graph, and on_final(r) is replica r's
+        CapturedPass on_final (several graphs)."""
         from .graph_step import CapturedPass
         shards = self.shards(shape[0])
         return self.on_each_replica(
             lambda r: CapturedPass(self.models[r], (len(shards[r]), shape[1]),
-                                   after=None if after is None else lambda: after(r)))
+                                   after=None if after is None else lambda: after(r),
+                                   on_final=None if on_final is None else on_final(r)))
+
+    def gradient_packer(self, r: int, layout) -> "GradientPacker":
+        """Replica r's packer for a capture whose graphs end where buckets fill up."""
+        groups = layout[0]
+        index = {id(params[r]): g for g, params in enumerate(groups)}
+        return GradientPacker(self.runtimes[r].device, self._buckets[r], index,
+                              self._bucket_elements * 4, self.bucket_count(layout))
 
     def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
         """One data-parallel training step on a batch (rows split by shards()); returns the
@@ -172,7 +183,7 @@ class DataParallel:
             return None
         if self._bucket_elements < total:
             self._free_buckets()
-            count = -(-total * 4 // BUCKET_BYTES)
+            count = -(-total * 4 // self.bucket_bytes)
             self._bucket_elements = -(-total // count)
             self._buckets = [[self.comm.alloc(r, self._bucket_elements * 4,
                                               label="dp_gradient_bucket")
@@ -190,13 +201,28 @@ class DataParallel:
             ops.copy(device, self._buckets[r][bucket], offset, groups[group][r].grad.data,
                      source_offset, nbytes, None)
 
+    def set_bucket_bytes(self, nbytes: int) -> None:
+        """Buckets of at most nbytes (at most BUCKET_BYTES, one engine import) from the next
+        layout on."""
+        nbytes = max(256, min(int(nbytes), BUCKET_BYTES))
+        if nbytes != self.bucket_bytes:
+            self._free_buckets()
+            self.bucket_bytes = nbytes
+
+    def bucket_count(self, layout) -> int:
+        return -(-layout[1] // self._bucket_elements)
+
     def reduce_buckets(self, layout) -> None:
         """One all-reduce (MEAN) per bucket over the replicas."""
-        total = layout[1]
-        for bucket in range(-(-total // self._bucket_elements)):
-            elements = min(self._bucket_elements, total - bucket * self._bucket_elements)
-            self.comm.all_reduce([per_replica[bucket] for per_replica in self._buckets],
-                                 elements, op="mean")
+        for bucket in range(self.bucket_count(layout)):
+            self.reduce_bucket(bucket, layout)
+
+    def reduce_bucket(self, bucket: int, layout) -> None:
+        """The all-reduce (MEAN) of one bucket over the replicas, on each device's current
+        stream."""
+        elements = min(self._bucket_elements, layout[1] - bucket * self._bucket_elements)
+        self.comm.all_reduce([per_replica[bucket] for per_replica in self._buckets], elements,
+                             op="mean")
 
     def unpack_gradients(self, r: int, layout) -> None:
         """Replica r's buckets back into its gradients."""
@@ -230,3 +256,45 @@ class DataParallel:
             runtime.release_all()
             runtime.open = False
         del self.models[1:], self.optimizers[1:], self.runtimes[1:]
+
+
+class GradientPacker:
+    """One replica's gradients into its buckets in the order the backward pass completes them:
+    final(parameter), called during a capture (CapturedPass on_final), records the copies of its
+    gradient at the next free bytes of the buckets and answers True when a bucket has filled up,
+    so that the capture ends a graph there. spans lists (group, offset in the gradient, bucket,
+    offset in the bucket, bytes) in the order recorded (DataParallel's layout form, the same on
+    every replica); segment_of[k] is the graph after which bucket k is complete."""
+
+    def __init__(self, device, buckets: Sequence[Buffer], index: dict, bucket_bytes: int,
+                 bucket_count: int):
+        self.device, self.buckets, self.index = device, buckets, index
+        self.bucket_bytes, self.bucket_count = bucket_bytes, bucket_count
+        self.position, self.segment = 0, 0
+        self.spans: list = []
+        self.segment_of: List[int] = []
+
+    def final(self, parameter) -> bool:
+        group = self.index.get(id(parameter))
+        if group is None or parameter.grad is None:
+            return False
+        size = parameter.numel * 4
+        done = 0
+        while done < size:
+            bucket, offset = divmod(self.position, self.bucket_bytes)
+            nbytes = min(size - done, self.bucket_bytes - offset)
+            ops.copy(self.device, self.buckets[bucket], offset, parameter.grad.data, done, nbytes,
+                     None)
+            self.spans.append((group, done, bucket, offset, nbytes))
+            done += nbytes
+            self.position += nbytes
+        filled = min(self.position // self.bucket_bytes, self.bucket_count)
+        if filled <= len(self.segment_of):
+            return False
+        self.segment_of += [self.segment] * (filled - len(self.segment_of))
+        self.segment += 1
+        return True
+
+    def finish(self) -> None:
+        """The last graph completes the buckets still open."""
+        self.segment_of += [self.segment] * (self.bucket_count - len(self.segment_of))

@@ -24,6 +24,7 @@ or one graph per replica (the training job's --graph)."""
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack, nullcontext
 from typing import List, Optional
 
 import numpy as np
@@ -31,7 +32,9 @@ import numpy as np
 from aethercl import train as train_ops
 from aethercl import train_types as T
 from aethercl.graphs import Graph
+from aethercl.streams import Event, Stream
 
+from .autograd import observe_final_gradients
 from .buffer import GPUBuffer
 from .config import IDX_TYPE
 from .loss import loss_and_backward_on_device, row_weights
@@ -45,13 +48,18 @@ class CapturedPass:
     """The forward pass, the loss and the backward pass of a model on batches of one shape,
     recorded as a graph on the model's device: write() a batch, replay(), then losses(). The
     graph leaves each row's loss in loss_rows, the largest in largest_loss, and the gradients in
-    grads (the same buffers every replay); after(), when given, is recorded at its end. Capture with the model's runtime current, after one
+    grads (the same buffers every replay); after(), when given, is recorded at its end. With
+    on_final, the pass is recorded as several graphs (graphs; replay() runs them all in order):
+    on_final(parameter) is called during the capture as each parameter's gradient completes
+    (ocl_llm.autograd.observe_final_gradients), may record work for it, and returns True to end
+    the current graph there. Capture with the model's runtime current, after one
     eager step (kernels, constants and optimizer state are made outside the capture: their
     uploads could not be recorded)."""
 
-    def __init__(self, model: SimpleModel, shape: tuple, after=None):
+    def __init__(self, model: SimpleModel, shape: tuple, after=None, on_final=None):
         self.shape = tuple(shape)
         runtime = model.embedding.weight_param.runtime
+        self.device = runtime.device
         rows = self.shape[0] * self.shape[1]
         self.ids = TokenIds(self.shape, runtime)
         self.targets = GPUBuffer(rows * 4, tag="targets", dtype=IDX_TYPE, runtime=runtime)
@@ -61,19 +69,35 @@ class CapturedPass:
         self.parameters: List[Parameter] = model.parameters()
         for p in self.parameters:
             p.zero_grad()
-        self.graph = Graph(runtime.device)
-        with self.graph:
-            logits = model(self.ids)
-            loss_and_backward_on_device(logits, self.targets, self.weights, self.loss_rows)
-            del logits
+        self.graphs: List[Graph] = [Graph(self.device).begin()]
+        try:
+            with observe_final_gradients(lambda leaf: self._final(leaf, on_final)) \
+                    if on_final is not None else nullcontext():
+                logits = model(self.ids)
+                loss_and_backward_on_device(logits, self.targets, self.weights, self.loss_rows)
+                del logits
             # NaN propagates through MAX, and cross-entropy rows are >= 0: the largest row is
             # finite exactly when every row is.
             train_ops.reduce(runtime.device, T.MAX, self.loss_rows.ptr, self.largest_loss.ptr,
                              (rows,), 0)
             if after is not None:
                 after()   # more work for the graph once the gradients exist (e.g. packing them)
+            self.graphs[-1].end()
+        except BaseException:
+            if self.graphs[-1]._capturing:
+                self.graphs[-1].end()
+            for graph in self.graphs:
+                graph.close()
+            raise
+        self.graph = self.graphs[0]
         # The gradients the backward pass made: the replay writes them, the optimizer reads them.
         self.grads: List[Optional[OclTensor]] = [p.grad for p in self.parameters]
+
+    def _final(self, leaf, on_final) -> None:
+        # on_final records work for a completed gradient; True ends the graph there.
+        if on_final(leaf):
+            self.graphs[-1].end()
+            self.graphs.append(Graph(self.device).begin())
 
     def write(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int,
               denominator: float) -> np.ndarray:
@@ -93,7 +117,8 @@ class CapturedPass:
         return valid
 
     def replay(self) -> None:
-        self.graph.replay()
+        for graph in self.graphs:
+            graph.replay()
 
     def losses(self) -> np.ndarray:
         """Every row's loss (waits for the replay)."""
@@ -105,7 +130,8 @@ class CapturedPass:
             p.grad = grad
 
     def close(self) -> None:
-        self.graph.close()
+        for graph in self.graphs:
+            graph.close()
         for buffer in (self.ids, self.targets, self.loss_rows, self.largest_loss):
             buffer.free()
         self.weights.data.free()
@@ -190,21 +216,39 @@ class ReplayedTraining:
             self.captured = None
 
 
+# Buckets a replayed data-parallel step aims for when it overlaps the all-reduce with the
+# backward pass: the last one's all-reduce is exposed, the others run while the backward goes on.
+OVERLAP_BUCKETS = 4
+
+
 class ReplayedDataParallel:
     """DataParallel.step through graphs: the first batch is stepped eagerly, then each replica's
     forward, loss and backward are captured on its own device (a CapturedPass per replica, with
-    its share of the batch), ending with the copies of its gradients into its all-reduce buckets;
-    the copies back out are a second graph per replica. Later batches of that shape write each
-    replica's rows and replay all the replicas' passes before any is waited for (the devices
-    compute at the same time), all-reduce the buckets, read the loss, and (every replica skips
-    the update for a non-finite loss) replay the copies back and step the optimizers. Other
-    shapes, and batches of padding only, step eagerly. Same results as DataParallel.step, bit for
-    bit: the same copies, reduction and updates in the same order."""
+    its share of the batch) together with the copies of its gradients into its all-reduce
+    buckets; the copies back out are a second graph per replica. Later batches of that shape
+    write each replica's rows and replay all the replicas' passes before any is waited for (the
+    devices compute at the same time), all-reduce the buckets, read the loss, and (every replica
+    skips the update for a non-finite loss) replay the copies back and step the optimizers.
 
-    def __init__(self, parallel, pad_id: int = 0):
-        self.parallel, self.pad_id = parallel, pad_id
+    With overlap (the default), the gradients go into OVERLAP_BUCKETS buckets in the order the
+    backward pass completes them, and each pass is recorded as several graphs, one ending where a
+    bucket fills up: after each graph's replay an event is recorded, and bucket k's all-reduce
+    runs on a stream of its own per device that waits for the graph completing it, so it runs
+    while the rest of the backward pass does (as PyTorch's DDP). Without overlap the buckets are
+    reduced after the whole pass. Other shapes, and batches of padding only, step eagerly.
+
+    Results are those of DataParallel.step: the same copies, reductions and updates in the same
+    order. Bit for bit on the OpenCL paths; on the vendor engines with more than two devices,
+    NCCL's order of summation depends on where an element sits in a bucket, and the overlapped
+    layout differs from the eager one, so the last bits may differ (every replica still holds
+    the same bits)."""
+
+    def __init__(self, parallel, pad_id: int = 0, overlap: bool = True):
+        self.parallel, self.pad_id, self.overlap = parallel, pad_id, overlap
         self.passes: Optional[List[CapturedPass]] = None
         self.unpacks: List[Graph] = []
+        self.streams: List[Stream] = []   # per replica: where its buckets are all-reduced
+        self.segment_of: List[int] = []   # bucket -> the pass's graph that completes it
         self.layout = None
         self.shape: Optional[tuple] = None
 
@@ -220,11 +264,14 @@ class ReplayedDataParallel:
             return dp.step(inputs, targets, self.pad_id)
         denominator = total_valid / dp.size
         shards = dp.shards(inputs.shape[0])
-        valid = dp.on_each_replica(lambda r: self._replay(r, inputs, targets, shards[r],
-                                                          denominator))
-        dp.reduce_buckets(self.layout)
+        replayed = dp.on_each_replica(lambda r: self._replay(r, inputs, targets, shards[r],
+                                                             denominator))
+        if self.overlap:
+            self._reduce_overlapped([events for _, events in replayed])
+        else:
+            dp.reduce_buckets(self.layout)
         loss = sum(float(captured.losses()[rows].astype(np.float64).sum())
-                   for captured, rows in zip(self.passes, valid)) / total_valid
+                   for captured, (rows, _) in zip(self.passes, replayed)) / total_valid
         if math.isfinite(loss):
             dp.on_each_replica(self._update)
         return loss
@@ -232,8 +279,25 @@ class ReplayedDataParallel:
     def _capture(self, shape: tuple) -> None:
         dp = self.parallel
         self.shape = shape
-        self.layout = dp.bucket_layout()
-        self.passes = dp.capture_passes(shape, after=lambda r: dp.pack_gradients(r, self.layout))
+        layout = dp.bucket_layout()
+        if layout is None:   # no gradient at all: nothing to reduce, nothing to overlap
+            self.overlap = False
+        if self.overlap:
+            dp.set_bucket_bytes(-(-layout[1] * 4 // OVERLAP_BUCKETS))
+            layout = dp.bucket_layout()
+            packers = dp.on_each_replica(lambda r: dp.gradient_packer(r, layout))
+            self.passes = dp.capture_passes(shape, after=lambda r: packers[r].finish(),
+                                            on_final=lambda r: packers[r].final)
+            spans = packers[0].spans
+            if any(p.spans != spans or p.position != layout[1] * 4 for p in packers):
+                raise RuntimeError("the replicas' backward passes completed their gradients in "
+                                   "different orders (or not every gradient): no overlap layout")
+            self.layout = (layout[0], layout[1], spans)
+            self.segment_of = packers[0].segment_of
+            self.streams = [Stream(runtime.device) for runtime in dp.runtimes]
+        else:
+            self.layout = layout
+            self.passes = dp.capture_passes(shape, after=lambda r: dp.pack_gradients(r, layout))
 
         def unpack(r: int) -> Graph:
             self.passes[r].attach_grads()
@@ -243,11 +307,31 @@ class ReplayedDataParallel:
             return graph
         self.unpacks = dp.on_each_replica(unpack)
 
-    def _replay(self, r: int, inputs, targets, rows, denominator) -> np.ndarray:
+    def _replay(self, r: int, inputs, targets, rows, denominator):
+        """Writes replica r's rows and replays its pass; returns the rows that count and an
+        event after each of the pass's graphs."""
         captured = self.passes[r]
         valid = captured.write(inputs[rows], targets[rows], self.pad_id, denominator)
-        captured.replay()
-        return valid
+        events = []
+        for graph in captured.graphs:
+            graph.replay()
+            if self.overlap:
+                events.append(Event.record(device=captured.device))
+        return valid, events
+
+    def _reduce_overlapped(self, events: List[List[Event]]) -> None:
+        """Bucket k's all-reduce on the replicas' side streams once the graph completing it has
+        run; then every replica's own stream waits for its side stream."""
+        dp = self.parallel
+        for bucket, segment in enumerate(self.segment_of):
+            for stream, replica_events in zip(self.streams, events):
+                stream.wait_event(replica_events[segment])
+            with ExitStack() as current:
+                for stream in self.streams:
+                    current.enter_context(stream)
+                dp.reduce_bucket(bucket, self.layout)
+        for stream, runtime in zip(self.streams, dp.runtimes):
+            Stream.current(runtime.device).wait_event(stream.record_event())
 
     def _update(self, r: int) -> None:
         self.unpacks[r].replay()
@@ -259,6 +343,10 @@ class ReplayedDataParallel:
             self.parallel.on_each_replica(lambda r: (self.passes[r].close(),
                                                      self.unpacks[r].close()))
             self.passes, self.unpacks = None, []
+        for stream in self.streams:
+            stream.synchronize()
+            stream.destroy()
+        self.streams = []
 
 
 def graph_refusal(config: dict) -> Optional[str]:

@@ -17,8 +17,8 @@ from .autograd import (AddBackwardContext, AddBroadcastPEBackwardContext,
                        MatMulBackwardContext, MatMulBatchedBackwardContext, MulBackwardContext,
                        NoGradContext, ReshapeBackwardContext, ScalarMulBackwardContext,
                        SoftmaxBackwardContext, Transpose12BatchedBackwardContext,
-                       TransposeBackwardContext, TransposeCPUFallbackBackwardContext, grad_mode,
-                       topological_order)
+                       TransposeBackwardContext, TransposeCPUFallbackBackwardContext,
+                       final_gradient_observer, grad_mode, leaves_completed, topological_order)
 from .buffer import GPUBuffer, constant_buffer
 from .config import FP_TYPE, numel
 from .runtime import Runtime
@@ -169,9 +169,11 @@ class OclTensor:
             gradient = self.new_tensor(np.ones(self.shape, FP_TYPE))
         elif isinstance(gradient, np.ndarray):
             gradient = self.new_tensor(gradient.astype(FP_TYPE).reshape(self.shape))
-        order = topological_order(self)
+        walk = list(reversed(topological_order(self)))
+        observer = final_gradient_observer()
+        completed = leaves_completed(walk) if observer is not None else {}
         self._accumulate_grad(gradient)
-        for node in reversed(order):
+        for position, node in enumerate(walk):
             ctx = node._ctx
             if ctx is None:
                 continue
@@ -180,6 +182,8 @@ class OclTensor:
             if not retain_graph:
                 node._ctx = None
                 node.grad = None
+            for leaf in completed.get(position, ()):
+                observer(leaf)
 
     # --- host access ----------------------------------------------------------------------------
     def to_host(self) -> np.ndarray:

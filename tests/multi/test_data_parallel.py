@@ -1,6 +1,9 @@
 """Data parallelism in one process (ocl_llm.DataParallel, `--gpus 0,1`): replicas stay bitwise
 identical after every step, and the loss follows the single-device run of the same batches.
 
+Replayed steps overlap the buckets' all-reduces with the backward pass by default (several graphs
+per pass, side streams per device); both forms are checked against the eager steps.
+
 Tolerance for the loss: rtol 1e-4 over 4 steps. Each replica computes the same per-row losses as
 the single device up to the rounding of its GEMMs (its batch has fewer rows, so a different tile
 shape may be chosen; per-row values agree to ~1e-6 relative), and the averaged gradient equals the
@@ -65,11 +68,11 @@ def test_replicas_identical_and_loss_matches(frontend, devices):
         parallel.close()
 
 
-def parallel_run(ocl, devices, data, replayed: bool):
-    from ocl_llm.graph_step import ReplayedDataParallel
+def parallel_run(ocl, devices, data, replayed: bool, overlap: bool = True):
+    from ocl_llm.graph_step import OVERLAP_BUCKETS, ReplayedDataParallel
     ocl.ocl_initialize(devices[0], verbose=False)
     parallel = ocl.DataParallel(CONFIG, devices[:2])
-    step = ReplayedDataParallel(parallel) if replayed else parallel.step
+    step = ReplayedDataParallel(parallel, overlap=overlap) if replayed else parallel.step
     try:
         losses = []
         for x, y in data:
@@ -78,6 +81,13 @@ def parallel_run(ocl, devices, data, replayed: bool):
         params = [p.to_host() for p in parallel.models[0].parameters()]
         if replayed:
             assert step.passes is not None and len(step.passes) == 2
+            graphs = [len(captured.graphs) for captured in step.passes]
+            if overlap:   # one graph per bucket (the last may end with the pass)
+                assert graphs[0] == graphs[1] and graphs[0] >= OVERLAP_BUCKETS - 1, graphs
+                assert step.segment_of == sorted(step.segment_of)
+                assert len(step.segment_of) == OVERLAP_BUCKETS
+            else:
+                assert graphs == [1, 1]
             step.close()
         return np.array(losses), params
     finally:
@@ -89,11 +99,12 @@ def test_replayed_steps_match_the_eager_ones(frontend, devices):
     data = batches(rng)
     data.append((data[0][0], np.zeros_like(data[0][1])))   # padding only: stepped eagerly
     eager_losses, eager_params = parallel_run(frontend, devices, data, False)
-    losses, params = parallel_run(frontend, devices, data, True)
-    assert np.array_equal(losses.view(np.uint64), eager_losses.view(np.uint64)), \
-        (losses, eager_losses)
-    for got, want in zip(params, eager_params):
-        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    for overlap in (True, False):
+        losses, params = parallel_run(frontend, devices, data, True, overlap)
+        assert np.array_equal(losses.view(np.uint64), eager_losses.view(np.uint64)), \
+            (overlap, losses, eager_losses)
+        for got, want in zip(params, eager_params):
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), overlap
 
 
 def test_gradient_buckets_cut_tensors_and_keep_the_bits(frontend, devices, monkeypatch):

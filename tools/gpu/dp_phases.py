@@ -1,7 +1,7 @@
 """Where a replayed data-parallel step's time goes (tools/gpu/dp_phases.py [--preset medium]):
-the replicas' graph replays (enqueue, then until both devices finished; they pack the gradients),
-the all-reduce of the buckets, the loss read, the copies back and the optimizer steps, each ended
-by a synchronisation of every device, beside
+the replicas' graph replays (enqueue, then until both devices finished and the buckets are
+all-reduced: after the pass, or overlapped with it), the loss read, the copies back and the
+optimizer steps, each ended by a synchronisation of every device, beside
 one device replaying the same per-replica batch. ms per step, medians of --steps steps."""
 from __future__ import annotations
 
@@ -56,42 +56,49 @@ def main() -> int:
 
     config["batch_size"] = 2 * per_replica
     data = batches(config, args.steps + 2, seed=1)
-    parallel = ocl_llm.DataParallel(config, [0, 1], make_optimizer=make_optimizer)
-    step = ReplayedDataParallel(parallel)
-    for x, y in data[:2]:
-        step(x, y)
+    for overlap in (False, True):
+        parallel = ocl_llm.DataParallel(config, [0, 1], make_optimizer=make_optimizer)
+        step = ReplayedDataParallel(parallel, overlap=overlap)
+        for x, y in data[:2]:
+            step(x, y)
 
-    def sync():
-        for runtime in parallel.runtimes:
-            runtime.device.synchronize()
-    phases = {name: [] for name in ("write+enqueue", "replays done", "all-reduce", "loss read",
-                                    "unpack+optimizers", "whole step")}
-    for x, y in data[2:]:
-        sync()
-        t0 = time.perf_counter()
-        shards = parallel.shards(x.shape[0])
-        total_valid = int((y != 0).sum())
-        denominator = total_valid / parallel.size
-        valid = parallel.on_each_replica(
-            lambda r: step._replay(r, x, y, shards[r], denominator))
-        t1 = time.perf_counter()
-        sync()
-        t2 = time.perf_counter()
-        parallel.reduce_buckets(step.layout)
-        sync()
-        t3 = time.perf_counter()
-        sum(float(c.losses()[rows].astype(np.float64).sum()) for c, rows in zip(step.passes, valid))
-        t4 = time.perf_counter()
-        parallel.on_each_replica(step._update)
-        sync()
-        t5 = time.perf_counter()
-        for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0)):
-            phases[name].append(value)
-    print(f"two devices, {per_replica} rows each, phases (ms):")
-    for name, values in phases.items():
-        print(f"  {name:>14}: {1e3 * statistics.median(values):8.2f}")
-    step.close()
-    parallel.close()
+        def sync():
+            for runtime in parallel.runtimes:
+                runtime.device.synchronize()
+        phases = {name: [] for name in ("write+enqueue", "passes+all-reduce", "loss read",
+                                        "unpack+optimizers", "whole step")}
+        for x, y in data[2:]:
+            sync()
+            t0 = time.perf_counter()
+            shards = parallel.shards(x.shape[0])
+            total_valid = int((y != 0).sum())
+            denominator = total_valid / parallel.size
+            replayed = parallel.on_each_replica(
+                lambda r: step._replay(r, x, y, shards[r], denominator))
+            t1 = time.perf_counter()
+            if overlap:
+                step._reduce_overlapped([events for _, events in replayed])
+            else:
+                sync()
+                parallel.reduce_buckets(step.layout)
+            sync()
+            t2 = time.perf_counter()
+            sum(float(c.losses()[rows].astype(np.float64).sum())
+                for c, (rows, _) in zip(step.passes, replayed))
+            t3 = time.perf_counter()
+            parallel.on_each_replica(step._update)
+            sync()
+            t4 = time.perf_counter()
+            for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
+                phases[name].append(value)
+        graphs = len(step.passes[0].graphs)
+        when = "overlapped" if overlap else "after the pass"
+        print(f"two devices, {per_replica} rows each, all-reduce {when}, {graphs} graph(s) per "
+              f"pass, {parallel.bucket_count(step.layout)} buckets (ms):")
+        for name, values in phases.items():
+            print(f"  {name:>18}: {1e3 * statistics.median(values):8.2f}")
+        step.close()
+        parallel.close()
     ocl_llm.ocl_shutdown()
     return 0
 
