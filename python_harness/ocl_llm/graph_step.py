@@ -264,14 +264,13 @@ class ReplayedDataParallel:
             return dp.step(inputs, targets, self.pad_id)
         denominator = total_valid / dp.size
         shards = dp.shards(inputs.shape[0])
-        replayed = dp.on_each_replica(lambda r: self._replay(r, inputs, targets, shards[r],
-                                                             denominator))
+        valid, events = self.replay(inputs, targets, shards, denominator)
         if self.overlap:
-            self._reduce_overlapped([events for _, events in replayed])
+            self._reduce_overlapped(events)
         else:
             dp.reduce_buckets(self.layout)
         loss = sum(float(captured.losses()[rows].astype(np.float64).sum())
-                   for captured, (rows, _) in zip(self.passes, replayed)) / total_valid
+                   for captured, rows in zip(self.passes, valid)) / total_valid
         if math.isfinite(loss):
             dp.on_each_replica(self._update)
         return loss
@@ -307,16 +306,23 @@ class ReplayedDataParallel:
             return graph
         self.unpacks = dp.on_each_replica(unpack)
 
-    def _replay(self, r: int, inputs, targets, rows, denominator):
-        """Writes replica r's rows and replays its pass; returns the rows that count and an
-        event after each of the pass's graphs."""
-        captured = self.passes[r]
-        valid = captured.write(inputs[rows], targets[rows], self.pad_id, denominator)
-        events = []
-        for graph in captured.graphs:
-            graph.replay()
+    def replay(self, inputs, targets, shards, denominator):
+        """Writes every replica's rows and replays the passes, graph k of every replica before
+        graph k + 1 of any (recording an event waits until the device's submission thread has
+        issued the work before it: replica by replica, the second device would start a whole
+        pass late). Returns per replica the rows that count and an event after each graph."""
+        dp = self.parallel
+        valid = dp.on_each_replica(lambda r: self.passes[r].write(
+            inputs[shards[r]], targets[shards[r]], self.pad_id, denominator))
+        events: List[List[Event]] = [[] for _ in self.passes]
+
+        def replay_graph(r: int, k: int) -> None:
+            captured = self.passes[r]
+            captured.graphs[k].replay()
             if self.overlap:
-                events.append(Event.record(device=captured.device))
+                events[r].append(Event.record(device=captured.device))
+        for k in range(len(self.passes[0].graphs)):
+            dp.on_each_replica(lambda r: replay_graph(r, k))
         return valid, events
 
     def _reduce_overlapped(self, events: List[List[Event]]) -> None:
