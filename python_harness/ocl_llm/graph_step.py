@@ -230,12 +230,16 @@ class ReplayedDataParallel:
     devices compute at the same time), all-reduce the buckets, read the loss, and (every replica
     skips the update for a non-finite loss) replay the copies back and step the optimizers.
 
-    With overlap (the default), the gradients go into OVERLAP_BUCKETS buckets in the order the
-    backward pass completes them, and each pass is recorded as several graphs, one ending where a
-    bucket fills up: after each graph's replay an event is recorded, and bucket k's all-reduce
-    runs on a stream of its own per device that waits for the graph completing it, so it runs
-    while the rest of the backward pass does (as PyTorch's DDP). Without overlap the buckets are
-    reduced after the whole pass. Other shapes, and batches of padding only, step eagerly.
+    With overlap, the gradients go into OVERLAP_BUCKETS buckets in the order the backward pass
+    completes them, and each pass is recorded as several graphs, one ending where a bucket fills
+    up: after each graph's replay an event is recorded, and bucket k's all-reduce runs on a
+    stream of its own per device that waits for the graph completing it, so it runs while the
+    rest of the backward pass does (as PyTorch's DDP). It is off by default: on two H200s it
+    measured slower (GPT medium, bf16: 23.0 ms per step against 20.1 ms with the buckets
+    reduced after the pass, docs/PERFORMANCE.md), because recording an event waits until the
+    device's submission thread has issued everything before it, which puts the passes' kernel
+    launches (about 13 ms for two devices) on the host's path. Other shapes, and batches of
+    padding only, step eagerly.
 
     Results are those of DataParallel.step: the same copies, reductions and updates in the same
     order. Bit for bit on the OpenCL paths; on the vendor engines with more than two devices,
@@ -243,7 +247,7 @@ class ReplayedDataParallel:
     layout differs from the eager one, so the last bits may differ (every replica still holds
     the same bits)."""
 
-    def __init__(self, parallel, pad_id: int = 0, overlap: bool = True):
+    def __init__(self, parallel, pad_id: int = 0, overlap: bool = False):
         self.parallel, self.pad_id, self.overlap = parallel, pad_id, overlap
         self.passes: Optional[List[CapturedPass]] = None
         self.unpacks: List[Graph] = []
