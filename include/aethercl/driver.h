@@ -1224,7 +1224,8 @@ AETHERCL_API int aethercl_comm_unique_id(void* id, size_t size);
  * blocks until all nranks ranks have called it with that id, as NCCL does (there is no timeout:
  * a rank that never comes keeps the others waiting; the caller's watchdog decides), holding no
  * device lock meanwhile (shutdown_driver waits for it). Returns a communicator token (destroyed
- * with aethercl_comm_destroy on every rank), or NULL with: AETHERCL_INVALID_ARGUMENT for nranks
+ * with aethercl_comm_destroy on every rank), or NULL with: AETHERCL_NOT_INITIALIZED before any
+ * device is initialised (as every device call); AETHERCL_INVALID_ARGUMENT for nranks
  * < 1, rank outside 0 .. nranks-1, id NULL or id_size too small; AETHERCL_NO_DEVICE for a
  * gpu_index out of range and AETHERCL_NOT_INITIALIZED for one not initialised (the message
  * naming it); AETHERCL_NOT_IMPLEMENTED without the engines (above) or when they do not serve
