@@ -3,8 +3,9 @@
     mpirun -n 2 python python_harness/mpi_train_demo.py --steps 20
 
 Every rank draws the same global batches (same seed), trains on its share of the rows,
-all-reduces the gradients (MEAN over all devices of the job, through host memory with
-MPI_IN_PLACE, aethercl.distributed) and steps Adam. Rank 0's initial parameters are broadcast
+all-reduces the gradients (MEAN over all devices of the job, aethercl.distributed: through NCCL
+where every rank has the vendor engines, else through host memory with MPI_IN_PLACE; the first
+line names the path) and steps Adam. Rank 0's initial parameters are broadcast
 first. At the end the ranks compare a hash of their parameters; the script exits 1 if they differ.
 On one machine the local rank picks the device (several ranks may share PoCL's CPU device).
 
@@ -59,7 +60,8 @@ def main() -> int:
     data = ocl_llm.TextData(np.asarray(tokenizer.encode(text), np.int32), config["max_len"],
                             config["batch_size"], config["val_split"], config["seed"])
     if ctx.rank == 0:
-        print(f"[mpi] {ctx.size} ranks x {len(ctx.devices)} device(s): {ctx.device.name}; "
+        print(f"[mpi] {ctx.size} ranks x {len(ctx.devices)} device(s), {ctx.path} path: "
+              f"{ctx.device.name}; "
               f"model {model.num_parameters():,} parameters; global batch {args.batch_size}",
               flush=True)
     start = time.perf_counter()

@@ -22,6 +22,17 @@ AETHERCL_API void* aethercl_comm_alloc(void* comm, int rank, size_t size) {
                       [&] { return multi::comm_alloc(comm, rank, size); });
 }
 
+AETHERCL_API int aethercl_comm_unique_id(void* id, size_t size) {
+  return api::guarded_status(__func__, [&] { multi::comm_unique_id(id, size); });
+}
+
+AETHERCL_API void* aethercl_comm_create_rank(int nranks, int rank, const void* id, size_t id_size,
+                                             int gpu_index) {
+  return api::guarded(__func__, static_cast<void*>(nullptr), [&] {
+    return multi::comm_create_rank(nranks, rank, id, id_size, gpu_index);
+  });
+}
+
 AETHERCL_API int aethercl_all_reduce(void* comm, void* const* buffers, size_t count, int dtype,
                                      int op) {
   return api::guarded_status(__func__,

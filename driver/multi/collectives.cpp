@@ -94,7 +94,27 @@ class CommCall {
   }
 
   Communicator& comm() { return *comm_; }
+  // The members in this process (buffer arrays hold one per member).
   int size() const { return comm_->size(); }
+  // P: every rank in every process (sizes and roots count these).
+  int global_size() const { return comm_->global_size(); }
+  int global_rank(int r) const { return comm_->global_rank(r); }
+
+  // A communicator across processes has only its engine: MAX and MIN are refused, and after the
+  // engine failed every collective fails.
+  void require_engine_across_processes(int op = AETHERCL_SUM) {
+    if (!comm_->spans_processes()) return;
+    if (op == AETHERCL_MAX || op == AETHERCL_MIN) {
+      fail(Status::kNotImplemented, "{} is not implemented on a communicator across processes "
+           "(only NCCL moves bytes between processes, and NCCL's max and min do not propagate "
+           "NaN): use SUM or MEAN", op == AETHERCL_MAX ? "MAX" : "MIN");
+    }
+    if (comm_->engine() == nullptr) {
+      fail(Status::kDeviceError, "this communicator across processes lost its NCCL "
+           "communicator after an earlier failure ({}); destroy it and create a new one on every "
+           "rank", comm_->engine_failure());
+    }
+  }
   Device& device(int r) { return *devices_.at(static_cast<std::size_t>(r)); }
   // Rank r's current stream: the collective is ordered with it.
   Stream& stream(int r) { return *streams_.at(static_cast<std::size_t>(r)); }
@@ -413,7 +433,8 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
   int ranks = call.size();
   std::vector<cl_mem> mems;
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
-  if (count == 0 || ranks == 1) return;
+  call.require_engine_across_processes(op);
+  if (count == 0 || call.global_size() == 1) return;
   if (call.engine(op) != nullptr) {
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
@@ -483,7 +504,8 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
   std::uint64_t element_size = collective_element_size(dtype);
   check_reduce_op(op);
   int ranks = call.size();
-  std::uint64_t send_bytes = checked_bytes(count, element_size, ranks, "send");
+  int global = call.global_size();
+  std::uint64_t send_bytes = checked_bytes(count, element_size, global, "send");
   std::uint64_t recv_bytes = count * element_size;
   std::vector<cl_mem> sends;
   std::vector<cl_mem> recvs;
@@ -492,8 +514,9 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     recvs.push_back(call.buffer(recv, "recv", r, recv_bytes));
   }
   require_distinct(send, recv, ranks);
+  call.require_engine_across_processes(op);
   if (count == 0) return;
-  if (ranks > 1 && call.engine(op) != nullptr) {
+  if (global > 1 && call.engine(op) != nullptr) {
     auto in_sends = engine_addresses(*call.engine(), sends);
     auto in_recvs = engine_addresses(*call.engine(), recvs);
     int nccl_type = nccl_dtype(dtype);
@@ -508,11 +531,11 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
                                                      static_cast<vendor::CUstream>(stream));
                      })) return;
   }
-  if (ranks > 1 && call.engine(op) != nullptr) {
+  if (global > 1 && call.engine(op) != nullptr) {
     auto plan = call.staging_plan();
     for (int r = 0; r < ranks; ++r) {
       plan[r].in.push_back({sends[r], 0, 0, send_bytes});
-      plan[r].out.push_back({recvs[r], 0, recv_bytes * r, recv_bytes});
+      plan[r].out.push_back({recvs[r], 0, recv_bytes * call.global_rank(r), recv_bytes});
     }
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
@@ -521,7 +544,8 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
                   [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
-                    return nccl.ncclReduceScatter(base, base + recv_bytes * r, count, nccl_type,
+                    return nccl.ncclReduceScatter(base, base + recv_bytes * call.global_rank(r),
+                                                  count, nccl_type,
                                                   nccl_op,
                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
                                                   static_cast<vendor::CUstream>(stream));
@@ -545,7 +569,8 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
   require_array(recv, "recv");
   std::uint64_t element_size = collective_element_size(dtype);
   int ranks = call.size();
-  std::uint64_t recv_bytes = checked_bytes(count, element_size, ranks, "recv");
+  int global = call.global_size();
+  std::uint64_t recv_bytes = checked_bytes(count, element_size, global, "recv");
   std::uint64_t send_bytes = count * element_size;
   std::vector<cl_mem> sends;
   std::vector<cl_mem> recvs;
@@ -554,8 +579,9 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
     recvs.push_back(call.buffer(recv, "recv", r, recv_bytes));
   }
   require_distinct(send, recv, ranks);
+  call.require_engine_across_processes();
   if (count == 0) return;
-  if (ranks > 1 && call.engine() != nullptr) {
+  if (global > 1 && call.engine() != nullptr) {
     auto in_sends = engine_addresses(*call.engine(), sends);
     auto in_recvs = engine_addresses(*call.engine(), recvs);
     int nccl_type = nccl_dtype(dtype);
@@ -569,10 +595,10 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
                                                  static_cast<vendor::CUstream>(stream));
                      })) return;
   }
-  if (ranks > 1 && call.engine() != nullptr) {
+  if (global > 1 && call.engine() != nullptr) {
     auto plan = call.staging_plan();
     for (int r = 0; r < ranks; ++r) {
-      plan[r].in.push_back({sends[r], 0, send_bytes * r, send_bytes});
+      plan[r].in.push_back({sends[r], 0, send_bytes * call.global_rank(r), send_bytes});
       plan[r].out.push_back({recvs[r], 0, 0, recv_bytes});
     }
     int nccl_type = nccl_dtype(dtype);
@@ -581,7 +607,8 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
     if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
                   [&](int r, void* nccl_comm, void* stream, void* staging) {
                     auto* base = static_cast<unsigned char*>(staging);
-                    return nccl.ncclAllGather(base + send_bytes * r, base, count, nccl_type,
+                    return nccl.ncclAllGather(base + send_bytes * call.global_rank(r), base, count,
+                                              nccl_type,
                                               static_cast<vendor::ncclComm_t>(nccl_comm),
                                               static_cast<vendor::CUstream>(stream));
                   })) return;
@@ -604,14 +631,15 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   require_array(buffers, "buffers");
   std::uint64_t element_size = collective_element_size(dtype);
   int ranks = call.size();
-  if (root < 0 || root >= ranks) {
+  if (root < 0 || root >= call.global_size()) {
     fail(Status::kInvalidArgument, "root {} is not a rank of this communicator (0 .. {})", root,
-         ranks - 1);
+         call.global_size() - 1);
   }
   std::uint64_t bytes = checked_bytes(count, element_size, 1, "buffers");
   std::vector<cl_mem> mems;
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
-  if (count == 0 || ranks == 1) return;
+  call.require_engine_across_processes();
+  if (count == 0 || call.global_size() == 1) return;
   if (call.engine() != nullptr) {
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();
@@ -627,9 +655,12 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   }
   if (call.engine() != nullptr) {
     auto plan = call.staging_plan();
-    plan[root].in.push_back({mems[root], 0, 0, bytes});
     for (int r = 0; r < ranks; ++r) {
-      if (r != root) plan[r].out.push_back({mems[r], 0, 0, bytes});
+      if (call.global_rank(r) == root) {
+        plan[r].in.push_back({mems[r], 0, 0, bytes});
+      } else {
+        plan[r].out.push_back({mems[r], 0, 0, bytes});
+      }
     }
     int nccl_type = nccl_dtype(dtype);
     const vendor::Nccl& nccl = call.engine()->nccl();

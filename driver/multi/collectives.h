@@ -10,6 +10,8 @@ namespace aethercl::multi {
 void* comm_create(int count, const int* gpu_indices);
 void comm_destroy(void* comm);
 void* comm_alloc(void* comm, int rank, std::size_t size);
+void comm_unique_id(void* id, std::size_t size);
+void* comm_create_rank(int nranks, int rank, const void* id, std::size_t id_size, int gpu_index);
 void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, int op);
 void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, int root);
 void all_gather(void* comm, void* const* send, void* const* recv, std::size_t count, int dtype);

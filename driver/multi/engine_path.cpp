@@ -135,7 +135,7 @@ bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
     comm.drop_engine(error.what());
     // Until the copies back the engine has touched only its staging: the OpenCL path can still
     // compute this call from the user's buffers as they are.
-    if (copying_back || engine_wish() == EngineWish::kRequired) throw;
+    if (copying_back || engine_wish() == EngineWish::kRequired || comm.spans_processes()) throw;
     return false;
   }
   return true;
@@ -176,7 +176,7 @@ bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const
                 std::chrono::duration_cast<std::chrono::microseconds>(done_at - ready_at).count());
   } catch (const Error& error) {
     comm.drop_engine(error.what());
-    if (calling_nccl || engine_wish() == EngineWish::kRequired) throw;
+    if (calling_nccl || engine_wish() == EngineWish::kRequired || comm.spans_processes()) throw;
     return false;
   }
   return true;

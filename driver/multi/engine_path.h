@@ -50,8 +50,9 @@ using EngineOp = std::function<int(int rank, void* comm, void* stream, void* sta
 // function names the NCCL call for messages. On any failure the communicator drops its engine
 // (one warning; later calls take its OpenCL path). A failure before the copies back (CUDA, NCCL,
 // the copies into the staging) returns false with the user's buffers as they were, for the
-// caller to run its OpenCL path, unless AETHERCL_PEER_PATH=engine requires the engine: then, as
-// for a failed copy back, the Error propagates.
+// caller to run its OpenCL path, unless AETHERCL_PEER_PATH=engine requires the engine or the
+// communicator spans processes (it has no other path): then, as for a failed copy back, the Error
+// propagates.
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
                    std::uint64_t staging_bytes, const char* function, const EngineOp& op);
 
@@ -68,7 +69,7 @@ using InPlaceOp = std::function<int(int rank, void* comm, void* stream)>;
 // NCCL runs and the host waits for it, so later work on those streams observes the result.
 // Returns true when it ran. A failure before NCCL is called (waiting for the streams) returns
 // false with the buffers untouched, for the caller's OpenCL path, unless AETHERCL_PEER_PATH=engine
-// requires the engine; a failure from the NCCL calls on propagates: the buffers may be partly
+// requires the engine or the communicator spans processes; a failure from the NCCL calls on propagates: the buffers may be partly
 // written. Either way the communicator drops its engine (one warning).
 bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const char* function,
                   const InPlaceOp& op);

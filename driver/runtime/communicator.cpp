@@ -33,6 +33,14 @@ void Communicator::set_engine(std::unique_ptr<vendor::EngineComm> engine) {
 
 void Communicator::drop_engine(const std::string& why) noexcept {
   if (!engine_) return;
+  engine_failure_ = why;
+  if (spans_processes()) {
+    log().warn("communicator: the vendor engines failed ({}); it has no other path between "
+               "processes: its collectives fail from now on", why);
+    finish();
+    engine_.reset();
+    return;
+  }
   log().warn("communicator: the vendor engines failed ({}); its collectives take the {} path "
              "from now on", why, peer_path_name(path_));
   finish();

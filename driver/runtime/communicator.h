@@ -1,8 +1,10 @@
 // A communicator: an ordered set of distinct initialised devices (rank i = the i-th) with what its
 // collectives reuse: a transfer queue per rank, scratch slots per rank for the chunks a reduction
 // receives, pinned host staging for the host-relay path, and where the vendor engines serve its
-// devices their side (vendor/engine_comm.h). Tokens are (id << 8) | 0xC0 and never
-// reused; shutdown_driver releases every communicator.
+// devices their side (vendor/engine_comm.h). A communicator across processes
+// (aethercl_comm_create_rank) has one member here, global rank first_rank() of global_size(),
+// and only the engines' side moves bytes. Tokens are (id << 8) | 0xC0 and never reused;
+// shutdown_driver releases every communicator.
 //
 // Contract: the resources are used with the lifecycle lock (shared), the mutexes of every member
 // device and mutex() held, in that order.
@@ -49,7 +51,20 @@ class Communicator {
   ~Communicator();
 
   std::mutex& mutex() { return mutex_; }
+  // The members in this process.
   int size() const { return static_cast<int>(ranks_.size()); }
+  // All ranks, in every process (size() for a communicator of one process).
+  int global_size() const { return global_size_ > 0 ? global_size_ : size(); }
+  // The global rank of local rank r.
+  int global_rank(int r) const { return first_rank_ + r; }
+  // Makes this the communicator of one process's members first_rank .. of global_size ranks.
+  void span_processes(int global_size, int first_rank) {
+    global_size_ = global_size;
+    first_rank_ = first_rank;
+  }
+  bool spans_processes() const { return global_size_ > 0; }
+  // Why drop_engine ran ("" while it has not).
+  const std::string& engine_failure() const { return engine_failure_; }
   CommRank& rank(int r) { return ranks_.at(static_cast<std::size_t>(r)); }
   PeerPath path() const { return path_; }
   // Scratch of at least bytes on rank r (grown by reallocation; contents not kept).
@@ -74,6 +89,9 @@ class Communicator {
   void* staging_host_ = nullptr;
   std::uint64_t staging_bytes_ = 0;
   std::unique_ptr<vendor::EngineComm> engine_;
+  std::string engine_failure_;
+  int global_size_ = 0;  // 0: every rank is in this process
+  int first_rank_ = 0;
 };
 
 // Communicator tokens: insert, find and remove are thread-safe; a found communicator stays alive

@@ -11,23 +11,12 @@
 namespace aethercl::vendor {
 
 EngineComm::EngineComm(const CudaDriver& cuda, const Nccl& nccl, std::vector<EngineMember> members)
-    : cuda_(cuda), nccl_(nccl) {
-  CurrentContext current(cuda);
+    : cuda_(cuda), nccl_(nccl), nranks_(static_cast<int>(members.size())) {
   try {
+    open(std::move(members));
+    CurrentContext current(cuda);
     std::vector<int> ordinals;
-    for (const EngineMember& member : members) {
-      Rank& rank = ranks_.emplace_back();
-      rank.member = member;
-      ordinals.push_back(member.ordinal);
-      cuda_check(cuda, cuda.cuDeviceGet(&rank.device, member.ordinal), "cuDeviceGet",
-                 "communicator");
-      cuda_check(cuda, cuda.cuDevicePrimaryCtxRetain(&rank.context, rank.device),
-                 "cuDevicePrimaryCtxRetain", "communicator");
-      rank.retained = true;
-      current.set(rank.context);
-      cuda_check(cuda, cuda.cuStreamCreate(&rank.stream, 1 /* CU_STREAM_NON_BLOCKING */),
-                 "cuStreamCreate", "communicator");
-    }
+    for (const Rank& rank : ranks_) ordinals.push_back(rank.member.ordinal);
     std::vector<ncclComm_t> comms(ranks_.size(), nullptr);
     nccl_check(nccl, nccl.ncclCommInitAll(comms.data(), size(), ordinals.data()),
                "ncclCommInitAll");
@@ -35,6 +24,40 @@ EngineComm::EngineComm(const CudaDriver& cuda, const Nccl& nccl, std::vector<Eng
   } catch (...) {
     release();
     throw;
+  }
+}
+
+EngineComm::EngineComm(const CudaDriver& cuda, const Nccl& nccl, EngineMember member,
+                       const RankJoin& join)
+    : cuda_(cuda), nccl_(nccl), first_rank_(join.rank), nranks_(join.nranks) {
+  try {
+    open({member});
+    CurrentContext current(cuda);
+    // NCCL takes the device of the current context.
+    current.set(ranks_[0].context);
+    ncclComm_t comm = nullptr;
+    nccl_check(nccl, nccl.ncclCommInitRank(&comm, join.nranks, join.id, join.rank),
+               "ncclCommInitRank");
+    ranks_[0].comm = comm;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void EngineComm::open(std::vector<EngineMember> members) {
+  CurrentContext current(cuda_);
+  for (const EngineMember& member : members) {
+    Rank& rank = ranks_.emplace_back();
+    rank.member = member;
+    cuda_check(cuda_, cuda_.cuDeviceGet(&rank.device, member.ordinal), "cuDeviceGet",
+               "communicator");
+    cuda_check(cuda_, cuda_.cuDevicePrimaryCtxRetain(&rank.context, rank.device),
+               "cuDevicePrimaryCtxRetain", "communicator");
+    rank.retained = true;
+    current.set(rank.context);
+    cuda_check(cuda_, cuda_.cuStreamCreate(&rank.stream, 1 /* CU_STREAM_NON_BLOCKING */),
+               "cuStreamCreate", "communicator");
   }
 }
 
@@ -78,8 +101,11 @@ std::string EngineComm::description() const {
   for (const Rank& rank : ranks_) {
     devices += fmt::format("{}{}", devices.empty() ? "" : ", ", rank.member.ordinal);
   }
-  return fmt::format("NCCL {}.{}.{}, CUDA devices [{}]", nccl_.version / 10000,
-                     nccl_.version % 10000 / 100, nccl_.version % 100, devices);
+  std::string across = nranks_ > size() ? fmt::format(", global rank {} of {}", first_rank_,
+                                                      nranks_)
+                                         : std::string();
+  return fmt::format("NCCL {}.{}.{}, CUDA devices [{}]{}", nccl_.version / 10000,
+                     nccl_.version % 10000 / 100, nccl_.version % 100, devices, across);
 }
 
 void EngineComm::wait_pending(int r) {
@@ -150,7 +176,7 @@ void EngineComm::collective(
   status = nccl_.ncclGroupEnd();
   if (first_failure != kNcclSuccess) {
     failed_ = true;
-    fail(Status::kDeviceError, "{} (rank {}) failed: {}", function, failed_rank,
+    fail(Status::kDeviceError, "{} (rank {}) failed: {}", function, first_rank_ + failed_rank,
          nccl_error_text(nccl_, first_failure));
   }
   if (status != kNcclSuccess) {

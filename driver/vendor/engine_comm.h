@@ -1,6 +1,7 @@
 // The vendor-engine side of a communicator: per rank its CUDA device (primary context), a CUDA
 // stream, a staging buffer both APIs see (vendor/shared_buffer.h), and NCCL communicators for all
-// ranks of this process (ncclCommInitAll).
+// ranks of this process (ncclCommInitAll), or for a communicator across processes its one member's
+// NCCL communicator from ncclCommInitRank.
 //
 // Contract: used under the communicator's locks (runtime/communicator.h). After a failed NCCL
 // call the NCCL communicators are aborted when the object goes (ncclCommAbort where exported).
@@ -25,10 +26,21 @@ struct EngineMember {
   cl_device_id device = nullptr;
 };
 
+// This process's place in a communicator across processes: global rank `rank` of nranks, joined
+// through NCCL's unique id.
+struct RankJoin {
+  int nranks = 0;
+  int rank = 0;
+  ncclUniqueId id{};
+};
+
 class EngineComm {
  public:
   // Throws Error naming the CUDA or NCCL call that failed; nothing stays allocated then.
   EngineComm(const CudaDriver& cuda, const Nccl& nccl, std::vector<EngineMember> members);
+  // One member, global rank join.rank of join.nranks (ncclCommInitRank: blocks until every rank
+  // has joined). The caller has checked that ncclCommInitRank is exported.
+  EngineComm(const CudaDriver& cuda, const Nccl& nccl, EngineMember member, const RankJoin& join);
   EngineComm(const EngineComm&) = delete;
   EngineComm& operator=(const EngineComm&) = delete;
   ~EngineComm();
@@ -71,12 +83,16 @@ class EngineComm {
     std::unique_ptr<SharedBuffer> staging;
     std::vector<cl::Event> pending;
   };
+  // Retains each member's primary context and creates its stream (ranks_ filled).
+  void open(std::vector<EngineMember> members);
   void release() noexcept;
 
   const CudaDriver& cuda_;
   const Nccl& nccl_;
   std::vector<Rank> ranks_;
   bool failed_ = false;
+  int first_rank_ = 0;  // the global rank of ranks_[0] (messages)
+  int nranks_ = 0;      // the global rank count (description)
 };
 
 }  // namespace aethercl::vendor

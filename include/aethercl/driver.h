@@ -1197,8 +1197,67 @@ AETHERCL_API int aethercl_comm_destroy(void* comm);
  * size 0) and with AETHERCL_OUT_OF_MEMORY when no memory is left. */
 AETHERCL_API void* aethercl_comm_alloc(void* comm, int rank, size_t size);
 
-/* Collectives. P = the communicator's device count; buffers[i], send[i], recv[i] must be buffer
- * tokens of rank i's device, large enough for the elements named below (checked before anything
+/* Communicators across processes (one process per GPU, on one machine or many; Linux only, like
+ * the vendor engines): NCCL bootstraps them from a unique id that one process makes and every
+ * process receives by its own means (MPI's broadcast, a file, a socket: this library never links
+ * MPI). Without the vendor engines (or with a libnccl.so.2 lacking ncclGetUniqueId or
+ * ncclCommInitRank) both functions refuse with AETHERCL_NOT_IMPLEMENTED, the message saying "the
+ * vendor engines are not loaded" and why (there is no OpenCL path between processes: exchange
+ * host memory through MPI instead, as aethercl.distributed does). AETHERCL_PEER_PATH does not
+ * apply to them. */
+
+/* Bytes of NCCL's unique id (ncclUniqueId). */
+#define AETHERCL_COMM_ID_BYTES 128
+
+/* Writes a new NCCL unique id (ncclGetUniqueId: on real NCCL it names a bootstrap socket of this
+ * process, which must stay alive until every rank has joined) into the AETHERCL_COMM_ID_BYTES
+ * first bytes of id; size (the bytes at id) must be at least that. Needs no initialised device.
+ * Returns 1, or 0 with AETHERCL_INVALID_ARGUMENT for id NULL or size too small,
+ * AETHERCL_NOT_IMPLEMENTED without the engines (above), AETHERCL_DEVICE_ERROR naming
+ * ncclGetUniqueId and NCCL's error when it fails. */
+AETHERCL_API int aethercl_comm_unique_id(void* id, size_t size);
+
+/* Creates this process's side of a communicator across processes: its one member here is
+ * gpu_index (initialised, and a CUDA device the engines serve, matched as for
+ * aethercl_comm_create's engine path), global rank rank (0 .. nranks-1) of nranks; id is the
+ * AETHERCL_COMM_ID_BYTES bytes of aethercl_comm_unique_id from one process of the job (id_size,
+ * the bytes at id, at least that), the same on every rank. It calls ncclCommInitRank, which
+ * blocks until all nranks ranks have called it with that id, as NCCL does (there is no timeout:
+ * a rank that never comes keeps the others waiting; the caller's watchdog decides), holding no
+ * device lock meanwhile (shutdown_driver waits for it). Returns a communicator token (destroyed
+ * with aethercl_comm_destroy on every rank), or NULL with: AETHERCL_NOT_INITIALIZED before any
+ * device is initialised (as every device call); AETHERCL_INVALID_ARGUMENT for nranks
+ * < 1, rank outside 0 .. nranks-1, id NULL or id_size too small; AETHERCL_NO_DEVICE for a
+ * gpu_index out of range and AETHERCL_NOT_INITIALIZED for one not initialised (the message
+ * naming it); AETHERCL_NOT_IMPLEMENTED without the engines (above) or when they do not serve
+ * gpu_index (the message says why); AETHERCL_DEVICE_ERROR naming the CUDA or NCCL call that
+ * failed (e.g. ncclCommInitRank, for an id no process made).
+ * On such a communicator:
+ *  - the collectives take arrays of ONE buffer token, this process's (buffers[0], send[0],
+ *    recv[0]), and every size uses P = nranks: all_gather's recv and reduce_scatter's send hold
+ *    nranks x count elements, recv of reduce_scatter is block rank of the result, broadcast's
+ *    root is a global rank. Every rank must make the same collectives in the same order with the
+ *    same count, dtype and op (NCCL's rule; a mismatch hangs or fails inside NCCL);
+ *  - SUM and MEAN are NCCL's ncclSum and ncclAvg, with NCCL's order of summation (ring or tree,
+ *    by size, P and topology; f16/bf16 rounded after each addition; MEAN may scale each input by
+ *    1/P): every rank holds the same bits, within P ulps of sum |x_i| of the exact sum, not
+ *    necessarily the bits of the single-process OpenCL paths. MAX and MIN are refused with
+ *    AETHERCL_NOT_IMPLEMENTED (no OpenCL path exists between processes, and NCCL's max and min do
+ *    not propagate NaN);
+ *  - a collective runs NCCL in place on buffers from aethercl_comm_alloc(comm, 0, size) (engine
+ *    memory, as above), else through the communicator's staging as on the engine path of
+ *    aethercl_comm_create; it is ordered after earlier work on the calling thread's current
+ *    stream and returns once NCCL has finished on this rank (so it blocks until the peers take
+ *    part). A failing CUDA or NCCL call fails the collective with AETHERCL_DEVICE_ERROR naming
+ *    the call (buffers may be partly written), there being no fallback, and every later
+ *    collective on the communicator fails with AETHERCL_DEVICE_ERROR too: destroy it (NCCL's
+ *    communicator is aborted) and create a new one on every rank. */
+AETHERCL_API void* aethercl_comm_create_rank(int nranks, int rank, const void* id, size_t id_size,
+                                             int gpu_index);
+
+/* Collectives. P = the communicator's device count (for a communicator across processes, its
+ * nranks; its arrays then hold one buffer, this process's: aethercl_comm_create_rank says how it
+ * differs); buffers[i], send[i], recv[i] must be buffer tokens of rank i's device, large enough for the elements named below (checked before anything
  * runs), count elements of dtype (f32, f16, bf16; other dtype codes answer
  * AETHERCL_NOT_IMPLEMENTED). Every collective is ordered after all earlier work on the calling
  * thread's current stream of each member device, and later work on those streams observes its

@@ -1,5 +1,7 @@
 """Many devices from Python: a Communicator over initialised aethercl.Devices (rank i = the i-th)
-with all_reduce / broadcast / all_gather / reduce_scatter on Buffers, and copy_peer."""
+with all_reduce / broadcast / all_gather / reduce_scatter on Buffers, and copy_peer; a
+RankCommunicator for one rank of a communicator across processes (NCCL, bootstrapped from
+unique_id())."""
 from __future__ import annotations
 
 import ctypes
@@ -88,6 +90,80 @@ class Communicator:
         self.close()
 
 
+COMM_ID_BYTES = 128  # AETHERCL_COMM_ID_BYTES
+
+
+def unique_id(library: Optional[Library] = None) -> bytes:
+    """A new NCCL unique id (aethercl_comm_unique_id) for RankCommunicator: made by one process of
+    the job, handed to every rank by the caller (e.g. mpi4py's bcast). Raises AetherCLError
+    (NOT_IMPLEMENTED) without the vendor engines."""
+    lib = library or default_library()
+    out = ctypes.create_string_buffer(COMM_ID_BYTES)
+    lib.check("aethercl_comm_unique_id", out, COMM_ID_BYTES)
+    return out.raw
+
+
+class RankCommunicator:
+    """This process's rank of a communicator across processes (aethercl_comm_create_rank): device
+    is global rank `rank` of `nranks`, joined through `uid` (unique_id() of one process, the same
+    bytes on every rank). Creating it blocks until every rank has created its own. Its collectives
+    take this process's buffer alone (not lists); sizes count all nranks ranks (all_gather's recv
+    and reduce_scatter's send hold nranks * count elements); ops: sum and mean (NCCL's order).
+    Every rank must call the same collectives in the same order. Closed by close() or as a
+    context manager."""
+
+    def __init__(self, device: Device, nranks: int, rank: int, uid: bytes,
+                 library: Optional[Library] = None):
+        self.lib = library or device.lib
+        self.device, self.nranks, self.rank = device, nranks, rank
+        uid = bytes(uid)
+        self.token: Optional[int] = self.lib.check_handle(
+            "aethercl_comm_create_rank", nranks, rank, uid, len(uid), device.index)
+
+    @property
+    def size(self) -> int:
+        return self.nranks
+
+    def _live(self) -> int:
+        if self.token is None:
+            raise RuntimeError("the communicator is closed")
+        return self.token
+
+    def alloc(self, nbytes: int, shape=None, dtype=None, label: Optional[str] = None) -> Buffer:
+        """nbytes on this rank's device (aethercl_comm_alloc): memory NCCL reduces in place."""
+        handle = self.lib.check_handle("aethercl_comm_alloc", self._live(), 0, nbytes)
+        return Buffer.adopt(self.device, handle, nbytes, shape, dtype, label)
+
+    def all_reduce(self, buffer: Buffer, count: int, dtype=F32, op=SUM) -> None:
+        op = OPS.get(op, op) if isinstance(op, str) else op
+        self.lib.check("aethercl_all_reduce", self._live(), _tokens([buffer]), count,
+                       dtype_code(dtype), op)
+
+    def broadcast(self, buffer: Buffer, count: int, dtype=F32, root: int = 0) -> None:
+        self.lib.check("aethercl_broadcast", self._live(), _tokens([buffer]), count,
+                       dtype_code(dtype), root)
+
+    def all_gather(self, send: Buffer, recv: Buffer, count: int, dtype=F32) -> None:
+        self.lib.check("aethercl_all_gather", self._live(), _tokens([send]), _tokens([recv]),
+                       count, dtype_code(dtype))
+
+    def reduce_scatter(self, send: Buffer, recv: Buffer, count: int, dtype=F32, op=SUM) -> None:
+        op = OPS.get(op, op) if isinstance(op, str) else op
+        self.lib.check("aethercl_reduce_scatter", self._live(), _tokens([send]), _tokens([recv]),
+                       count, dtype_code(dtype), op)
+
+    def close(self) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            self.lib.check("aethercl_comm_destroy", token)
+
+    def __enter__(self) -> "RankCommunicator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset: int = 0,
               src_offset: int = 0) -> None:
     """nbytes (default: all of src) from src on its device to dst on its device."""
@@ -96,5 +172,5 @@ def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset
                          src.device.index, pointer(src), src_offset, nbytes)
 
 
-__all__ = ["BF16", "Communicator", "F16", "F32", "MAX", "MEAN", "MIN", "SUM", "copy_peer",
-           "dtype_code"]
+__all__ = ["BF16", "COMM_ID_BYTES", "Communicator", "F16", "F32", "MAX", "MEAN", "MIN",
+           "RankCommunicator", "SUM", "copy_peer", "dtype_code", "unique_id"]

@@ -6,11 +6,24 @@ environment. The C library never links MPI; this module is the only place that t
     ctx.broadcast(param_buffers)             # rank 0's initial parameters everywhere
     ctx.all_reduce(grad_buffers, op="mean")  # after backward, before the optimizer step
 
-Gradients travel through one flat float32 host buffer per call (one MPI_Allreduce with
-MPI_IN_PLACE instead of one per tensor); it is page-locked memory from aethercl_host_alloc when the
-library exports it, else ordinary memory. A process that drives several devices (devices_per_rank
-> 1) reduces hierarchically: its devices all-reduce among themselves with an aethercl
-communicator, one device's result crosses MPI, and the process broadcasts it back to its devices.
+Two paths move the gradients; ctx.path says which one init() took:
+
+- "nccl": where every rank has the vendor engines (libcuda.so.1 and libnccl.so.2 with
+  ncclCommInitRank) serving its device, and one device per rank. init() decides collectively:
+  every rank creates a one-rank NCCL communicator as a probe and the ranks agree through an MPI
+  allreduce of the outcome (so no rank waits in NCCL for a peer that cannot come). Rank 0 then
+  makes NCCL's unique id, MPI broadcasts it, and every rank creates its rank of one communicator
+  across processes (aethercl.collectives.RankCommunicator). all_reduce / broadcast pack the
+  buffers into one flat device bucket (aethercl_comm_alloc: memory NCCL reduces in place) with
+  device copies, run one NCCL collective on it and unpack: no host round trip. Sums follow NCCL's
+  order (equal to the MPI path's within NCCL's bound, not bit for bit).
+- "mpi": gradients travel through one flat float32 host buffer per call (one MPI_Allreduce with
+  MPI_IN_PLACE instead of one per tensor); it is page-locked memory from aethercl_host_alloc when
+  the library exports it, else ordinary memory. Taken where NCCL is not available on every rank
+  (AETHERCL_VENDOR_ENGINES=0 forces it), with init(path="mpi"), and for devices_per_rank > 1: a
+  process that drives several devices reduces hierarchically: its devices all-reduce among
+  themselves with an aethercl communicator, one device's result crosses MPI, and the process
+  broadcasts it back to its devices.
 
 Every collective runs under a watchdog: if it has not finished after `timeout` seconds (a peer
 died or hangs), the process prints which collective and rank timed out and exits with status 3,
@@ -27,7 +40,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .collectives import Communicator
+from .collectives import Communicator, RankCommunicator, copy_peer, unique_id
 from .device import Buffer, Device, default_library
 from .library import Library
 
@@ -74,9 +87,10 @@ class HostStaging:
 
 
 class Context:
-    """This process's place in the MPI job and its device(s)."""
+    """This process's place in the MPI job and its device(s); path is "nccl" or "mpi" (see the
+    module's docstring), why_mpi says why NCCL was not taken ("" on the NCCL path)."""
 
-    def __init__(self, mpi_comm, devices: List[Device], timeout: float):
+    def __init__(self, mpi_comm, devices: List[Device], timeout: float, path: str = "auto"):
         self.mpi = _mpi()
         self.comm = mpi_comm
         self.rank = mpi_comm.Get_rank()
@@ -89,6 +103,64 @@ class Context:
         self.timeout = timeout
         self.local_comm = Communicator(devices) if len(devices) > 1 else None
         self.staging = HostStaging(devices[0].lib, devices[0].index)
+        self.rank_comm: Optional[RankCommunicator] = None
+        self._bucket: Optional[Buffer] = None
+        if path not in ("auto", "nccl", "mpi"):
+            raise ValueError(f"path {path!r}: auto, nccl or mpi")
+        self.path, self.why_mpi = "mpi", "init(path='mpi')"
+        if path != "mpi":
+            self._try_nccl(required=path == "nccl")
+
+    # ---- the NCCL path -----------------------------------------------------------------------
+    def _try_nccl(self, required: bool) -> None:
+        lib = self.device.lib
+        why = ""
+        if len(self.devices) > 1:
+            why = f"{len(self.devices)} devices per rank (the NCCL path takes one)"
+        elif not lib.has("aethercl_comm_create_rank"):
+            why = "the library lacks aethercl_comm_create_rank"
+        else:
+            try:   # a one-rank communicator: every check create_rank makes, without waiting
+                with RankCommunicator(self.device, 1, 0, unique_id(lib)):
+                    pass
+            except Exception as error:  # noqa: BLE001 - any failure means: not on this rank
+                why = str(error)
+        whys = self.comm.allgather(why)
+        failed = [(r, w) for r, w in enumerate(whys) if w]
+        if failed:
+            self.why_mpi = "; ".join(f"rank {r}: {w}" for r, w in failed)
+            if required:
+                raise RuntimeError(f"path='nccl' but NCCL is not available on every rank "
+                                   f"({self.why_mpi})")
+            return
+        uid = unique_id(lib) if self.rank == 0 else None
+        uid = self.comm.bcast(uid, root=0)
+        with self.watchdog("ncclCommInitRank (aethercl_comm_create_rank)"):
+            self.rank_comm = RankCommunicator(self.device, self.size, self.rank, uid)
+        self.path, self.why_mpi = "nccl", ""
+
+    def _bucket_of(self, nbytes: int) -> Buffer:
+        if self._bucket is None or self._bucket.nbytes < nbytes:
+            if self._bucket is not None:
+                self._bucket.free()
+            self._bucket = self.rank_comm.alloc(max(nbytes, 4), label="distributed bucket")
+        return self._bucket
+
+    def _nccl_collective(self, buffers: Sequence[Buffer], what: str, run) -> None:
+        total = sum(b.nbytes for b in buffers)
+        if total == 0:
+            return
+        bucket = self._bucket_of(total)
+        offset = 0
+        for buffer in buffers:
+            copy_peer(bucket, buffer, buffer.nbytes, dst_offset=offset)
+            offset += buffer.nbytes
+        with self.watchdog(what):
+            run(bucket, total // 4)
+        offset = 0
+        for buffer in buffers:
+            copy_peer(buffer, bucket, buffer.nbytes, src_offset=offset)
+            offset += buffer.nbytes
 
     @property
     def device(self) -> Device:
@@ -146,8 +218,15 @@ class Context:
         return lists
 
     def all_reduce(self, buffers, op: str = "mean") -> None:
-        """float32 buffers, reduced over every device of the job (sum or mean), in place."""
+        """float32 buffers, reduced over every device of the job (sum or mean), in place: on the
+        NCCL path one ncclAllReduce of a device bucket, else one MPI_Allreduce of host memory."""
         lists = self._local(buffers)
+        if op not in ("sum", "mean"):
+            raise ValueError(f"op {op!r}: sum or mean")
+        if self.rank_comm is not None:
+            self._nccl_collective(lists[0], "ncclAllReduce", lambda bucket, count:
+                                  self.rank_comm.all_reduce(bucket, count, op=op))
+            return
         if self.local_comm is not None:
             for tensors in zip(*lists):
                 self.local_comm.all_reduce(tensors, tensors[0].nbytes // 4, op="sum")
@@ -164,8 +243,13 @@ class Context:
                 self.local_comm.broadcast(tensors, tensors[0].nbytes // 4, root=0)
 
     def broadcast(self, buffers, root: int = 0) -> None:
-        """float32 buffers of rank `root`'s first device to every device of the job."""
+        """float32 buffers of rank `root`'s first device to every device of the job (on the NCCL
+        path one ncclBroadcast of a device bucket, else MPI_Bcast of host memory)."""
         lists = self._local(buffers)
+        if self.rank_comm is not None:
+            self._nccl_collective(lists[0], "ncclBroadcast", lambda bucket, count:
+                                  self.rank_comm.broadcast(bucket, count, root=root))
+            return
         flat = self._flatten(lists[0]) if self.rank == root else self.staging.take(
             sum(b.nbytes // 4 for b in lists[0]))
         with self.watchdog("MPI_Bcast"):
@@ -180,16 +264,25 @@ class Context:
             self.comm.Barrier()
 
     def close(self) -> None:
+        if self._bucket is not None:
+            self._bucket.free()
+            self._bucket = None
+        if self.rank_comm is not None:
+            self.rank_comm.close()
+            self.rank_comm = None
         if self.local_comm is not None:
             self.local_comm.close()
         self.staging.release()
 
 
 def init(devices_per_rank: int = 1, library: Optional[Library] = None,
-         timeout: float = DEFAULT_TIMEOUT_S) -> Context:
+         timeout: float = DEFAULT_TIMEOUT_S, path: str = "auto") -> Context:
     """Joins the MPI job (mpi4py initialises MPI) and initialises this process's devices: local
     rank r drives devices r*devices_per_rank ... (+devices_per_rank-1) of the visible list, modulo
-    the device count (so several ranks may share one device, as on a laptop's CPU)."""
+    the device count (so several ranks may share one device, as on a laptop's CPU; on a GPU
+    machine one rank per GPU: local rank r drives GPU r). path: "auto" (NCCL where every rank can,
+    else MPI), "nccl" (raises RuntimeError where a rank cannot) or "mpi"; AETHERCL_DISTRIBUTED_PATH
+    gives the default. The chosen path is ctx.path."""
     MPI = _mpi()
     lib = library or default_library()
     count = lib.aethercl_device_count()
@@ -205,7 +298,9 @@ def init(devices_per_rank: int = 1, library: Optional[Library] = None,
         raise ValueError(f"{devices_per_rank} devices per rank but only {count} visible")
     devices = [Device(i, library=lib) for i in indices]
     _abort_on_uncaught_exception(comm)
-    return Context(comm, devices, timeout)
+    if path == "auto":
+        path = os.environ.get("AETHERCL_DISTRIBUTED_PATH", "auto")
+    return Context(comm, devices, timeout, path)
 
 
 def _abort_on_uncaught_exception(comm) -> None:

@@ -1037,8 +1037,29 @@ def attention_backward(dev: DeviceLike, desc: StructPointer, stream: Pointer) ->
 
 def comm_alloc(dev: DeviceLike, comm: Pointer, rank: int, size: int) -> int:
     """Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives,
-    and returns a buffer token of that device, used and freed (aethercl_free_buffer) like any other.
+    and returns a buffer token of that device, used and freed (free_gpu_memory) like any other.
 
     C: void* aethercl_comm_alloc(void* comm, int rank, size_t size). Returns the handle or address;
     raises AetherCLError when it is 0/NULL."""
+    ...
+
+def comm_unique_id(dev: DeviceLike, id: Pointer, size: int) -> None:
+    """Writes a new NCCL unique id (ncclGetUniqueId: on real NCCL it names a bootstrap socket of
+    this process, which must stay alive until every rank has joined) into the AETHERCL_COMM_ID_BYTES
+    first bytes of id; size (the bytes at id) must be at least that.
+
+    C: int aethercl_comm_unique_id(void* id, size_t size). Raises AetherCLError unless it returns
+    1."""
+    ...
+
+def comm_create_rank(dev: DeviceLike, nranks: int, rank: int, id: Pointer, id_size: int,
+                     gpu_index: DeviceLike) -> int:
+    """Creates this process's side of a communicator across processes: its one member here is
+    gpu_index (initialised, and a CUDA device the engines serve, matched as for
+    aethercl_comm_create's engine path), global rank rank (0 .. nranks-1) of nranks; id is the
+    AETHERCL_COMM_ID_BYTES bytes of aethercl_comm_unique_id from one process of the job (id_size,
+    the bytes at id, at least that), the same on every rank.
+
+    C: void* aethercl_comm_create_rank(int nranks, int rank, const void* id, size_t id_size, int
+    gpu_index). Returns the handle or address; raises AetherCLError when it is 0/NULL."""
     ...

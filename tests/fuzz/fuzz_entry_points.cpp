@@ -386,6 +386,26 @@ void many_device_step(State& s, Input& in, int gpu, void* const* h, int n_raw) {
   int which = static_cast<int>(in.byte() % 6) - 1;  // op or root
   switch (in.byte() % 8) {
     case 6: {
+      if (which == 4) {
+        // Across processes: one rank at most (nranks 2 would wait for a peer that never comes).
+        static unsigned char id[AETHERCL_COMM_ID_BYTES + 8];
+        std::uint8_t b = in.byte();
+        std::size_t id_size = b % 4 == 0 ? size_arg(in) : AETHERCL_COMM_ID_BYTES + b % 8 - 1;
+        if (b % 2 == 0) {
+          check_status("aethercl_comm_unique_id",
+                       aethercl_comm_unique_id(b % 16 == 0 ? nullptr : id,
+                                               std::min<std::size_t>(id_size, sizeof(id))));
+          break;
+        }
+        if (b % 8 == 3) id[b % sizeof(id)] ^= in.byte();  // a damaged id
+        void* made = aethercl_comm_create_rank(n_raw % 3 - 1, static_cast<int>(count % 3) - 1,
+                                               b % 16 == 1 ? nullptr : id,
+                                               std::min<std::size_t>(id_size, sizeof(id)),
+                                               b % 32 == 5 ? gpu_arg(in) : gpu);
+        check_pointer("aethercl_comm_create_rank", made == nullptr);
+        if (made) s.comms.push_back(made);
+        break;
+      }
       void* made = aethercl_comm_alloc(comm, which, size_arg(in));
       check_pointer("aethercl_comm_alloc", made == nullptr);
       if (made) free_gpu_memory(gpu, made);

@@ -134,7 +134,8 @@ NEEDS_NO_DEVICE = {"aethercl_version", "aethercl_abi_version", "aethercl_last_er
                    "aethercl_device_info", "simulated_kernel_allocate", "simulated_kernel_free",
                    "simulated_kernel_write", "simulated_kernel_read", "initialize_gpu",
                    "shutdown_driver", "free_gpu_memory", "simulated_get_compute_unit_count",
-                   "aethercl_trace_start", "aethercl_trace_stop", "aethercl_trace_summary"}
+                   "aethercl_trace_start", "aethercl_trace_stop", "aethercl_trace_summary",
+                   "aethercl_comm_unique_id"}
 host = ctypes.create_string_buffer(64)
 shape = (ctypes.c_int * 2)(1, 1)
 problems, calls = [], 0

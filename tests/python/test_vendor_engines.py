@@ -549,3 +549,101 @@ def test_a_failed_peer_copy_falls_back(tmp_path, wish):
     assert records[3]["status"] == 1
     copied, source = payload(arrays, "s3_out0", 4102), payload(arrays, "s3_in0", 4100)
     assert bytes(copied[5:]) == bytes(source[3:])
+
+
+# ---- communicators across processes (aethercl_comm_create_rank) -----------------------------
+# Children without MPI: the fake NCCL's rendezvous is a file named in the id, so two plain
+# processes given the same id form one communicator (tests/multi/test_mpi_nccl.py runs the
+# collectives under mpirun).
+RANK_CHILD = r"""
+import ctypes, os, sys
+sys.path.insert(0, sys.argv[1])
+from aethercl import Library
+lib = Library()
+mode = sys.argv[2]
+def report(what, result):
+    print(what, int(bool(result)), lib.last_error_code(), lib.last_error(), flush=True)
+uid = ctypes.create_string_buffer(128)
+if mode == "id":
+    report("unique_id", lib.aethercl_comm_unique_id(uid, 128))
+    print("ID", uid.raw.hex(), flush=True)
+    sys.exit(0)
+rank = int(sys.argv[3]) if mode == "rank" else 0
+lib.check("initialize_gpu", rank)
+buf = lib.check_handle("allocate_gpu_memory", rank, 64)
+def one(comm, op=0):
+    return lib.aethercl_all_reduce(comm, (ctypes.c_void_p * 1)(buf), 16, 0, op)
+if mode == "rank":   # FAKE_NCCL_FAIL=ncclAllReduce on both ranks: nothing reaches the barrier
+    comm = lib.aethercl_comm_create_rank(2, rank, bytes.fromhex(sys.argv[4]), 128, rank)
+    report("create", comm)
+    report("failing", one(comm))
+    os.environ.pop("FAKE_NCCL_FAIL")
+    report("after", one(comm))
+    report("destroy", lib.aethercl_comm_destroy(comm))
+    sys.exit(0)
+report("unique_id", lib.aethercl_comm_unique_id(uid, 128))
+comm = lib.aethercl_comm_create_rank(1, 0, uid, 128, 0)
+report("create", comm)
+report("sum", one(comm))
+report("max", one(comm, 2))
+alloc = lib.aethercl_comm_alloc(comm, 0, 64)
+report("alloc", alloc)
+lib.free_gpu_memory(0, alloc)
+report("destroy", lib.aethercl_comm_destroy(comm))
+report("zeros", lib.aethercl_comm_create_rank(1, 0, bytes(128), 128, 0))
+os.environ["FAKE_NCCL_FAIL"] = "ncclCommInitRank"
+report("init_fails", lib.aethercl_comm_create_rank(1, 0, uid, 128, 0))
+os.environ["FAKE_NCCL_FAIL"] = "ncclGetUniqueId"
+report("id_fails", lib.aethercl_comm_unique_id(uid, 128))
+"""
+
+
+def rank_children(args_per_child, env):
+    child_env = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("AETHERCL_LIB", "AETHERCL_VENDOR", "FAKE_"))}
+    child_env.update({"AETHERCL_LIBRARY": os.environ.get("AETHERCL_LIBRARY",
+                                                         str(BUILD / "driver.so")),
+                      "POCL_DEVICES": "pthread pthread", **env})
+    children = [subprocess.Popen([sys.executable, "-c", RANK_CHILD,
+                                  str(ROOT / "python_harness"), *args],
+                                 env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for args in args_per_child]
+    outputs = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, f"child failed:\n{out}\n{err}"
+        outputs.append({line.split(" ", 1)[0]: line.split(" ", 3)[1:] for line in
+                        out.splitlines()})
+    return outputs
+
+
+def test_a_rank_communicator_of_one_process(tmp_path):
+    (seen,) = rank_children([["single"]], engine_env())
+    assert seen["unique_id"][0] == "1" and seen["create"][0] == "1", seen
+    assert seen["sum"][0] == "1" and seen["alloc"][0] == "1" and seen["destroy"][0] == "1", seen
+    assert seen["max"][:2] == ["0", str(NOT_IMPLEMENTED)] and "MAX" in seen["max"][2], seen
+    for what, function in (("zeros", "ncclCommInitRank"), ("init_fails", "ncclCommInitRank"),
+                           ("id_fails", "ncclGetUniqueId")):
+        assert seen[what][:2] == ["0", str(DEVICE_ERROR)], (what, seen[what])
+        assert f"{function} failed" in seen[what][2], (what, seen[what])
+
+
+def test_a_failing_nccl_call_fails_every_later_collective_across_processes(tmp_path):
+    (made,) = rank_children([["id"]], engine_env())
+    uid = made["ID"][0]
+    seen = rank_children([["rank", "0", uid], ["rank", "1", uid]],
+                         {**engine_env(), "FAKE_NCCL_FAIL": "ncclAllReduce"})
+    for rank, record in enumerate(seen):
+        assert record["create"][0] == "1", (rank, record)
+        assert record["failing"][:2] == ["0", str(DEVICE_ERROR)], (rank, record)
+        assert "ncclAllReduce" in record["failing"][2], (rank, record)
+        assert record["after"][:2] == ["0", str(DEVICE_ERROR)], (rank, record)
+        assert "lost its NCCL communicator" in record["after"][2], (rank, record)
+        assert record["destroy"][0] == "1", (rank, record)
+
+
+def test_without_the_engines_rank_communicators_are_not_implemented(tmp_path):
+    (seen,) = rank_children([["single"]], {"AETHERCL_VENDOR_ENGINES": "0"})
+    for what in ("unique_id", "create"):
+        assert seen[what][:2] == ["0", str(NOT_IMPLEMENTED)], (what, seen[what])
+        assert "the vendor engines are not loaded" in seen[what][2], (what, seen[what])

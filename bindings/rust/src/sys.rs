@@ -14,6 +14,7 @@ pub const AETHERCL_VERSION_MINOR: c_int = 1;
 pub const AETHERCL_VERSION_PATCH: c_int = 0;
 pub const AETHERCL_ABI_VERSION: c_int = 4;
 pub const AETHERCL_STREAM_TIMING: c_uint = 1;
+pub const AETHERCL_COMM_ID_BYTES: c_int = 128;
 pub const AETHERCL_VERSION_STRING: &str = "0.1.0";
 
 // enum aethercl_status (abi/status.def)
@@ -1247,7 +1248,22 @@ extern "C" {
         stream: *mut c_void,
     ) -> c_int;
     /// Allocates size bytes (at least 1) on the device of comm's rank (0 .. P-1) for collectives,
-    /// and returns a buffer token of that device, used and freed (aethercl_free_buffer) like any
-    /// other.
+    /// and returns a buffer token of that device, used and freed (free_gpu_memory) like any other.
     pub fn aethercl_comm_alloc(comm: *mut c_void, rank: c_int, size: usize) -> *mut c_void;
+    /// Writes a new NCCL unique id (ncclGetUniqueId: on real NCCL it names a bootstrap socket of
+    /// this process, which must stay alive until every rank has joined) into the
+    /// AETHERCL_COMM_ID_BYTES first bytes of id; size (the bytes at id) must be at least that.
+    pub fn aethercl_comm_unique_id(id: *mut c_void, size: usize) -> c_int;
+    /// Creates this process's side of a communicator across processes: its one member here is
+    /// gpu_index (initialised, and a CUDA device the engines serve, matched as for
+    /// aethercl_comm_create's engine path), global rank rank (0 .. nranks-1) of nranks; id is the
+    /// AETHERCL_COMM_ID_BYTES bytes of aethercl_comm_unique_id from one process of the job
+    /// (id_size, the bytes at id, at least that), the same on every rank.
+    pub fn aethercl_comm_create_rank(
+        nranks: c_int,
+        rank: c_int,
+        id: *const c_void,
+        id_size: usize,
+        gpu_index: c_int,
+    ) -> *mut c_void;
 }

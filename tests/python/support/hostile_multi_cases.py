@@ -140,6 +140,57 @@ def many_device_cases() -> List[Case]:
             fail("a comm_alloc buffer did not keep its bytes")
     add(name, "valid", comm_alloc_valid)
 
+    # Across processes (one rank here: nranks 2 would wait for a peer). Without the vendor engines
+    # the valid cases answer NOT_IMPLEMENTED saying the engines are not loaded, which they accept.
+    no_engines = "the vendor engines are not loaded"
+    name = "aethercl_comm_unique_id"
+    add(name, "id=NULL", lambda h: h.refused(
+        h.lib.aethercl_comm_unique_id(None, 128), 0, {C_INVALID_ARGUMENT}, ["id is NULL"]))
+    for size in (0, 1, 127):
+        add(name, f"size={size}", lambda h, size=size: h.refused(
+            h.lib.aethercl_comm_unique_id(ctypes.create_string_buffer(128), size), 0,
+            {C_INVALID_ARGUMENT}, [f"size {size}"]))
+    for size in (128, 4096):
+        add(name, f"valid/size={size}", lambda h, size=size: h.succeeded(
+            h.lib.aethercl_comm_unique_id(ctypes.create_string_buffer(size), size),
+            unless_unsupported=no_engines))
+
+    name = "aethercl_comm_create_rank"
+    zeros = bytes(128)
+    for nranks in (0, -1, INT_MIN):
+        add(name, f"nranks={nranks}", lambda h, nranks=nranks: h.refused(
+            h.lib.aethercl_comm_create_rank(nranks, 0, zeros, 128, h.index), None,
+            {C_INVALID_ARGUMENT}, [f"nranks {nranks}"]))
+    for nranks, rank in ((1, 1), (1, -1), (2, INT_MAX), (INT_MAX, INT_MIN)):
+        add(name, f"rank={rank}/nranks={nranks}", lambda h, nranks=nranks, rank=rank: h.refused(
+            h.lib.aethercl_comm_create_rank(nranks, rank, zeros, 128, h.index), None,
+            {C_INVALID_ARGUMENT}, [f"rank {rank}"]))
+    add(name, "id=NULL", lambda h: h.refused(
+        h.lib.aethercl_comm_create_rank(1, 0, None, 128, h.index), None, {C_INVALID_ARGUMENT},
+        ["id is NULL"]))
+    for size in (0, 127):
+        add(name, f"id_size={size}", lambda h, size=size: h.refused(
+            h.lib.aethercl_comm_create_rank(1, 0, zeros, size, h.index), None,
+            {C_INVALID_ARGUMENT}, [f"id_size {size}"]))
+    for gpu in (-1, INT_MIN, INT_MAX):
+        add(name, f"gpu_index={gpu}", lambda h, gpu=gpu: h.refused(
+            h.lib.aethercl_comm_create_rank(1, 0, zeros, 128, gpu), None, {C_NO_DEVICE},
+            [f"gpu_index {gpu}"]))
+
+    def create_rank_valid(h):
+        uid = ctypes.create_string_buffer(128)
+        if h.lib.aethercl_comm_unique_id(uid, 128) != 1:
+            h.succeeded(0, unless_unsupported=no_engines, name="aethercl_comm_unique_id")
+        token = h.lib.aethercl_comm_create_rank(1, 0, uid, 128, h.index)
+        h.succeeded(token, success=True, unless_unsupported=no_engines)
+        h.keep.append(("comm", token))
+        buffer = h.alloc(64)
+        h.succeeded(h.lib.aethercl_all_reduce(token, _tokens(buffer), 16, DT_F32, OP_SUM),
+                    name="aethercl_all_reduce")
+        h.refused(h.lib.aethercl_all_reduce(token, _tokens(buffer), 16, DT_F32, 2), 0,
+                  {C_NOT_IMPLEMENTED}, ["MAX", "across processes"], name="aethercl_all_reduce")
+    add(name, "valid", create_rank_valid)
+
     def collective(h, function, buffers, count=16, dtype=DT_F32, extra=OP_SUM, comm=None):
         comm = _comm(h, h.index) if comm is None else (comm or None)
         if function in ("aethercl_all_gather", "aethercl_reduce_scatter"):
