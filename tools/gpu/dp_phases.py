@@ -26,6 +26,9 @@ def main() -> int:
     parser.add_argument("--preset", default="medium", choices=sorted(PRESETS))
     parser.add_argument("--precision", default="bf16-mixed")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--modes", default="after,overlap",
+                        help="after, overlap, overlap-no-reduce (the overlapped form with the "
+                             "all-reduces left out: what splitting the pass and the events cost)")
     args = parser.parse_args()
     from ocl_llm.graph_step import ReplayedDataParallel, ReplayedTraining
     from ocl_llm.runtime import set_activation_precision, set_matmul_precision
@@ -56,11 +59,14 @@ def main() -> int:
 
     config["batch_size"] = 2 * per_replica
     data = batches(config, args.steps + 2, seed=1)
-    for overlap in (False, True):
+    for mode in args.modes.split(","):
+        overlap = mode.startswith("overlap")
         parallel = ocl_llm.DataParallel(config, [0, 1], make_optimizer=make_optimizer)
         step = ReplayedDataParallel(parallel, overlap=overlap)
         for x, y in data[:2]:
             step(x, y)
+        if mode == "overlap-no-reduce":
+            parallel.reduce_bucket = lambda bucket, layout: None
 
         def sync():
             for runtime in parallel.runtimes:
@@ -93,7 +99,7 @@ def main() -> int:
                                             t4 - t0)):
                 phases[name].append(value)
         graphs = len(step.passes[0].graphs)
-        when = "overlapped" if overlap else "after the pass"
+        when = {"after": "after the pass", "overlap": "overlapped"}.get(mode, mode)
         print(f"two devices, {per_replica} rows each, all-reduce {when}, {graphs} graph(s) per "
               f"pass, {parallel.bucket_count(step.layout)} buckets (ms):")
         for name, values in phases.items():

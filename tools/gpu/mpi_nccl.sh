@@ -3,7 +3,8 @@
 # One command, from the checkout there (setup as tools/gpu/tests.sh):  tools/gpu/mpi_nccl.sh
 #  1. finds the libnccl.so.2 PyTorch ships under /opt/torch (as tools/gpu/nccl.sh does) and names
 #     it with AETHERCL_LIBNCCL; checks mpirun and mpi4py (the test needs both);
-#  2. runs tests/multi/test_mpi_nccl.py with the real engines: mpirun -n 2, local rank r on GPU r;
+#  2. unless TESTS=0: runs tests/multi/test_mpi_nccl.py with the real engines: mpirun -n 2, local
+#     rank r on GPU r;
 #  3. unless SCALING=0: tokens/s of 2 processes x 1 GPU (mpirun -n 2, aethercl.distributed's NCCL
 #     path: tools/bench/scaling_mpi.py) against one process driving both GPUs
 #     (ocl_llm.DataParallel: tools/bench/scaling.py), same model (PRESET, default gemm), global
@@ -31,17 +32,22 @@ if [ -z "$MPIRUN" ] || ! python3 -c "import mpi4py" 2>/dev/null; then
 fi
 MPI="$MPIRUN --allow-run-as-root --oversubscribe -n 2 -x AETHERCL_LIBNCCL -x AETHERCL_LIBCUDA -x PYTHONPATH -x LD_LIBRARY_PATH -x OCL_ICD_VENDORS -x AETHERCL_LIBRARY -x AETHERCL_CACHE_DIR ${NCCL_DEBUG:+-x NCCL_DEBUG}"
 
+if [ "${TESTS:-1}" != 0 ]; then
 echo "=== tests/multi/test_mpi_nccl.py, real engines ($(left)s left)"
 timeout $(( $(left) / 2 )) python3 -m pytest -q -p no:cacheprovider -rs tests/multi/test_mpi_nccl.py \
   > $OUT/mpi_nccl_tests.txt 2>&1; echo "rc=$?"
 grep -E "passed|failed|error" $OUT/mpi_nccl_tests.txt | tail -2
 grep -E "^FAILED|^ERROR|SKIPPED" $OUT/mpi_nccl_tests.txt | head -12
+fi
 
 if [ "${SCALING:-1}" != 0 ]; then
   PRESET=${PRESET:-gemm}
   echo "=== 2 processes x 1 GPU (mpirun, ${MPI_PATH:-nccl} path), preset $PRESET ($(left)s left)"
-  timeout $(( $(left) / 2 )) $MPI python3 tools/bench/scaling_mpi.py --preset $PRESET --steps 6 \
-    --path ${MPI_PATH:-nccl} --json $OUT/scaling_mpi.json 2>&1 | tail -4
+  # The interpreter by its full path: mpirun's PATH may find another python3 (without NumPy).
+  timeout $(( $(left) / 2 )) $MPI "$(command -v python3)" tools/bench/scaling_mpi.py --preset $PRESET --steps 6 \
+    --path ${MPI_PATH:-nccl} --json $OUT/scaling_mpi.json > $OUT/scaling_mpi.txt 2>&1
+  echo "rc=$?"; grep -v "^\[aethercl warning\]" $OUT/scaling_mpi.txt | grep -m2 -A14 Traceback
+  tail -3 $OUT/scaling_mpi.txt
   echo "=== 1 process x 2 GPUs (ocl_llm.DataParallel), preset $PRESET ($(left)s left)"
   timeout $(( $(left) - 10 )) python3 tools/bench/scaling.py --preset $PRESET --steps 6 \
     --devices 0,1 --json $OUT/scaling_dp.json 2>&1 | tail -4
