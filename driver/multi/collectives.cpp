@@ -435,11 +435,11 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   call.require_engine_across_processes(op);
   if (count == 0 || call.global_size() == 1) return;
-  if (call.engine(op) != nullptr) {
+  if (vendor::EngineComm* engine = call.engine(op)) {
+    const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
-    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (auto in_place = engine_addresses(*call.engine(), mems)) {
+    int nccl_op = nccl_reduce_op(op);
+    if (auto in_place = engine_addresses(*engine, mems)) {
       if (run_in_place(call.comm(), call.streams(), "ncclAllReduce",
                        [&](int r, void* nccl_comm, void* stream) {
                          return nccl.ncclAllReduce((*in_place)[r], (*in_place)[r], count,
@@ -447,23 +447,19 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
                                                    static_cast<vendor::CUstream>(stream));
                        })) return;
+    } else {
+      auto plan = call.staging_plan();
+      for (int r = 0; r < ranks; ++r) {
+        plan[r].in.push_back({mems[r], 0, 0, bytes});
+        plan[r].out.push_back({mems[r], 0, 0, bytes});
+      }
+      if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
+                        [&](int, void* nccl_comm, void* stream, void* staging) {
+                          return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
+                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                    static_cast<vendor::CUstream>(stream));
+                        })) return;
     }
-  }
-  if (call.engine(op) != nullptr) {
-    auto plan = call.staging_plan();
-    for (int r = 0; r < ranks; ++r) {
-      plan[r].in.push_back({mems[r], 0, 0, bytes});
-      plan[r].out.push_back({mems[r], 0, 0, bytes});
-    }
-    int nccl_type = nccl_dtype(dtype);
-    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
-                  [&](int, void* nccl_comm, void* stream, void* staging) {
-                    return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
-                                              static_cast<vendor::ncclComm_t>(nccl_comm),
-                                              static_cast<vendor::CUstream>(stream));
-                  })) return;
   }
   PlanBuilder builder(call, element_size);
   std::uint64_t block = (count + ranks - 1) / ranks;
@@ -516,40 +512,37 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
   require_distinct(send, recv, ranks);
   call.require_engine_across_processes(op);
   if (count == 0) return;
-  if (global > 1 && call.engine(op) != nullptr) {
-    auto in_sends = engine_addresses(*call.engine(), sends);
-    auto in_recvs = engine_addresses(*call.engine(), recvs);
+  vendor::EngineComm* engine = global > 1 ? call.engine(op) : nullptr;
+  if (engine != nullptr) {
+    const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
-    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (in_sends && in_recvs &&
-        run_in_place(call.comm(), call.streams(), "ncclReduceScatter",
-                     [&](int r, void* nccl_comm, void* stream) {
-                       return nccl.ncclReduceScatter((*in_sends)[r], (*in_recvs)[r], count,
-                                                     nccl_type, nccl_op,
-                                                     static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                     static_cast<vendor::CUstream>(stream));
-                     })) return;
-  }
-  if (global > 1 && call.engine(op) != nullptr) {
-    auto plan = call.staging_plan();
-    for (int r = 0; r < ranks; ++r) {
-      plan[r].in.push_back({sends[r], 0, 0, send_bytes});
-      plan[r].out.push_back({recvs[r], 0, recv_bytes * call.global_rank(r), recv_bytes});
+    int nccl_op = nccl_reduce_op(op);
+    auto in_sends = engine_addresses(*engine, sends);
+    auto in_recvs = engine_addresses(*engine, recvs);
+    if (in_sends && in_recvs) {
+      if (run_in_place(call.comm(), call.streams(), "ncclReduceScatter",
+                       [&](int r, void* nccl_comm, void* stream) {
+                         return nccl.ncclReduceScatter(
+                             (*in_sends)[r], (*in_recvs)[r], count, nccl_type, nccl_op,
+                             static_cast<vendor::ncclComm_t>(nccl_comm),
+                             static_cast<vendor::CUstream>(stream));
+                       })) return;
+    } else {
+      auto plan = call.staging_plan();
+      for (int r = 0; r < ranks; ++r) {
+        plan[r].in.push_back({sends[r], 0, 0, send_bytes});
+        plan[r].out.push_back({recvs[r], 0, recv_bytes * call.global_rank(r), recv_bytes});
+      }
+      // In place: rank r's result lands in its own block of the staging.
+      if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
+                        [&](int r, void* nccl_comm, void* stream, void* staging) {
+                          auto* base = static_cast<unsigned char*>(staging);
+                          return nccl.ncclReduceScatter(
+                              base, base + recv_bytes * call.global_rank(r), count, nccl_type,
+                              nccl_op, static_cast<vendor::ncclComm_t>(nccl_comm),
+                              static_cast<vendor::CUstream>(stream));
+                        })) return;
     }
-    int nccl_type = nccl_dtype(dtype);
-    int nccl_op = op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum;
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    // In place: rank r's result lands in its own block of the staging.
-    if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
-                  [&](int r, void* nccl_comm, void* stream, void* staging) {
-                    auto* base = static_cast<unsigned char*>(staging);
-                    return nccl.ncclReduceScatter(base, base + recv_bytes * call.global_rank(r),
-                                                  count, nccl_type,
-                                                  nccl_op,
-                                                  static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                  static_cast<vendor::CUstream>(stream));
-                  })) return;
   }
   PlanBuilder builder(call, element_size);
   if (ranks == 1) {
@@ -581,37 +574,36 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
   require_distinct(send, recv, ranks);
   call.require_engine_across_processes();
   if (count == 0) return;
-  if (global > 1 && call.engine() != nullptr) {
-    auto in_sends = engine_addresses(*call.engine(), sends);
-    auto in_recvs = engine_addresses(*call.engine(), recvs);
+  vendor::EngineComm* engine = global > 1 ? call.engine() : nullptr;
+  if (engine != nullptr) {
+    const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (in_sends && in_recvs &&
-        run_in_place(call.comm(), call.streams(), "ncclAllGather",
-                     [&](int r, void* nccl_comm, void* stream) {
-                       return nccl.ncclAllGather((*in_sends)[r], (*in_recvs)[r], count,
-                                                 nccl_type,
-                                                 static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                 static_cast<vendor::CUstream>(stream));
-                     })) return;
-  }
-  if (global > 1 && call.engine() != nullptr) {
-    auto plan = call.staging_plan();
-    for (int r = 0; r < ranks; ++r) {
-      plan[r].in.push_back({sends[r], 0, send_bytes * call.global_rank(r), send_bytes});
-      plan[r].out.push_back({recvs[r], 0, 0, recv_bytes});
+    auto in_sends = engine_addresses(*engine, sends);
+    auto in_recvs = engine_addresses(*engine, recvs);
+    if (in_sends && in_recvs) {
+      if (run_in_place(call.comm(), call.streams(), "ncclAllGather",
+                       [&](int r, void* nccl_comm, void* stream) {
+                         return nccl.ncclAllGather((*in_sends)[r], (*in_recvs)[r], count,
+                                                   nccl_type,
+                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                   static_cast<vendor::CUstream>(stream));
+                       })) return;
+    } else {
+      auto plan = call.staging_plan();
+      for (int r = 0; r < ranks; ++r) {
+        plan[r].in.push_back({sends[r], 0, send_bytes * call.global_rank(r), send_bytes});
+        plan[r].out.push_back({recvs[r], 0, 0, recv_bytes});
+      }
+      // In place: rank r's contribution already sits in its own block of the staging.
+      if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
+                        [&](int r, void* nccl_comm, void* stream, void* staging) {
+                          auto* base = static_cast<unsigned char*>(staging);
+                          return nccl.ncclAllGather(
+                              base + send_bytes * call.global_rank(r), base, count, nccl_type,
+                              static_cast<vendor::ncclComm_t>(nccl_comm),
+                              static_cast<vendor::CUstream>(stream));
+                        })) return;
     }
-    int nccl_type = nccl_dtype(dtype);
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    // In place: rank r's contribution already sits in its own block of the staging.
-    if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
-                  [&](int r, void* nccl_comm, void* stream, void* staging) {
-                    auto* base = static_cast<unsigned char*>(staging);
-                    return nccl.ncclAllGather(base + send_bytes * call.global_rank(r), base, count,
-                                              nccl_type,
-                                              static_cast<vendor::ncclComm_t>(nccl_comm),
-                                              static_cast<vendor::CUstream>(stream));
-                  })) return;
   }
   PlanBuilder builder(call, element_size);
   std::vector<Range> chunks = chunks_of({0, count}, builder.chunk_elements());
@@ -640,10 +632,10 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   for (int r = 0; r < ranks; ++r) mems.push_back(call.buffer(buffers, "buffers", r, bytes));
   call.require_engine_across_processes();
   if (count == 0 || call.global_size() == 1) return;
-  if (call.engine() != nullptr) {
+  if (vendor::EngineComm* engine = call.engine()) {
+    const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (auto in_place = engine_addresses(*call.engine(), mems)) {
+    if (auto in_place = engine_addresses(*engine, mems)) {
       if (run_in_place(call.comm(), call.streams(), "ncclBroadcast",
                        [&](int r, void* nccl_comm, void* stream) {
                          return nccl.ncclBroadcast((*in_place)[r], (*in_place)[r], count,
@@ -651,25 +643,22 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
                                                    static_cast<vendor::CUstream>(stream));
                        })) return;
-    }
-  }
-  if (call.engine() != nullptr) {
-    auto plan = call.staging_plan();
-    for (int r = 0; r < ranks; ++r) {
-      if (call.global_rank(r) == root) {
-        plan[r].in.push_back({mems[r], 0, 0, bytes});
-      } else {
-        plan[r].out.push_back({mems[r], 0, 0, bytes});
+    } else {
+      auto plan = call.staging_plan();
+      for (int r = 0; r < ranks; ++r) {
+        if (call.global_rank(r) == root) {
+          plan[r].in.push_back({mems[r], 0, 0, bytes});
+        } else {
+          plan[r].out.push_back({mems[r], 0, 0, bytes});
+        }
       }
+      if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
+                        [&](int, void* nccl_comm, void* stream, void* staging) {
+                          return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
+                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
+                                                    static_cast<vendor::CUstream>(stream));
+                        })) return;
     }
-    int nccl_type = nccl_dtype(dtype);
-    const vendor::Nccl& nccl = call.engine()->nccl();
-    if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
-                  [&](int, void* nccl_comm, void* stream, void* staging) {
-                    return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
-                                              static_cast<vendor::ncclComm_t>(nccl_comm),
-                                              static_cast<vendor::CUstream>(stream));
-                  })) return;
   }
   PlanBuilder builder(call, element_size);
   // A pipeline along root, root+1, ...: each rank forwards a chunk once it has arrived.

@@ -72,6 +72,8 @@ int nccl_dtype(int dtype) {
   }
 }
 
+int nccl_reduce_op(int op) { return op == AETHERCL_MEAN ? vendor::kNcclAvg : vendor::kNcclSum; }
+
 namespace {
 
 // Each copy between a user buffer and the staging, cut where the staging's OpenCL pieces meet.

@@ -28,6 +28,8 @@ std::unique_ptr<vendor::EngineComm> make_engine_comm(const std::vector<Device*>&
 
 // The NCCL type code of a collective dtype (f32, f16, bf16).
 int nccl_dtype(int dtype);
+// The NCCL reduction of a collective op (SUM -> ncclSum, MEAN -> ncclAvg).
+int nccl_reduce_op(int op);
 
 // A copy between a user buffer and rank staging, in bytes.
 struct StageCopy {
