@@ -24,6 +24,7 @@ or one graph per replica (the training job's --graph)."""
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from typing import List, Optional
 
@@ -237,9 +238,11 @@ class ReplayedDataParallel:
     rest of the backward pass does (as PyTorch's DDP). It is off by default: on two H200s it
     measured slower (GPT medium, bf16: 23.0 ms per step against 20.1 ms with the buckets
     reduced after the pass, docs/PERFORMANCE.md), because recording an event waits until the
-    device's submission thread has issued everything before it, which puts the passes' kernel
-    launches (about 13 ms for two devices) on the host's path. Other shapes, and batches of
-    padding only, step eagerly.
+    device's submission thread has issued everything before it, which put the passes' kernel
+    launches (about 13 ms for two devices) on the host's path, one device at a time; on one H200
+    the split pass and its events cost nothing (16.3 ms either way). Each replica's graphs are
+    now replayed from a thread of its own, which has not been measured on two GPUs yet. Other
+    shapes, and batches of padding only, step eagerly.
 
     Results are those of DataParallel.step: the same copies, reductions and updates in the same
     order. Bit for bit on the OpenCL paths; on the vendor engines with more than two devices,
@@ -255,6 +258,7 @@ class ReplayedDataParallel:
         self.segment_of: List[int] = []   # bucket -> the pass's graph that completes it
         self.layout = None
         self.shape: Optional[tuple] = None
+        self._replayers: Optional[ThreadPoolExecutor] = None   # with overlap: one per replica
 
     def __call__(self, inputs: np.ndarray, targets: np.ndarray) -> float:
         dp = self.parallel
@@ -311,22 +315,31 @@ class ReplayedDataParallel:
         self.unpacks = dp.on_each_replica(unpack)
 
     def replay(self, inputs, targets, shards, denominator):
-        """Writes every replica's rows and replays the passes, graph k of every replica before
-        graph k + 1 of any (recording an event waits until the device's submission thread has
-        issued the work before it: replica by replica, the second device would start a whole
-        pass late). Returns per replica the rows that count and an event after each graph."""
+        """Writes every replica's rows and replays the passes. Returns per replica the rows that
+        count and (with overlap) an event after each of its graphs. Recording an event waits until
+        the device's submission thread has issued the work before it, so with overlap each
+        replica's graphs are replayed from a thread of its own: from one thread the devices'
+        launches would be issued one device at a time (on two H200s the second GPU then ran
+        short of work)."""
         dp = self.parallel
         valid = dp.on_each_replica(lambda r: self.passes[r].write(
             inputs[shards[r]], targets[shards[r]], self.pad_id, denominator))
-        events: List[List[Event]] = [[] for _ in self.passes]
+        if not self.overlap:
+            for k in range(len(self.passes[0].graphs)):
+                for captured in self.passes:
+                    captured.graphs[k].replay()
+            return valid, [[] for _ in self.passes]
 
-        def replay_graph(r: int, k: int) -> None:
-            captured = self.passes[r]
-            captured.graphs[k].replay()
-            if self.overlap:
-                events[r].append(Event.record(device=captured.device))
-        for k in range(len(self.passes[0].graphs)):
-            dp.on_each_replica(lambda r: replay_graph(r, k))
+        def replay_with_events(captured: CapturedPass) -> List[Event]:
+            events = []
+            for graph in captured.graphs:
+                graph.replay()
+                events.append(Event.record(device=captured.device))
+            return events
+        if self._replayers is None:
+            self._replayers = ThreadPoolExecutor(max_workers=len(self.passes),
+                                                 thread_name_prefix="replica-replay")
+        events = list(self._replayers.map(replay_with_events, self.passes))
         return valid, events
 
     def _reduce_overlapped(self, events: List[List[Event]]) -> None:
@@ -357,6 +370,9 @@ class ReplayedDataParallel:
             stream.synchronize()
             stream.destroy()
         self.streams = []
+        if self._replayers is not None:
+            self._replayers.shutdown()
+            self._replayers = None
 
 
 def graph_refusal(config: dict) -> Optional[str]:

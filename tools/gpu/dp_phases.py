@@ -26,9 +26,13 @@ def main() -> int:
     parser.add_argument("--preset", default="medium", choices=sorted(PRESETS))
     parser.add_argument("--precision", default="bf16-mixed")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--devices", default="0,1",
+                        help="the replicas' devices (one device: what splitting a pass costs "
+                             "without a second GPU)")
     parser.add_argument("--modes", default="after,overlap",
                         help="after, overlap, overlap-no-reduce (the overlapped form with the "
-                             "all-reduces left out: what splitting the pass and the events cost)")
+                             "all-reduces left out: what splitting the pass and the events cost), "
+                             "split (the overlap's graphs, no events, reduced after the pass)")
     args = parser.parse_args()
     from ocl_llm.graph_step import ReplayedDataParallel, ReplayedTraining
     from ocl_llm.runtime import set_activation_precision, set_matmul_precision
@@ -57,16 +61,19 @@ def main() -> int:
     optimizer.free_memory()
     model.free_memory()
 
-    config["batch_size"] = 2 * per_replica
+    gpus = [int(i) for i in args.devices.split(",")]
+    config["batch_size"] = len(gpus) * per_replica
     data = batches(config, args.steps + 2, seed=1)
     for mode in args.modes.split(","):
-        overlap = mode.startswith("overlap")
-        parallel = ocl_llm.DataParallel(config, [0, 1], make_optimizer=make_optimizer)
+        overlap = mode.startswith("overlap") or mode == "split"
+        parallel = ocl_llm.DataParallel(config, gpus, make_optimizer=make_optimizer)
         step = ReplayedDataParallel(parallel, overlap=overlap)
         for x, y in data[:2]:
             step(x, y)
         if mode == "overlap-no-reduce":
             parallel.reduce_bucket = lambda bucket, layout: None
+        if mode == "split":
+            step.overlap = overlap = False
 
         def sync():
             for runtime in parallel.runtimes:
@@ -100,8 +107,8 @@ def main() -> int:
                 phases[name].append(value)
         graphs = len(step.passes[0].graphs)
         when = {"after": "after the pass", "overlap": "overlapped"}.get(mode, mode)
-        print(f"two devices, {per_replica} rows each, all-reduce {when}, {graphs} graph(s) per "
-              f"pass, {parallel.bucket_count(step.layout)} buckets (ms):")
+        print(f"{len(gpus)} device(s), {per_replica} rows each, all-reduce {when}, {graphs} "
+              f"graph(s) per pass, {parallel.bucket_count(step.layout)} buckets (ms):")
         for name, values in phases.items():
             print(f"  {name:>18}: {1e3 * statistics.median(values):8.2f}")
         step.close()
