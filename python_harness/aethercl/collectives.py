@@ -27,6 +27,25 @@ def dtype_code(dtype) -> int:
     return _NUMPY_DTYPES[np.dtype(dtype)]
 
 
+# The largest buffer aethercl_comm_alloc hands out as engine memory (AETHERCL_ENGINE_IMPORT_BYTES'
+# default): buckets of at most this size are reduced in place on the vendor engines.
+ENGINE_BUCKET_BYTES = 256 << 20
+
+
+def bucket_spans(sizes: Sequence[int], bucket_bytes: int):
+    """(item, offset in it, bucket, offset in the bucket, bytes) laying items of `sizes` bytes
+    back to back over buckets of bucket_bytes, an item cut where a bucket ends."""
+    position = 0
+    for item, size in enumerate(sizes):
+        done = 0
+        while done < size:
+            bucket, offset = divmod(position, bucket_bytes)
+            nbytes = min(size - done, bucket_bytes - offset)
+            yield item, done, bucket, offset, nbytes
+            done += nbytes
+            position += nbytes
+
+
 def _tokens(buffers) -> ctypes.Array:
     return pointer_array(list(buffers))
 

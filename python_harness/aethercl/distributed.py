@@ -41,7 +41,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import ops
-from .collectives import Communicator, RankCommunicator, unique_id
+from .collectives import (ENGINE_BUCKET_BYTES, Communicator, RankCommunicator, bucket_spans,
+                          unique_id)
 from .device import Buffer, Device, default_library
 from .library import Library
 
@@ -105,7 +106,7 @@ class Context:
         self.local_comm = Communicator(devices) if len(devices) > 1 else None
         self.staging = HostStaging(devices[0].lib, devices[0].index)
         self.rank_comm: Optional[RankCommunicator] = None
-        self._bucket: Optional[Buffer] = None
+        self._buckets: List[Buffer] = []   # the NCCL path's, from aethercl_comm_alloc
         if path not in ("auto", "nccl", "mpi"):
             raise ValueError(f"path {path!r}: auto, nccl or mpi")
         self.path, self.why_mpi = "mpi", "init(path='mpi')"
@@ -140,30 +141,42 @@ class Context:
             self.rank_comm = RankCommunicator(self.device, self.size, self.rank, uid)
         self.path, self.why_mpi = "nccl", ""
 
-    def _bucket_of(self, nbytes: int) -> Buffer:
-        if self._bucket is None or self._bucket.nbytes < nbytes:
-            if self._bucket is not None:
-                self._bucket.free()
-            self._bucket = self.rank_comm.alloc(max(nbytes, 4), label="distributed bucket")
-        return self._bucket
+    def _buckets_for(self, nbytes: int) -> List[Buffer]:
+        """Buckets of equal size, each at most ENGINE_BUCKET_BYTES (one engine import, reduced in
+        place), holding nbytes together."""
+        count = -(-nbytes // ENGINE_BUCKET_BYTES)
+        per_bucket = -(-nbytes // count)
+        size = (per_bucket + 3) // 4 * 4   # whole float32s
+        if len(self._buckets) != count or self._buckets[0].nbytes < size:
+            self._free_buckets()
+            self._buckets = [self.rank_comm.alloc(size, label="distributed bucket")
+                             for _ in range(count)]
+        return self._buckets
+
+    def _free_buckets(self) -> None:
+        for bucket in self._buckets:
+            bucket.free()
+        self._buckets = []
 
     def _nccl_collective(self, buffers: Sequence[Buffer], what: str, run) -> None:
+        """buffers packed into the buckets (device copies on the default stream, aethercl_copy:
+        a multi-device copy_peer per tensor costs several times the host time), run(bucket,
+        float32 elements) on each, and unpacked."""
         total = sum(b.nbytes for b in buffers)
         if total == 0:
             return
-        bucket = self._bucket_of(total)
-        # Device copies on the default stream (aethercl_copy), not a multi-device call
-        # (copy_peer) per tensor, which costs several times the host time.
-        offset = 0
-        for buffer in buffers:
-            ops.copy(buffer.device, bucket, offset, buffer, 0, buffer.nbytes, None)
-            offset += buffer.nbytes
+        buckets = self._buckets_for(total)
+        size = buckets[0].nbytes
+        spans = list(bucket_spans([b.nbytes for b in buffers], size))
+        for item, offset, bucket, bucket_offset, nbytes in spans:
+            buffer = buffers[item]
+            ops.copy(buffer.device, buckets[bucket], bucket_offset, buffer, offset, nbytes, None)
         with self.watchdog(what):
-            run(bucket, total // 4)
-        offset = 0
-        for buffer in buffers:
-            ops.copy(buffer.device, buffer, 0, bucket, offset, buffer.nbytes, None)
-            offset += buffer.nbytes
+            for bucket in range(len(buckets)):
+                run(buckets[bucket], min(size, total - bucket * size) // 4)
+        for item, offset, bucket, bucket_offset, nbytes in spans:
+            buffer = buffers[item]
+            ops.copy(buffer.device, buffer, offset, buckets[bucket], bucket_offset, nbytes, None)
 
     @property
     def device(self) -> Device:
@@ -267,9 +280,7 @@ class Context:
             self.comm.Barrier()
 
     def close(self) -> None:
-        if self._bucket is not None:
-            self._bucket.free()
-            self._bucket = None
+        self._free_buckets()
         if self.rank_comm is not None:
             self.rank_comm.close()
             self.rank_comm = None

@@ -17,6 +17,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from aethercl import Buffer, Communicator, ops
+from aethercl.collectives import ENGINE_BUCKET_BYTES, bucket_spans
 
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -26,22 +27,8 @@ from .runtime import (Runtime, current_runtime, ocl_initialize, set_current_runt
 
 T = TypeVar("T")
 
-# The largest gradient bucket: one import of engine memory (AETHERCL_ENGINE_IMPORT_BYTES' default).
-BUCKET_BYTES = 256 << 20
-
-
-def _bucket_spans(sizes: Sequence[int], bucket_bytes: int):
-    """(tensor, offset in it, bucket, offset in the bucket, bytes) laying tensors of `sizes`
-    bytes back to back over buckets of bucket_bytes, a tensor cut where a bucket ends."""
-    position = 0
-    for tensor, size in enumerate(sizes):
-        done = 0
-        while done < size:
-            bucket, offset = divmod(position, bucket_bytes)
-            nbytes = min(size - done, bucket_bytes - offset)
-            yield tensor, done, bucket, offset, nbytes
-            done += nbytes
-            position += nbytes
+# The largest gradient bucket: one import of engine memory.
+BUCKET_BYTES = ENGINE_BUCKET_BYTES
 
 
 class DataParallel:
@@ -175,7 +162,7 @@ class DataParallel:
 
     def bucket_layout(self):
         """(parameter groups with a gradient on every replica, total elements, spans of
-        _bucket_spans), with the buckets allocated for them; None when no gradient exists."""
+        bucket_spans), with the buckets allocated for them; None when no gradient exists."""
         groups = [params for params in self._groups([m.parameters() for m in self.models])
                   if all(p.grad is not None for p in params)]
         total = sum(params[0].numel for params in groups)
@@ -188,7 +175,7 @@ class DataParallel:
             self._buckets = [[self.comm.alloc(r, self._bucket_elements * 4,
                                               label="dp_gradient_bucket")
                               for _ in range(count)] for r in range(self.size)]
-        spans = list(_bucket_spans([params[0].numel * 4 for params in groups],
+        spans = list(bucket_spans([params[0].numel * 4 for params in groups],
                                    self._bucket_elements * 4))
         return groups, total, spans
 

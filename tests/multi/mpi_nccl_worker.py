@@ -186,6 +186,17 @@ def distributed_paths(world, lib):
             bound = 2 * 2 * size * EPS[F32] * sum(np.abs(widen(F32, v)) for v in inputs)
             assert np.all(np.abs(results["nccl", op][i] - two[0]) <= bound), (op, i)
             same_everywhere(world, results["nccl", op][i].tobytes(), f"nccl {op} {i}")
+    # Buckets of 1,000 bytes (one engine import, 256 MiB, in use): the tensors are cut across
+    # several, each reduced on its own, and every element comes out with the same bits.
+    distributed.ENGINE_BUCKET_BYTES = 1000
+    grads = [DeviceBuffer.from_numpy(ctx.device, inputs_of(rank, F32, int(np.prod(s)),
+                                                           f"grad{i}").reshape(s))
+             for i, s in enumerate(shapes)]
+    ctx.all_reduce(grads, op="mean")
+    assert len(ctx._buckets) > 1
+    for i, g in enumerate(grads):
+        assert g.to_numpy().ravel().tobytes() == results["nccl", "mean"][i].tobytes(), i
+        g.free()
     params = [DeviceBuffer.from_numpy(ctx.device, inputs_of(rank, F32, 301, "param"))]
     ctx.broadcast(params, root=1 % size)
     assert params[0].to_numpy().tobytes() == inputs_of(1 % size, F32, 301, "param").tobytes()

@@ -125,9 +125,9 @@ def test_gradient_buckets_cut_tensors_and_keep_the_bits(frontend, devices, monke
 
 
 def test_bucket_spans_cover_every_byte_once(frontend):
-    from ocl_llm.data_parallel import _bucket_spans
+    from aethercl.collectives import bucket_spans
     sizes = [12, 1000, 4, 2500, 8]
-    spans = list(_bucket_spans(sizes, 1000))
+    spans = list(bucket_spans(sizes, 1000))
     covered = {}
     for tensor, offset, bucket, bucket_offset, nbytes in spans:
         assert 0 < nbytes and bucket_offset + nbytes <= 1000 and offset + nbytes <= sizes[tensor]

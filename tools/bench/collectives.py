@@ -31,8 +31,7 @@ from aethercl import Communicator, Device, Library  # noqa: E402
 from aethercl.collectives import copy_peer  # noqa: E402
 
 
-# The largest buffer aethercl_comm_alloc makes engine memory (AETHERCL_ENGINE_IMPORT_BYTES).
-BUCKET_BYTES = 256 << 20
+from aethercl.collectives import ENGINE_BUCKET_BYTES as BUCKET_BYTES  # noqa: E402
 
 
 def median_time(devices, reps, call) -> float:
