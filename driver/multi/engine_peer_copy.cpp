@@ -9,6 +9,7 @@
 #include "vendor/cl_import.h"
 #include "vendor/current_context.h"
 #include "vendor/device_match.h"
+#include "vendor/engine_memory.h"
 #include "vendor/engines.h"
 #include "vendor/shared_buffer.h"
 
@@ -55,6 +56,7 @@ class PeerSide {
   }
 
   cl_context cl_context_of() const { return cl_context_; }
+  int ordinal() const { return ordinal_; }
   vendor::CUcontext context() const { return context_; }
   vendor::CUstream stream() const { return stream_; }
 
@@ -212,6 +214,25 @@ bool copy_peer_on_engine(Device& to, Stream& to_stream, cl_mem dst, std::uint64_
   }
   const vendor::CudaDriver& cuda = *engines.cuda;
   try {
+    auto from_address = vendor::engine_address(src);
+    auto to_address = vendor::engine_address(dst);
+    if (from_address && to_address && from_address->ordinal == source->ordinal() &&
+        to_address->ordinal == target->ordinal()) {
+      // Both are engine memory (aethercl_comm_alloc): one peer copy between them, ordered by
+      // host waits like the collectives in place.
+      cl::check(clFinish(from_stream.queue()), "clFinish (before the peer copy)");
+      cl::check(clFinish(to_stream.queue()), "clFinish (before the peer copy)");
+      vendor::CurrentContext current(cuda);
+      current.set(source->context());
+      vendor::cuda_check(cuda, cuda.cuMemcpyPeerAsync(to_address->pointer + dst_offset,
+                                                      target->context(),
+                                                      from_address->pointer + src_offset,
+                                                      source->context(), size, source->stream()),
+                         "cuMemcpyPeerAsync", "peer copy");
+      vendor::cuda_check(cuda, cuda.cuStreamSynchronize(source->stream()), "cuStreamSynchronize",
+                         "peer copy");
+      return true;
+    }
     // A chunk is at most the first OpenCL piece of each staging (vendor/shared_buffer.h).
     std::uint64_t chunk = std::min({size, kPeerChunk, vendor::import_piece_bytes()});
     vendor::SharedBuffer& out = source->staging(chunk);

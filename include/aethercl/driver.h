@@ -1296,7 +1296,9 @@ AETHERCL_API int aethercl_reduce_scatter(void* comm, void* const* send, void* co
  * those streams observes it. The
  * path follows the communicator rule above: on the engine path the bytes go through per-device
  * staging (kept until shutdown_driver) with cuMemcpyPeerAsync in chunks of at most 256 MiB and
- * the call returns once the last chunk's copy into dst is enqueued (when a CUDA call fails, that
+ * the call returns once the last chunk's copy into dst is enqueued (between two buffers of
+ * aethercl_comm_alloc's engine memory, one cuMemcpyPeerAsync from src to dst after host waits for
+ * both current streams, and the call returns once it has finished) (when a CUDA call fails, that
  * pair of devices takes the OpenCL path from then on, with one warning naming it, and the copy is
  * redone there; under AETHERCL_PEER_PATH=engine the copy fails with AETHERCL_DEVICE_ERROR
  * instead); on the device path the copy is enqueued and the call returns; on the host path

@@ -144,7 +144,7 @@ def test_comm_alloc_buffers(lib, devices, engine_comm, rng, monkeypatch, import_
     """Buffers from aethercl_comm_alloc: engine memory NCCL reduces in place (or, above
     AETHERCL_ENGINE_IMPORT_BYTES, pool buffers it stages): every collective against float64 with
     guards and poisoned outputs, results visible to a copy enqueued right after on the stream,
-    and MAX (the OpenCL path) on the same buffers."""
+    a peer copy between two of them, and MAX (the OpenCL path) on the same buffers."""
     if import_bytes:
         monkeypatch.setenv("AETHERCL_ENGINE_IMPORT_BYTES", str(import_bytes))
     ranks = ranks_for(devices, 2)
@@ -184,6 +184,14 @@ def test_comm_alloc_buffers(lib, devices, engine_comm, rng, monkeypatch, import_
                 lib.check("aethercl_broadcast", token, token_array([b.handle for b in send]),
                           2 * count, dtype, 1)
                 assert send[0].read(numpy_dtype(dtype)).tobytes() == sends[1].tobytes()
+        # A peer copy between two engine buffers (one cuMemcpyPeerAsync), at odd offsets.
+        data = rng.integers(0, 256, 5003, dtype=np.uint8).tobytes()
+        src, dst = alloc(0, 5003), alloc(1, 5011)
+        src.write_bytes(data)
+        lib.check("aethercl_copy_peer", ranks[1], dst.handle, 7, ranks[0], src.handle, 3, 4999)
+        got = dst.read_bytes()
+        assert got[:7] == b"\xff" * 7 and got[7:7 + 4999] == data[3:3 + 4999]
+        assert got[7 + 4999:5011] == b"\xff" * 5 and got[5011:] == b"\x5a" * GUARD
         values = [random_values(rng, F32, 999) for _ in ranks]
         bufs = [alloc(r, values[r].nbytes).write(values[r]) for r in range(2)]
         lib.check("aethercl_all_reduce", token, token_array([b.handle for b in bufs]), 999, F32,

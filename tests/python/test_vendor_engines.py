@@ -249,8 +249,8 @@ def buffers_allocated(steps):
 
 def test_engine_buffers_are_reduced_in_place(tmp_path, exact_run):
     """Buffers from aethercl_comm_alloc on the engine path are engine memory (one import each),
-    and collectives hand them to NCCL as they are: no collective staging is ever allocated and no
-    copy goes through one, yet every result matches float64 and MAX
+    and collectives and the peer copy hand them to NCCL and CUDA as they are: no staging is ever
+    allocated and no copy goes through one, yet every result matches float64 and MAX
     (the OpenCL path on the same buffers) and the peer copy keep the OpenCL path's bytes. The fake
     CUDA runs stream work only when a stream is synchronised, so a result read without the
     collective's wait would be stale."""
@@ -258,8 +258,10 @@ def test_engine_buffers_are_reduced_in_place(tmp_path, exact_run):
     records, arrays, warnings, _, trace = run_child(tmp_path, steps, engine_env())
     assert all(r["status"] == 1 for r in records), records
     assert warnings == []
-    # Besides the buffers' own, only aethercl_copy_peer's per-device staging (two).
-    assert trace.count("cuMemCreate") == buffers_allocated(steps) + 2, trace.count("cuMemCreate")
+    # Every allocation is a buffer's own: the peer copy between two engine buffers is one
+    # cuMemcpyPeerAsync from one to the other, with no staging either.
+    assert trace.count("cuMemCreate") == buffers_allocated(steps), trace.count("cuMemCreate")
+    assert trace.count("cuMemcpyPeerAsync") == 1
     nccl_and_peer = [line for line in trace if line.startswith(("nccl", "cuMemcpyPeer"))]
     assert nccl_and_peer[:-3] == ["ncclCommInitAll"] + expected_trace(steps)[:-1]
     for index, step in enumerate(steps):
