@@ -3,7 +3,6 @@
 #include "multi/collectives.h"
 
 #include "multi/multi_call.h"
-#include "runtime/device_list.h"
 #include "support/log.h"
 #include "vendor/engine_comm.h"
 #include "vendor/shared_buffer.h"
@@ -13,13 +12,7 @@ namespace aethercl::multi {
 void* comm_alloc(void* comm_token, int rank, std::size_t size) {
   MultiDeviceCall call;
   Runtime& runtime = call.runtime();
-  bool any = false;
-  for (std::size_t i = 0; i < visible_devices().size(); ++i) {
-    any = any || runtime.is_initialized(static_cast<int>(i));
-  }
-  if (!any) {
-    fail(Status::kNotInitialized, "comm ({}) is not live: no device is initialised", comm_token);
-  }
+  runtime.require_any_device();
   std::shared_ptr<Communicator> comm = runtime.comms().find(comm_token, "comm");
   if (rank < 0 || rank >= comm->size()) {
     fail(Status::kInvalidArgument, "rank {} is not a rank of this communicator (0 .. {})", rank,

@@ -54,14 +54,7 @@ void* comm_create_rank(int nranks, int rank, const void* id, std::size_t id_size
                        int gpu_index) {
   MultiDeviceCall call;
   Runtime& runtime = call.runtime();
-  bool any = false;
-  for (std::size_t i = 0; i < visible_devices().size(); ++i) {
-    any = any || runtime.is_initialized(static_cast<int>(i));
-  }
-  if (!any) {
-    fail(Status::kNotInitialized, "no device is initialised (call initialize_gpu(gpu_index) "
-         "first)");
-  }
+  runtime.require_any_device();
   if (nranks < 1) fail(Status::kInvalidArgument, "nranks {} must be at least 1", nranks);
   if (rank < 0 || rank >= nranks) {
     fail(Status::kInvalidArgument, "rank {} is not a rank of {} (0 .. {})", rank, nranks,
