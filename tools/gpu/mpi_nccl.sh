@@ -12,16 +12,7 @@
 # mpirun runs with --allow-run-as-root --oversubscribe; NCCL_DEBUG=INFO shows NCCL's transport
 # (NCCL_DEBUG=INFO tools/gpu/mpi_nccl.sh). Logs go to $OUT.
 . "$(dirname "$0")/env.sh"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-TORCH_PY=python3
-[ -x /opt/torch/bin/python3 ] && TORCH_PY=/opt/torch/bin/python3
-NCCL=$(find -L /opt/torch \( -path '*nvidia/nccl/lib/*' -o -path '*torch/lib/*' \) \
-       -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
-if [ -z "$NCCL" ]; then
-  NCCL=$($TORCH_PY -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so.2*') + glob.glob(d + '/torch/lib/libnccl.so.2*') + [''])[0])" 2>/dev/null)
-fi
-echo "libnccl: ${NCCL:-not found under /opt/torch}" | tee $OUT/nccl_path.txt
-[ -n "$NCCL" ] && export AETHERCL_LIBNCCL=$NCCL
+. "$(dirname "$0")/nccl_env.sh"
 export AETHERCL_LIBCUDA=${AETHERCL_LIBCUDA:-libcuda.so.1}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN=$(command -v mpirun)

@@ -12,16 +12,7 @@
 #     bench train's GPT medium in bf16-mixed replayed from graphs, on devices 0,1.
 # Logs go to $OUT.
 . "$(dirname "$0")/env.sh"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-TORCH_PY=python3
-[ -x /opt/torch/bin/python3 ] && TORCH_PY=/opt/torch/bin/python3
-NCCL=$(find -L /opt/torch \( -path '*nvidia/nccl/lib/*' -o -path '*torch/lib/*' \) \
-       -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
-if [ -z "$NCCL" ]; then
-  NCCL=$($TORCH_PY -c "import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + '/nvidia/nccl/lib/libnccl.so.2*') + glob.glob(d + '/torch/lib/libnccl.so.2*') + [''])[0])" 2>/dev/null)
-fi
-echo "libnccl: ${NCCL:-not found under /opt/torch}" | tee $OUT/nccl_path.txt
-[ -n "$NCCL" ] && export AETHERCL_LIBNCCL=$NCCL
+. "$(dirname "$0")/nccl_env.sh"
 
 echo "=== path of a communicator over devices 0 and 1 ($(left)s left)"
 AETHERCL_LOG_LEVEL=debug timeout 60 python3 - <<'PY' 2>&1 | grep -E "vendor|communicator|NCCL|CUDA" | tee $OUT/path.txt
