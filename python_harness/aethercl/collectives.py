@@ -191,5 +191,6 @@ def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset
                          src.device.index, pointer(src), src_offset, nbytes)
 
 
-__all__ = ["BF16", "COMM_ID_BYTES", "Communicator", "F16", "F32", "MAX", "MEAN", "MIN",
-           "RankCommunicator", "SUM", "copy_peer", "dtype_code", "unique_id"]
+__all__ = ["BF16", "COMM_ID_BYTES", "Communicator", "ENGINE_BUCKET_BYTES", "F16", "F32", "MAX",
+           "MEAN", "MIN", "RankCommunicator", "SUM", "bucket_spans", "copy_peer", "dtype_code",
+           "unique_id"]
