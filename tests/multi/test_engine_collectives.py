@@ -9,8 +9,6 @@ Each rounding errs by at most half an ulp of a value no larger than sum |x_i|, s
 |got - exact| <= P * eps(dtype) * sum |x_i| bounds the error; the check allows twice that for the
 order NCCL does not document. Every rank must hold the same bits (NCCL computes each element once
 and copies it), outputs are poisoned (NaN) before each call and guard bytes follow every buffer."""
-import ctypes
-
 import numpy as np
 import pytest
 
@@ -26,7 +24,7 @@ def engine_comm(lib, devices, comm):
     def make(ranks):
         try:
             return comm(ranks, "engine")
-        except Exception as error:  # noqa: BLE001 - the driver's refusal says why
+        except Exception:  # noqa: BLE001 - the driver's refusal says why
             if lib.last_error_code() == NOT_IMPLEMENTED:
                 pytest.skip(f"vendor engines unavailable: {lib.last_error()}")
             raise
