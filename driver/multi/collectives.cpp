@@ -439,14 +439,13 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
     const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = nccl_reduce_op(op);
+    NcclCall all_reduce_call = [&](void* from, void* to, vendor::ncclComm_t nccl_comm,
+                                   vendor::CUstream stream) {
+      return nccl.ncclAllReduce(from, to, count, nccl_type, nccl_op, nccl_comm, stream);
+    };
     if (auto in_place = engine_addresses(*engine, mems)) {
-      if (run_in_place(call.comm(), call.streams(), "ncclAllReduce",
-                       [&](int r, void* nccl_comm, void* stream) {
-                         return nccl.ncclAllReduce((*in_place)[r], (*in_place)[r], count,
-                                                   nccl_type, nccl_op,
-                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                   static_cast<vendor::CUstream>(stream));
-                       })) return;
+      if (run_in_place(call.comm(), call.streams(), "ncclAllReduce", *in_place, *in_place,
+                       all_reduce_call)) return;
     } else {
       auto plan = call.staging_plan();
       for (int r = 0; r < ranks; ++r) {
@@ -454,11 +453,7 @@ void all_reduce(void* comm, void* const* buffers, std::size_t count, int dtype, 
         plan[r].out.push_back({mems[r], 0, 0, bytes});
       }
       if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclAllReduce",
-                        [&](int, void* nccl_comm, void* stream, void* staging) {
-                          return nccl.ncclAllReduce(staging, staging, count, nccl_type, nccl_op,
-                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                    static_cast<vendor::CUstream>(stream));
-                        })) return;
+                        all_reduce_call)) return;
     }
   }
   PlanBuilder builder(call, element_size);
@@ -517,31 +512,25 @@ void reduce_scatter(void* comm, void* const* send, void* const* recv, std::size_
     const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
     int nccl_op = nccl_reduce_op(op);
+    NcclCall reduce_scatter_call = [&](void* from, void* to, vendor::ncclComm_t nccl_comm,
+                                       vendor::CUstream stream) {
+      return nccl.ncclReduceScatter(from, to, count, nccl_type, nccl_op, nccl_comm, stream);
+    };
     auto in_sends = engine_addresses(*engine, sends);
     auto in_recvs = engine_addresses(*engine, recvs);
     if (in_sends && in_recvs) {
-      if (run_in_place(call.comm(), call.streams(), "ncclReduceScatter",
-                       [&](int r, void* nccl_comm, void* stream) {
-                         return nccl.ncclReduceScatter(
-                             (*in_sends)[r], (*in_recvs)[r], count, nccl_type, nccl_op,
-                             static_cast<vendor::ncclComm_t>(nccl_comm),
-                             static_cast<vendor::CUstream>(stream));
-                       })) return;
+      if (run_in_place(call.comm(), call.streams(), "ncclReduceScatter", *in_sends, *in_recvs,
+                       reduce_scatter_call)) return;
     } else {
       auto plan = call.staging_plan();
       for (int r = 0; r < ranks; ++r) {
         plan[r].in.push_back({sends[r], 0, 0, send_bytes});
         plan[r].out.push_back({recvs[r], 0, recv_bytes * call.global_rank(r), recv_bytes});
+        // In place: rank r's result lands in its own block of the staging.
+        plan[r].recv_offset = recv_bytes * call.global_rank(r);
       }
-      // In place: rank r's result lands in its own block of the staging.
       if (run_on_engine(call.comm(), std::move(plan), send_bytes, "ncclReduceScatter",
-                        [&](int r, void* nccl_comm, void* stream, void* staging) {
-                          auto* base = static_cast<unsigned char*>(staging);
-                          return nccl.ncclReduceScatter(
-                              base, base + recv_bytes * call.global_rank(r), count, nccl_type,
-                              nccl_op, static_cast<vendor::ncclComm_t>(nccl_comm),
-                              static_cast<vendor::CUstream>(stream));
-                        })) return;
+                        reduce_scatter_call)) return;
     }
   }
   PlanBuilder builder(call, element_size);
@@ -578,31 +567,25 @@ void all_gather(void* comm, void* const* send, void* const* recv, std::size_t co
   if (engine != nullptr) {
     const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
+    NcclCall all_gather_call = [&](void* from, void* to, vendor::ncclComm_t nccl_comm,
+                                   vendor::CUstream stream) {
+      return nccl.ncclAllGather(from, to, count, nccl_type, nccl_comm, stream);
+    };
     auto in_sends = engine_addresses(*engine, sends);
     auto in_recvs = engine_addresses(*engine, recvs);
     if (in_sends && in_recvs) {
-      if (run_in_place(call.comm(), call.streams(), "ncclAllGather",
-                       [&](int r, void* nccl_comm, void* stream) {
-                         return nccl.ncclAllGather((*in_sends)[r], (*in_recvs)[r], count,
-                                                   nccl_type,
-                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                   static_cast<vendor::CUstream>(stream));
-                       })) return;
+      if (run_in_place(call.comm(), call.streams(), "ncclAllGather", *in_sends, *in_recvs,
+                       all_gather_call)) return;
     } else {
       auto plan = call.staging_plan();
       for (int r = 0; r < ranks; ++r) {
         plan[r].in.push_back({sends[r], 0, send_bytes * call.global_rank(r), send_bytes});
         plan[r].out.push_back({recvs[r], 0, 0, recv_bytes});
+        // In place: rank r's contribution already sits in its own block of the staging.
+        plan[r].send_offset = send_bytes * call.global_rank(r);
       }
-      // In place: rank r's contribution already sits in its own block of the staging.
       if (run_on_engine(call.comm(), std::move(plan), recv_bytes, "ncclAllGather",
-                        [&](int r, void* nccl_comm, void* stream, void* staging) {
-                          auto* base = static_cast<unsigned char*>(staging);
-                          return nccl.ncclAllGather(
-                              base + send_bytes * call.global_rank(r), base, count, nccl_type,
-                              static_cast<vendor::ncclComm_t>(nccl_comm),
-                              static_cast<vendor::CUstream>(stream));
-                        })) return;
+                        all_gather_call)) return;
     }
   }
   PlanBuilder builder(call, element_size);
@@ -635,14 +618,13 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
   if (vendor::EngineComm* engine = call.engine()) {
     const vendor::Nccl& nccl = engine->nccl();
     int nccl_type = nccl_dtype(dtype);
+    NcclCall broadcast_call = [&](void* from, void* to, vendor::ncclComm_t nccl_comm,
+                                  vendor::CUstream stream) {
+      return nccl.ncclBroadcast(from, to, count, nccl_type, root, nccl_comm, stream);
+    };
     if (auto in_place = engine_addresses(*engine, mems)) {
-      if (run_in_place(call.comm(), call.streams(), "ncclBroadcast",
-                       [&](int r, void* nccl_comm, void* stream) {
-                         return nccl.ncclBroadcast((*in_place)[r], (*in_place)[r], count,
-                                                   nccl_type, root,
-                                                   static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                   static_cast<vendor::CUstream>(stream));
-                       })) return;
+      if (run_in_place(call.comm(), call.streams(), "ncclBroadcast", *in_place, *in_place,
+                       broadcast_call)) return;
     } else {
       auto plan = call.staging_plan();
       for (int r = 0; r < ranks; ++r) {
@@ -653,11 +635,7 @@ void broadcast(void* comm, void* const* buffers, std::size_t count, int dtype, i
         }
       }
       if (run_on_engine(call.comm(), std::move(plan), bytes, "ncclBroadcast",
-                        [&](int, void* nccl_comm, void* stream, void* staging) {
-                          return nccl.ncclBroadcast(staging, staging, count, nccl_type, root,
-                                                    static_cast<vendor::ncclComm_t>(nccl_comm),
-                                                    static_cast<vendor::CUstream>(stream));
-                        })) return;
+                        broadcast_call)) return;
     }
   }
   PlanBuilder builder(call, element_size);

@@ -100,7 +100,7 @@ void enqueue_copies(const std::vector<StageCopy>& copies, cl_command_queue queue
 }  // namespace
 
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
-                   std::uint64_t staging_bytes, const char* function, const EngineOp& op) {
+                   std::uint64_t staging_bytes, const char* function, const NcclCall& nccl_call) {
   vendor::EngineComm& engine = *comm.engine();
   bool copying_back = false;
   try {
@@ -121,8 +121,9 @@ bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
     }
     engine.collective(function, [&](int r, vendor::ncclComm_t nccl_comm, vendor::CUstream stream,
                                      vendor::CUdeviceptr pointer) {
-      return op(r, nccl_comm, stream,
-                reinterpret_cast<void*>(static_cast<std::uintptr_t>(pointer)));
+      auto* base = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(pointer));
+      return nccl_call(base + ranks[r].send_offset, base + ranks[r].recv_offset, nccl_comm,
+                       stream);
     });
     // NCCL has finished (streams synchronised): the copies back follow on the user's streams and
     // the next use of the staging waits for them.
@@ -156,7 +157,8 @@ std::optional<std::vector<unsigned char*>> engine_addresses(const vendor::Engine
 }
 
 bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const char* function,
-                  const InPlaceOp& op) {
+                  const std::vector<unsigned char*>& sends,
+                  const std::vector<unsigned char*>& recvs, const NcclCall& nccl_call) {
   vendor::EngineComm& engine = *comm.engine();
   bool calling_nccl = false;
   try {
@@ -171,7 +173,9 @@ bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const
     auto ready_at = std::chrono::steady_clock::now();
     calling_nccl = true;
     engine.collective(function, [&](int r, vendor::ncclComm_t nccl_comm, vendor::CUstream stream,
-                                     vendor::CUdeviceptr) { return op(r, nccl_comm, stream); });
+                                     vendor::CUdeviceptr) {
+      return nccl_call(sends[r], recvs[r], nccl_comm, stream);
+    });
     auto done_at = std::chrono::steady_clock::now();
     log().debug("{} in place: streams ready after {} us, NCCL done {} us later", function,
                 std::chrono::duration_cast<std::chrono::microseconds>(ready_at - start).count(),

@@ -6,6 +6,7 @@
 
 #include "runtime/communicator.h"
 #include "runtime/device.h"
+#include "vendor/nccl.h"
 
 #include <cstdint>
 #include <functional>
@@ -43,10 +44,14 @@ struct RankStaging {
   Stream* stream = nullptr;     // the rank's current stream: copies are ordered with it
   std::vector<StageCopy> in;    // user -> staging before the NCCL call
   std::vector<StageCopy> out;   // staging -> user after it
+  std::uint64_t send_offset = 0;  // where in the staging the NCCL call reads
+  std::uint64_t recv_offset = 0;  // and where it writes
 };
 
-// The NCCL call of one rank, given its communicator, stream and staging address.
-using EngineOp = std::function<int(int rank, void* comm, void* stream, void* staging)>;
+// One rank's NCCL call: send and recv are the device addresses it reads and writes.
+using NcclCall = std::function<vendor::ncclResult_t(void* send, void* recv,
+                                                    vendor::ncclComm_t comm,
+                                                    vendor::CUstream stream)>;
 
 // Runs one collective on comm's engine (non-null); true when it ran. staging_bytes per rank.
 // function names the NCCL call for messages. On any failure the communicator drops its engine
@@ -56,24 +61,23 @@ using EngineOp = std::function<int(int rank, void* comm, void* stream, void* sta
 // communicator spans processes (it has no other path): then, as for a failed copy back, the Error
 // propagates.
 bool run_on_engine(Communicator& comm, std::vector<RankStaging> ranks,
-                   std::uint64_t staging_bytes, const char* function, const EngineOp& op);
+                   std::uint64_t staging_bytes, const char* function, const NcclCall& nccl_call);
 
 // The CUDA addresses of mems (rank r's buffer at r) when every one is engine memory
 // (aethercl_comm_alloc, vendor/engine_memory.h) of its rank's CUDA device; else nullopt.
 std::optional<std::vector<unsigned char*>> engine_addresses(const vendor::EngineComm& engine,
                                                             const std::vector<cl_mem>& mems);
 
-// The NCCL call of one rank on the user's own buffers, given its communicator and stream.
-using InPlaceOp = std::function<int(int rank, void* comm, void* stream)>;
-
 // Runs one collective on comm's engine (non-null) on the user's buffers, every one engine memory
-// (engine_addresses): the host waits for the work so far on each rank's stream (streams[r]), then
-// NCCL runs and the host waits for it, so later work on those streams observes the result.
-// Returns true when it ran. A failure before NCCL is called (waiting for the streams) returns
-// false with the buffers untouched, for the caller's OpenCL path, unless AETHERCL_PEER_PATH=engine
-// requires the engine or the communicator spans processes; a failure from the NCCL calls on propagates: the buffers may be partly
-// written. Either way the communicator drops its engine (one warning).
+// (engine_addresses of the sends and recvs, by rank): the host waits for the work so far on each
+// rank's stream (streams[r]), then NCCL runs and the host waits for it, so later work on those
+// streams observes the result. Returns true when it ran. A failure before NCCL is called (waiting
+// for the streams) returns false with the buffers untouched, for the caller's OpenCL path, unless
+// AETHERCL_PEER_PATH=engine requires the engine or the communicator spans processes; a failure
+// from the NCCL calls on propagates: the buffers may be partly written. Either way the
+// communicator drops its engine (one warning).
 bool run_in_place(Communicator& comm, const std::vector<Stream*>& streams, const char* function,
-                  const InPlaceOp& op);
+                  const std::vector<unsigned char*>& sends,
+                  const std::vector<unsigned char*>& recvs, const NcclCall& nccl_call);
 
 }  // namespace aethercl::multi
