@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aethercl import distributed  # noqa: E402
 import ocl_llm  # noqa: E402
-from ocl_llm.loss import cross_entropy_loss_and_backward  # noqa: E402
+from ocl_llm.data_parallel import process_step  # noqa: E402
 
 
 def main() -> int:
@@ -71,21 +71,7 @@ def main() -> int:
             sys.stderr.write(f"[mpi] rank {ctx.rank} exits abruptly at step {step} (test)\n")
             os._exit(7)
         inputs, targets = data.train_batch(0, step % data.steps_per_epoch)
-        rows = np.array_split(np.arange(inputs.shape[0]), ctx.world_devices)[ctx.rank]
-        total_valid = int((targets != 0).sum())
-        optimizer.zero_grad()
-        logits = model(inputs[rows])
-        pending = cross_entropy_loss_and_backward(logits, targets[rows],
-                                                  denominator=total_valid / ctx.world_devices,
-                                                  deferred=True)
-        del logits
-        grads = [p.grad.data for p in params if p.grad is not None]
-        ctx.all_reduce(grads, op="mean")
-        loss_sum = np.array([pending.sum()], np.float64)
-        with ctx.watchdog("MPI_Allreduce (loss)"):
-            ctx.comm.Allreduce(ctx.mpi.IN_PLACE, loss_sum, op=ctx.mpi.SUM)
-        loss = float(loss_sum[0]) / total_valid
-        optimizer.step()
+        loss = process_step(ctx, model, optimizer, inputs, targets)
         tokens += inputs.size
         if ctx.rank == 0:
             print(f"[mpi] step {step + 1}: loss {loss:.4f}", flush=True)

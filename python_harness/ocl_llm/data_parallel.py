@@ -245,6 +245,28 @@ class DataParallel:
         del self.models[1:], self.optimizers[1:], self.runtimes[1:]
 
 
+def process_step(ctx, model: SimpleModel, optimizer, inputs: np.ndarray, targets: np.ndarray,
+                 pad_id: int = 0) -> float:
+    """One training step of this process under aethercl.distributed (one process per device, ctx
+    from distributed.init()): its share of the batch's rows, the gradients all-reduced (MEAN)
+    across the processes, the optimizer step; returns the whole batch's mean loss (every rank
+    gets it, through MPI)."""
+    rows = np.array_split(np.arange(inputs.shape[0]), ctx.world_devices)[ctx.rank]
+    total_valid = int((targets != pad_id).sum())
+    optimizer.zero_grad()
+    logits = model(inputs[rows])
+    pending = cross_entropy_loss_and_backward(logits, targets[rows], pad_id,
+                                              denominator=total_valid / ctx.world_devices,
+                                              deferred=True)
+    del logits
+    ctx.all_reduce([p.grad.data for p in model.parameters() if p.grad is not None], op="mean")
+    loss_sum = np.array([pending.sum()], np.float64)
+    with ctx.watchdog("MPI_Allreduce (loss)"):
+        ctx.comm.Allreduce(ctx.mpi.IN_PLACE, loss_sum, op=ctx.mpi.SUM)
+    optimizer.step()
+    return float(loss_sum[0]) / total_valid
+
+
 class GradientPacker:
     """One replica's gradients into its buckets in the order the backward pass completes them:
     final(parameter), called during a capture (CapturedPass on_final), records the copies of its

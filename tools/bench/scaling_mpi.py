@@ -19,14 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "python_harness"))
 sys.path.insert(0, str(HERE))
 from aethercl import distributed  # noqa: E402
 import ocl_llm  # noqa: E402
-from ocl_llm.loss import cross_entropy_loss_and_backward  # noqa: E402
+from ocl_llm.data_parallel import process_step  # noqa: E402
 from scaling import PRESETS, batches  # noqa: E402
 
 
@@ -61,20 +60,7 @@ def main() -> int:
     ctx.broadcast([p.data for p in params])
 
     def step(inputs, targets):
-        rows = np.array_split(np.arange(inputs.shape[0]), ctx.world_devices)[ctx.rank]
-        total_valid = int((targets != 0).sum())
-        optimizer.zero_grad()
-        logits = model(inputs[rows])
-        pending = cross_entropy_loss_and_backward(logits, targets[rows],
-                                                  denominator=total_valid / ctx.world_devices,
-                                                  deferred=True)
-        del logits
-        ctx.all_reduce([p.grad.data for p in params if p.grad is not None], op="mean")
-        optimizer.step()
-        loss = np.array([pending.sum()], np.float64)
-        with ctx.watchdog("MPI_Allreduce (loss)"):
-            ctx.comm.Allreduce(ctx.mpi.IN_PLACE, loss, op=ctx.mpi.SUM)
-        return float(loss[0]) / total_valid
+        return process_step(ctx, model, optimizer, inputs, targets)
 
     data = batches(config, args.steps + 2)
     for x, y in data[:2]:
