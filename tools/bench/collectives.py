@@ -34,18 +34,25 @@ from aethercl.collectives import copy_peer  # noqa: E402
 from aethercl.collectives import ENGINE_BUCKET_BYTES as BUCKET_BYTES  # noqa: E402
 
 
-def median_time(devices, reps, call) -> float:
+def median_seconds(call, sync, reps) -> float:
+    """The median of reps calls, each timed until sync() returns, after one untimed call."""
     call()
-    for d in devices:
-        d.synchronize()
+    sync()
     samples = []
     for _ in range(reps):
         start = time.perf_counter()
         call()
-        for d in devices:
-            d.synchronize()
+        sync()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def median_time(devices, reps, call) -> float:
+    """median_seconds with every device synchronised after each call."""
+    def sync():
+        for d in devices:
+            d.synchronize()
+    return median_seconds(call, sync, reps)
 
 
 def torch_references(mib_list, reps):
@@ -67,19 +74,8 @@ def torch_references(mib_list, reps):
         def sync():
             for i in range(2):
                 torch.cuda.synchronize(i)
-
-        def timed(call):
-            call()
-            sync()
-            samples = []
-            for _ in range(reps):
-                start = time.perf_counter()
-                call()
-                sync()
-                samples.append(time.perf_counter() - start)
-            return statistics.median(samples)
-        t_reduce = timed(lambda: nccl.all_reduce(tensors))
-        t_copy = timed(lambda: dst.copy_(tensors[0]))
+        t_reduce = median_seconds(lambda: nccl.all_reduce(tensors), sync, reps)
+        t_copy = median_seconds(lambda: dst.copy_(tensors[0]), sync, reps)
         out[str(mib)] = {"nccl_all_reduce_busbw_gbs": n * 4 / t_reduce / 1e9,
                          "torch_copy_gbs": n * 4 / t_copy / 1e9}
         del tensors, dst

@@ -4,25 +4,18 @@ synchronised after it, beside NCCL's all-reduce through PyTorch timed the same w
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python_harness"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python_harness"))
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
 from aethercl import Communicator, Device, Library  # noqa: E402
+from collectives import median_seconds  # noqa: E402
 
 
 def median_us(call, sync, reps=30):
-    call()
-    sync()
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        sync()
-        samples.append(time.perf_counter() - start)
-    return 1e6 * statistics.median(samples)
+    return 1e6 * median_seconds(call, sync, reps)
 
 
 def main() -> int:
