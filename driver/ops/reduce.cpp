@@ -36,6 +36,20 @@ void launch_periodic(DeviceCall& call, cl_mem a, cl_mem b, cl_mem c, std::uint64
          static_cast<cl_ulong>(count), static_cast<cl_ulong>(period));
 }
 
+// The chunks' partial sums (a pair of floats per column and chunk) as an optional workspace in
+// parts: where they do not fit, plan becomes one chunk of every row, which writes out directly
+// (the partials are not read then).
+template <typename Plan>
+void row_chunk_partials(std::optional<Scratch>& parts, DeviceCall& call, Plan& plan,
+                        std::uint64_t rows, std::uint64_t cols) {
+  if (plan.chunks > 1 &&
+      !optional_scratch(parts, call, 2 * plan.chunks * cols * sizeof(float),
+                        fmt::format("the partial sums of {} row chunks", plan.chunks))) {
+    plan.chunks = 1;
+    plan.span = rows;
+  }
+}
+
 // column_sums' CPU form (float32 operands): blocks of columns per work-item over chunks of rows
 // (ops/column_lanes.h), the chunks folded by a second launch (16 columns per work-item).
 void column_sums_lanes(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t rows,
@@ -43,12 +57,7 @@ void column_sums_lanes(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uin
   Kernel& kernel = family_kernel(call, kFamily, "reduce_sum_columns_lanes");
   ColumnLanes plan = column_lanes(call.device(), 1, rows, cols);
   std::optional<Scratch> parts;
-  if (plan.chunks > 1 &&
-      !optional_scratch(parts, call, 2 * plan.chunks * cols * sizeof(float),
-                        fmt::format("the partial sums of {} row chunks", plan.chunks))) {
-    plan.chunks = 1;
-    plan.span = rows;
-  }
+  row_chunk_partials(parts, call, plan, rows, cols);
   call.launch(kernel, plan.geometry(), in_mem, out_mem, parts ? parts->mem() : out_mem,
               static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols),
               static_cast<cl_ulong>(plan.span), scale);
@@ -85,14 +94,7 @@ void column_sums(DeviceCall& call, cl_mem in_mem, cl_mem out_mem, std::uint64_t 
                                  : family_kernel(call, kFamily, "reduce_sum_columns_tile", formats);
   ColumnTiles plan = column_tiles(device, tile, 1, rows, out_count);
   std::optional<Scratch> parts;
-  // The chunks' partial sums are an optional workspace: where they do not fit, one chunk of
-  // every row, which writes out directly (parts is not read then and out stands in for it).
-  if (plan.chunks > 1 &&
-      !optional_scratch(parts, call, 2 * plan.chunks * out_count * sizeof(float),
-                        fmt::format("the partial sums of {} row chunks", plan.chunks))) {
-    plan.chunks = 1;
-    plan.span = rows;
-  }
+  row_chunk_partials(parts, call, plan, rows, out_count);  // without them out stands in
   const LocalBytes pair_bytes{plan.local() * 4 * sizeof(float)};
   const cl_int aligned = out_count % 4 == 0 ? 1 : 0;
   const std::size_t global[2] = {static_cast<std::size_t>(plan.tiles) * plan.local(),
