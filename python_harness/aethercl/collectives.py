@@ -50,49 +50,38 @@ def _tokens(buffers) -> ctypes.Array:
     return pointer_array(list(buffers))
 
 
-class Communicator:
-    """aethercl_comm_create over devices; closed by close() or as a context manager."""
+class _CommunicatorToken:
+    """A communicator token (self.lib, self.token): its collectives over this process's members'
+    buffers (one per member, in rank order), aethercl_comm_alloc, and one close (also as a
+    context manager)."""
 
-    def __init__(self, devices: Sequence[Device], library: Optional[Library] = None):
-        self.lib = library or (devices[0].lib if devices else default_library())
-        self.devices = list(devices)
-        indices = (ctypes.c_int * len(self.devices))(*[d.index for d in self.devices])
-        self.token: Optional[int] = self.lib.check_handle("aethercl_comm_create",
-                                                          len(self.devices), indices)
-
-    @property
-    def size(self) -> int:
-        return len(self.devices)
+    lib: Library
+    token: Optional[int]
 
     def _live(self) -> int:
         if self.token is None:
             raise RuntimeError("the communicator is closed")
         return self.token
 
-    def alloc(self, rank: int, nbytes: int, shape=None, dtype=None,
-              label: Optional[str] = None) -> Buffer:
-        """nbytes on rank's device (aethercl_comm_alloc): where the communicator runs on the
-        vendor engines, memory NCCL reduces in place, with no staging copies; elsewhere an
-        ordinary buffer. Freed like any Buffer."""
+    def _alloc(self, rank: int, device: Device, nbytes: int, shape, dtype,
+               label: Optional[str]) -> Buffer:
         handle = self.lib.check_handle("aethercl_comm_alloc", self._live(), rank, nbytes)
-        return Buffer.adopt(self.devices[rank], handle, nbytes, shape, dtype, label)
+        return Buffer.adopt(device, handle, nbytes, shape, dtype, label)
 
-    def all_reduce(self, buffers: Sequence[Buffer], count: int, dtype=F32, op=SUM) -> None:
+    def _all_reduce(self, buffers, count: int, dtype, op) -> None:
         op = OPS.get(op, op) if isinstance(op, str) else op
         self.lib.check("aethercl_all_reduce", self._live(), _tokens(buffers), count,
                        dtype_code(dtype), op)
 
-    def broadcast(self, buffers: Sequence[Buffer], count: int, dtype=F32, root: int = 0) -> None:
+    def _broadcast(self, buffers, count: int, dtype, root: int) -> None:
         self.lib.check("aethercl_broadcast", self._live(), _tokens(buffers), count,
                        dtype_code(dtype), root)
 
-    def all_gather(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
-                   dtype=F32) -> None:
+    def _all_gather(self, send, recv, count: int, dtype) -> None:
         self.lib.check("aethercl_all_gather", self._live(), _tokens(send), _tokens(recv), count,
                        dtype_code(dtype))
 
-    def reduce_scatter(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
-                       dtype=F32, op=SUM) -> None:
+    def _reduce_scatter(self, send, recv, count: int, dtype, op) -> None:
         op = OPS.get(op, op) if isinstance(op, str) else op
         self.lib.check("aethercl_reduce_scatter", self._live(), _tokens(send), _tokens(recv),
                        count, dtype_code(dtype), op)
@@ -102,11 +91,46 @@ class Communicator:
         if token is not None:
             self.lib.check("aethercl_comm_destroy", token)
 
-    def __enter__(self) -> "Communicator":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class Communicator(_CommunicatorToken):
+    """aethercl_comm_create over devices; closed by close() or as a context manager."""
+
+    def __init__(self, devices: Sequence[Device], library: Optional[Library] = None):
+        self.lib = library or (devices[0].lib if devices else default_library())
+        self.devices = list(devices)
+        indices = (ctypes.c_int * len(self.devices))(*[d.index for d in self.devices])
+        self.token = self.lib.check_handle("aethercl_comm_create", len(self.devices), indices)
+
+    @property
+    def size(self) -> int:
+        return len(self.devices)
+
+    def alloc(self, rank: int, nbytes: int, shape=None, dtype=None,
+              label: Optional[str] = None) -> Buffer:
+        """nbytes on rank's device (aethercl_comm_alloc): where the communicator runs on the
+        vendor engines, memory NCCL reduces in place, with no staging copies; elsewhere an
+        ordinary buffer. Freed like any Buffer."""
+        return self._alloc(rank, self.devices[rank], nbytes, shape, dtype, label)
+
+    def all_reduce(self, buffers: Sequence[Buffer], count: int, dtype=F32, op=SUM) -> None:
+        self._all_reduce(buffers, count, dtype, op)
+
+    def broadcast(self, buffers: Sequence[Buffer], count: int, dtype=F32, root: int = 0) -> None:
+        self._broadcast(buffers, count, dtype, root)
+
+    def all_gather(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
+                   dtype=F32) -> None:
+        self._all_gather(send, recv, count, dtype)
+
+    def reduce_scatter(self, send: Sequence[Buffer], recv: Sequence[Buffer], count: int,
+                       dtype=F32, op=SUM) -> None:
+        self._reduce_scatter(send, recv, count, dtype, op)
 
 
 COMM_ID_BYTES = 128  # AETHERCL_COMM_ID_BYTES
@@ -122,7 +146,7 @@ def unique_id(library: Optional[Library] = None) -> bytes:
     return out.raw
 
 
-class RankCommunicator:
+class RankCommunicator(_CommunicatorToken):
     """This process's rank of a communicator across processes (aethercl_comm_create_rank): device
     is global rank `rank` of `nranks`, joined through `uid` (unique_id() of one process, the same
     bytes on every rank). Creating it blocks until every rank has created its own. Its collectives
@@ -136,51 +160,28 @@ class RankCommunicator:
         self.lib = library or device.lib
         self.device, self.nranks, self.rank = device, nranks, rank
         uid = bytes(uid)
-        self.token: Optional[int] = self.lib.check_handle(
-            "aethercl_comm_create_rank", nranks, rank, uid, len(uid), device.index)
+        self.token = self.lib.check_handle("aethercl_comm_create_rank", nranks, rank, uid,
+                                           len(uid), device.index)
 
     @property
     def size(self) -> int:
         return self.nranks
 
-    def _live(self) -> int:
-        if self.token is None:
-            raise RuntimeError("the communicator is closed")
-        return self.token
-
     def alloc(self, nbytes: int, shape=None, dtype=None, label: Optional[str] = None) -> Buffer:
         """nbytes on this rank's device (aethercl_comm_alloc): memory NCCL reduces in place."""
-        handle = self.lib.check_handle("aethercl_comm_alloc", self._live(), 0, nbytes)
-        return Buffer.adopt(self.device, handle, nbytes, shape, dtype, label)
+        return self._alloc(0, self.device, nbytes, shape, dtype, label)
 
     def all_reduce(self, buffer: Buffer, count: int, dtype=F32, op=SUM) -> None:
-        op = OPS.get(op, op) if isinstance(op, str) else op
-        self.lib.check("aethercl_all_reduce", self._live(), _tokens([buffer]), count,
-                       dtype_code(dtype), op)
+        self._all_reduce([buffer], count, dtype, op)
 
     def broadcast(self, buffer: Buffer, count: int, dtype=F32, root: int = 0) -> None:
-        self.lib.check("aethercl_broadcast", self._live(), _tokens([buffer]), count,
-                       dtype_code(dtype), root)
+        self._broadcast([buffer], count, dtype, root)
 
     def all_gather(self, send: Buffer, recv: Buffer, count: int, dtype=F32) -> None:
-        self.lib.check("aethercl_all_gather", self._live(), _tokens([send]), _tokens([recv]),
-                       count, dtype_code(dtype))
+        self._all_gather([send], [recv], count, dtype)
 
     def reduce_scatter(self, send: Buffer, recv: Buffer, count: int, dtype=F32, op=SUM) -> None:
-        op = OPS.get(op, op) if isinstance(op, str) else op
-        self.lib.check("aethercl_reduce_scatter", self._live(), _tokens([send]), _tokens([recv]),
-                       count, dtype_code(dtype), op)
-
-    def close(self) -> None:
-        token, self.token = self.token, None
-        if token is not None:
-            self.lib.check("aethercl_comm_destroy", token)
-
-    def __enter__(self) -> "RankCommunicator":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        self._reduce_scatter([send], [recv], count, dtype, op)
 
 
 def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset: int = 0,
