@@ -32,10 +32,11 @@ def dtype_code(dtype) -> int:
 ENGINE_BUCKET_BYTES = 256 << 20
 
 
-def bucket_spans(sizes: Sequence[int], bucket_bytes: int):
+def bucket_spans(sizes: Sequence[int], bucket_bytes: int, start: int = 0):
     """(item, offset in it, bucket, offset in the bucket, bytes) laying items of `sizes` bytes
-    back to back over buckets of bucket_bytes, an item cut where a bucket ends."""
-    position = 0
+    back to back over buckets of bucket_bytes from byte `start` of the first, an item cut where a
+    bucket ends."""
+    position = start
     for item, size in enumerate(sizes):
         done = 0
         while done < size:

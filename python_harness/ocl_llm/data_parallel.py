@@ -182,11 +182,7 @@ class DataParallel:
     def pack_gradients(self, r: int, layout) -> None:
         """Replica r's gradients into its buckets (device copies on its default stream, which a
         graph captures)."""
-        groups, _, spans = layout
-        device = self.runtimes[r].device
-        for group, source_offset, bucket, offset, nbytes in spans:
-            ops.copy(device, self._buckets[r][bucket], offset, groups[group][r].grad.data,
-                     source_offset, nbytes, None)
+        self._copy_gradients(r, layout, into_buckets=True)
 
     def set_bucket_bytes(self, nbytes: int) -> None:
         """Buckets of at most nbytes (at most BUCKET_BYTES, one engine import) from the next
@@ -213,11 +209,17 @@ class DataParallel:
 
     def unpack_gradients(self, r: int, layout) -> None:
         """Replica r's buckets back into its gradients."""
+        self._copy_gradients(r, layout, into_buckets=False)
+
+    def _copy_gradients(self, r: int, layout, into_buckets: bool) -> None:
         groups, _, spans = layout
         device = self.runtimes[r].device
-        for group, source_offset, bucket, offset, nbytes in spans:
-            ops.copy(device, groups[group][r].grad.data, source_offset, self._buckets[r][bucket],
-                     offset, nbytes, None)
+        for group, grad_offset, bucket, offset, nbytes in spans:
+            grad, held = groups[group][r].grad.data, self._buckets[r][bucket]
+            if into_buckets:
+                ops.copy(device, held, offset, grad, grad_offset, nbytes, None)
+            else:
+                ops.copy(device, grad, grad_offset, held, offset, nbytes, None)
 
     def _free_buckets(self) -> None:
         for per_replica in self._buckets:
@@ -288,15 +290,12 @@ class GradientPacker:
         if group is None or parameter.grad is None:
             return False
         size = parameter.numel * 4
-        done = 0
-        while done < size:
-            bucket, offset = divmod(self.position, self.bucket_bytes)
-            nbytes = min(size - done, self.bucket_bytes - offset)
+        for _, done, bucket, offset, nbytes in bucket_spans([size], self.bucket_bytes,
+                                                            self.position):
             ops.copy(self.device, self.buckets[bucket], offset, parameter.grad.data, done, nbytes,
                      None)
             self.spans.append((group, done, bucket, offset, nbytes))
-            done += nbytes
-            self.position += nbytes
+        self.position += size
         filled = min(self.position // self.bucket_bytes, self.bucket_count)
         if filled <= len(self.segment_of):
             return False
