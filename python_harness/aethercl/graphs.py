@@ -43,6 +43,11 @@ class Graph(OwnedHandle):
                                                    self.device.index, self._stream)
         return self
 
+    @property
+    def capturing(self) -> bool:
+        """Between begin() and end()."""
+        return self._capturing
+
     def __enter__(self) -> "Graph":
         return self.begin() if not self._capturing else self
 

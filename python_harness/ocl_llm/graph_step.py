@@ -85,7 +85,7 @@ class CapturedPass:
                 after()   # more work for the graph once the gradients exist (e.g. packing them)
             self.graphs[-1].end()
         except BaseException:
-            if self.graphs[-1]._capturing:
+            if self.graphs[-1].capturing:
                 self.graphs[-1].end()
             for graph in self.graphs:
                 graph.close()
@@ -325,9 +325,8 @@ class ReplayedDataParallel:
         valid = dp.on_each_replica(lambda r: self.passes[r].write(
             inputs[shards[r]], targets[shards[r]], self.pad_id, denominator))
         if not self.overlap:
-            for k in range(len(self.passes[0].graphs)):
-                for captured in self.passes:
-                    captured.graphs[k].replay()
+            for captured in self.passes:
+                captured.replay()
             return valid, [[] for _ in self.passes]
 
         def replay_with_events(captured: CapturedPass) -> List[Event]:
