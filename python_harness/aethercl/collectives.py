@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from . import ops
 from ._calls import pointer, pointer_array
 from .device import Buffer, Device, default_library
 from .library import Library
@@ -45,6 +46,18 @@ def bucket_spans(sizes: Sequence[int], bucket_bytes: int, start: int = 0):
             yield item, done, bucket, offset, nbytes
             done += nbytes
             position += nbytes
+
+
+def copy_spans(spans, items: Sequence[Buffer], buckets: Sequence[Buffer],
+               into_buckets: bool) -> None:
+    """The bytes bucket_spans laid out, copied from items into buckets (or back), by device
+    copies on each item's device's default stream (aethercl_copy, which a graph captures)."""
+    for item, offset, bucket, bucket_offset, nbytes in spans:
+        buffer = items[item]
+        if into_buckets:
+            ops.copy(buffer.device, buckets[bucket], bucket_offset, buffer, offset, nbytes, None)
+        else:
+            ops.copy(buffer.device, buffer, offset, buckets[bucket], bucket_offset, nbytes, None)
 
 
 def _tokens(buffers) -> ctypes.Array:
@@ -194,5 +207,5 @@ def copy_peer(dst: Buffer, src: Buffer, nbytes: Optional[int] = None, dst_offset
 
 
 __all__ = ["BF16", "COMM_ID_BYTES", "Communicator", "ENGINE_BUCKET_BYTES", "F16", "F32", "MAX",
-           "MEAN", "MIN", "RankCommunicator", "SUM", "bucket_spans", "copy_peer", "dtype_code",
+           "MEAN", "MIN", "RankCommunicator", "SUM", "bucket_spans", "copy_peer", "copy_spans", "dtype_code",
            "unique_id"]

@@ -14,8 +14,9 @@ Two paths move the gradients; ctx.path says which one init() took:
   allreduce of the outcome (so no rank waits in NCCL for a peer that cannot come). Rank 0 then
   makes NCCL's unique id, MPI broadcasts it, and every rank creates its rank of one communicator
   across processes (aethercl.collectives.RankCommunicator). all_reduce / broadcast pack the
-  buffers into one flat device bucket (aethercl_comm_alloc: memory NCCL reduces in place) with
-  device copies, run one NCCL collective on it and unpack: no host round trip. Sums follow NCCL's
+  buffers into flat device buckets of at most 256 MiB (aethercl_comm_alloc: memory NCCL reduces
+  in place) with device copies, run one NCCL collective per bucket and unpack: no host round
+  trip. Sums follow NCCL's
   order (equal to the MPI path's within NCCL's bound, not bit for bit).
 - "mpi": gradients travel through one flat float32 host buffer per call (one MPI_Allreduce with
   MPI_IN_PLACE instead of one per tensor); it is page-locked memory from aethercl_host_alloc when
@@ -40,9 +41,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from . import ops
 from .collectives import (ENGINE_BUCKET_BYTES, Communicator, RankCommunicator, bucket_spans,
-                          unique_id)
+                          copy_spans, unique_id)
 from .device import Buffer, Device, default_library
 from .library import Library
 
@@ -168,15 +168,11 @@ class Context:
         buckets = self._buckets_for(total)
         size = buckets[0].nbytes
         spans = list(bucket_spans([b.nbytes for b in buffers], size))
-        for item, offset, bucket, bucket_offset, nbytes in spans:
-            buffer = buffers[item]
-            ops.copy(buffer.device, buckets[bucket], bucket_offset, buffer, offset, nbytes, None)
+        copy_spans(spans, buffers, buckets, into_buckets=True)
         with self.watchdog(what):
             for bucket in range(len(buckets)):
                 run(buckets[bucket], min(size, total - bucket * size) // 4)
-        for item, offset, bucket, bucket_offset, nbytes in spans:
-            buffer = buffers[item]
-            ops.copy(buffer.device, buffer, offset, buckets[bucket], bucket_offset, nbytes, None)
+        copy_spans(spans, buffers, buckets, into_buckets=False)
 
     @property
     def device(self) -> Device:
@@ -235,7 +231,7 @@ class Context:
 
     def all_reduce(self, buffers, op: str = "mean") -> None:
         """float32 buffers, reduced over every device of the job (sum or mean), in place: on the
-        NCCL path one ncclAllReduce of a device bucket, else one MPI_Allreduce of host memory."""
+        NCCL path one ncclAllReduce per device bucket, else one MPI_Allreduce of host memory."""
         lists = self._local(buffers)
         if op not in ("sum", "mean"):
             raise ValueError(f"op {op!r}: sum or mean")
@@ -260,7 +256,7 @@ class Context:
 
     def broadcast(self, buffers, root: int = 0) -> None:
         """float32 buffers of rank `root`'s first device to every device of the job (on the NCCL
-        path one ncclBroadcast of a device bucket, else MPI_Bcast of host memory)."""
+        path one ncclBroadcast per device bucket, else MPI_Bcast of host memory)."""
         lists = self._local(buffers)
         if self.rank_comm is not None:
             self._nccl_collective(lists[0], "ncclBroadcast", lambda bucket, count:

@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from aethercl import Buffer, Communicator, ops
-from aethercl.collectives import ENGINE_BUCKET_BYTES, bucket_spans
+from aethercl.collectives import ENGINE_BUCKET_BYTES, bucket_spans, copy_spans
 
 from .loss import cross_entropy_loss_and_backward
 from .model import SimpleModel
@@ -213,13 +213,8 @@ class DataParallel:
 
     def _copy_gradients(self, r: int, layout, into_buckets: bool) -> None:
         groups, _, spans = layout
-        device = self.runtimes[r].device
-        for group, grad_offset, bucket, offset, nbytes in spans:
-            grad, held = groups[group][r].grad.data, self._buckets[r][bucket]
-            if into_buckets:
-                ops.copy(device, held, offset, grad, grad_offset, nbytes, None)
-            else:
-                ops.copy(device, grad, grad_offset, held, offset, nbytes, None)
+        copy_spans(spans, [params[r].grad.data for params in groups], self._buckets[r],
+                   into_buckets)
 
     def _free_buckets(self) -> None:
         for per_replica in self._buckets:
