@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from aethercl import Buffer, Communicator, ops
+from aethercl import Buffer, Communicator
 from aethercl.collectives import ENGINE_BUCKET_BYTES, bucket_spans, copy_spans
 
 from .loss import cross_entropy_loss_and_backward
@@ -122,8 +122,8 @@ class DataParallel:
         """Replica r's packer for a capture whose graphs end where buckets fill up."""
         groups = layout[0]
         index = {id(params[r]): g for g, params in enumerate(groups)}
-        return GradientPacker(self.runtimes[r].device, self._buckets[r], index,
-                              self._bucket_elements * 4, self.bucket_count(layout))
+        return GradientPacker(self._buckets[r], index, self._bucket_elements * 4,
+                              self.bucket_count(layout))
 
     def step(self, inputs: np.ndarray, targets: np.ndarray, pad_id: int = 0) -> float:
         """One data-parallel training step on a batch (rows split by shards()); returns the
@@ -272,9 +272,9 @@ class GradientPacker:
     offset in the bucket, bytes) in the order recorded (DataParallel's layout form, the same on
     every replica); segment_of[k] is the graph after which bucket k is complete."""
 
-    def __init__(self, device, buckets: Sequence[Buffer], index: dict, bucket_bytes: int,
+    def __init__(self, buckets: Sequence[Buffer], index: dict, bucket_bytes: int,
                  bucket_count: int):
-        self.device, self.buckets, self.index = device, buckets, index
+        self.buckets, self.index = buckets, index
         self.bucket_bytes, self.bucket_count = bucket_bytes, bucket_count
         self.position, self.segment = 0, 0
         self.spans: list = []
@@ -285,11 +285,9 @@ class GradientPacker:
         if group is None or parameter.grad is None:
             return False
         size = parameter.numel * 4
-        for _, done, bucket, offset, nbytes in bucket_spans([size], self.bucket_bytes,
-                                                            self.position):
-            ops.copy(self.device, self.buckets[bucket], offset, parameter.grad.data, done, nbytes,
-                     None)
-            self.spans.append((group, done, bucket, offset, nbytes))
+        spans = list(bucket_spans([size], self.bucket_bytes, self.position))
+        copy_spans(spans, [parameter.grad.data], self.buckets, into_buckets=True)
+        self.spans += [(group, *span[1:]) for span in spans]
         self.position += size
         filled = min(self.position // self.bucket_bytes, self.bucket_count)
         if filled <= len(self.segment_of):
