@@ -37,12 +37,10 @@ void Communicator::drop_engine(const std::string& why) noexcept {
   if (spans_processes()) {
     log().warn("communicator: the vendor engines failed ({}); it has no other path between "
                "processes: its collectives fail from now on", why);
-    finish();
-    engine_.reset();
-    return;
+  } else {
+    log().warn("communicator: the vendor engines failed ({}); its collectives take the {} path "
+               "from now on", why, peer_path_name(path_));
   }
-  log().warn("communicator: the vendor engines failed ({}); its collectives take the {} path "
-             "from now on", why, peer_path_name(path_));
   finish();
   engine_.reset();
 }
